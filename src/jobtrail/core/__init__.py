@@ -1,0 +1,1 @@
+"""The pure core: states, evidence, planning and applying outcomes. No I/O, no clock, no globals."""

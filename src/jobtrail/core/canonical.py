@@ -1,0 +1,88 @@
+"""Canonical JSON (RFC 8785 style) and request fingerprints.
+
+Sorted keys (by UTF-16 code units, as RFC 8785 says), no insignificant whitespace, UTF-8
+text kept as is, integers exact, floats in their shortest round-trip form with integral
+values written as integers (1.0 and 1 are the same number in JSON). NaN and infinities are
+not JSON and are refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+from jobtrail.errors import InvalidInput
+
+
+def _number(value: float) -> str:
+    if not math.isfinite(value):
+        raise InvalidInput("NaN and infinite numbers are not valid JSON; send them as strings")
+    if value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        sign = "-" if exponent.startswith("-") else "+"
+        text = f"{mantissa}e{sign}{exponent.lstrip('+-').lstrip('0') or '0'}"
+    return text
+
+
+def _encode(value: Any, out: list[str]) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(str(value))
+    elif isinstance(value, float):
+        out.append(_number(value))
+    elif isinstance(value, str):
+        out.append(json.dumps(value, ensure_ascii=False))
+    elif isinstance(value, list | tuple):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _encode(item, out)
+        out.append("]")
+    elif isinstance(value, dict):
+        out.append("{")
+        for i, key in enumerate(sorted(value, key=_utf16_key)):
+            if not isinstance(key, str):
+                raise InvalidInput(f"JSON object keys must be strings, got {key!r}")
+            if i:
+                out.append(",")
+            out.append(json.dumps(key, ensure_ascii=False))
+            out.append(":")
+            _encode(value[key], out)
+        out.append("}")
+    else:
+        raise InvalidInput(f"{type(value).__name__} is not a JSON value")
+
+
+def _utf16_key(key: object) -> bytes:
+    return str(key).encode("utf-16-be")
+
+
+def canonical_json(value: Any) -> str:
+    """The one textual form of a JSON value."""
+    out: list[str] = []
+    _encode(value, out)
+    return "".join(out)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def fingerprint(method: str, target: str, body: Any, headers: dict[str, str] | None = None) -> str:
+    """`sha256:` over the canonical form of what the request would do. Extra request
+    headers change what is asked, so they count too (names case-insensitively)."""
+    document: dict[str, Any] = {"method": method.upper(), "target": target, "body": body}
+    if headers:
+        document["headers"] = {name.lower(): value for name, value in headers.items()}
+    return "sha256:" + sha256_text(canonical_json(document))

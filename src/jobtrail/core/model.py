@@ -1,0 +1,188 @@
+"""Records of the ledger. Frozen, keyword-only; changed with dataclasses.replace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from jobtrail.core.states import Evidence, RemoteStatus, State
+
+Json = Any  # a value that json.dumps accepts
+
+
+class Idempotency(StrEnum):
+    HEADER = "header"
+    BODY = "body"
+    NONE = "none"
+
+
+class ResultMode(StrEnum):
+    ENDPOINT = "endpoint"
+    INLINE = "inline"
+    NONE = "none"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capabilities:
+    """What a provider promises, as declared in its provider file."""
+
+    idempotency: Idempotency = Idempotency.NONE
+    same_token_retry: bool = False
+    list_by_reference: bool = False
+    status_by_client_id: bool = False
+    cancel: bool = False
+    result: ResultMode = ResultMode.NONE
+    webhooks: bool = False
+
+    @property
+    def can_reconcile(self) -> bool:
+        return self.same_token_retry or self.list_by_reference or self.status_by_client_id
+
+    @property
+    def at_most_once_provable(self) -> bool:
+        """True when a lost create answer can be resolved without risking a second job."""
+        return self.can_reconcile
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobRequest:
+    """What we ask the provider to do. `target` names the provider and the create path."""
+
+    method: str
+    target: str
+    body: Json
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CancelIntent:
+    actor: str
+    reason: str
+    expected_effect: str
+    requested_at: datetime
+    request_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ItemCounts:
+    """Per-item outcomes of a batch result."""
+
+    total: int
+    succeeded: int
+    failed: int
+    failed_refs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResultSummary:
+    """What result collection found: where the content is and what was checked."""
+
+    valid: bool
+    content_type: str | None = None
+    sha256: str | None = None
+    size: int | None = None
+    location: str | None = None
+    records: int | None = None
+    items: ItemCounts | None = None
+    checks: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Operation:
+    # Written once, before any call.
+    operation_id: str
+    key: str
+    provider: str
+    provider_config: Json
+    capabilities: Capabilities
+    request: JobRequest
+    fingerprint: str
+    idempotency_token: str
+    trace_id: str
+    actor: str
+    authorized_by: str | None
+    reason: str | None
+    created_at: datetime
+    create_deadline: datetime
+    cancel_timeout: timedelta
+    # Changes as the operation moves.
+    result_deadline: datetime
+    state: State = State.CREATE_PENDING
+    remote_job_id: str | None = None
+    remote_state: str | None = None
+    remote_status: RemoteStatus | None = None
+    progress: Json = None
+    status_url: str | None = None
+    candidate_job_id: str | None = None
+    conflicting_job_ids: tuple[str, ...] = ()
+    next_poll_at: datetime | None = None
+    poll_count: int = 0
+    create_attempts: int = 0
+    inflight_attempt: str | None = None
+    cancel_intent: CancelIntent | None = None
+    cancel_deadline: datetime | None = None
+    cancel_sent: bool = False
+    inline_result: str | None = None  # where a synchronous result waits for validation
+    result: ResultSummary | None = None
+    fence: int = 0
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+    version: int = 0
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Transition:
+    operation_id: str
+    at: datetime
+    actor: str
+    from_state: State
+    to_state: State
+    evidence: Evidence
+    cause: str
+    remote_job_id: str | None
+    seq: int | None = None
+
+
+class AttemptKind(StrEnum):
+    CREATE = "create"
+    STATUS = "status"
+    CANCEL = "cancel"
+    RESULT = "result"
+    RECONCILE = "reconcile"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    """One external call: the intent is stored before the call, the outcome after."""
+
+    attempt_id: str
+    operation_id: str
+    kind: AttemptKind
+    fence: int
+    actor: str
+    started_at: datetime
+    request: Json  # sanitized: method, url, headers with credentials redacted
+    finished_at: datetime | None = None
+    outcome: str | None = None
+    http_status: int | None = None
+    provider_request_id: str | None = None
+    detail: Json = None  # sanitized response metadata
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observation:
+    """A fact read from the provider: nothing here is inferred."""
+
+    operation_id: str
+    source: str  # "create", "status", "cancel", "reconcile" or "webhook"
+    observed_at: datetime
+    remote_state: str | None
+    remote_status: RemoteStatus
+    provider_updated_at: str | None = None
+    progress: Json = None
+    ref: str | None = None  # the attempt id or webhook event id carrying the raw response
+    event_id: str | None = None

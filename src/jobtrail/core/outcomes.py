@@ -1,0 +1,190 @@
+"""What can come back from an action. Providers return these; they never raise.
+
+Call outcomes carry `ref`, the id of the attempt that produced them, so every transition can
+name its evidence. Local outcomes (deadlines, decisions) are produced without any call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from jobtrail.core.model import CancelIntent, Json, ResultSummary
+from jobtrail.core.states import RemoteStatus
+
+
+@dataclass(frozen=True, kw_only=True)
+class Accepted:
+    """The provider confirmed a remote job id (create, or a same-token retry)."""
+
+    job_id: str
+    remote_state: str | None
+    remote_status: RemoteStatus
+    status_url: str | None = None
+    http_status: int | None = None
+    request_id: str | None = None
+    retry_after: str | None = None
+    ref: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyncResult:
+    """The create call answered with the result itself."""
+
+    job_id: str | None
+    content: bytes
+    content_type: str
+    http_status: int | None = None
+    request_id: str | None = None
+    ref: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rejected:
+    """A definitive refusal: the provider will not do this (4xx other than 408/409/425/429)."""
+
+    reason: str
+    http_status: int | None = None
+    request_id: str | None = None
+    ref: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ambiguous:
+    """We may have been heard, but we do not know what happened."""
+
+    reason: str
+    http_status: int | None = None
+    request_id: str | None = None
+    ref: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Throttled:
+    """The provider asked us to come back later (429, 503 with Retry-After, 409 in flight),
+    or the connection was refused before anything was sent. Nothing was done."""
+
+    reason: str
+    retry_after: str | None = None
+    http_status: int | None = None
+    request_id: str | None = None
+    ref: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observed:
+    """A status read (or the status part of another answer)."""
+
+    remote_state: str | None
+    remote_status: RemoteStatus
+    progress: Json = None
+    provider_updated_at: str | None = None
+    retry_after: str | None = None
+    http_status: int | None = None
+    request_id: str | None = None
+    ref: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Found:
+    """A lookup by client reference: the job ids the provider holds under our reference."""
+
+    job_ids: tuple[str, ...]
+    http_status: int | None = None
+    request_id: str | None = None
+    ref: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CancelAcknowledged:
+    http_status: int | None = None
+    request_id: str | None = None
+    ref: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResultChecked:
+    """Result collection finished: fetched and validated (summary.valid says how it went)."""
+
+    summary: ResultSummary
+    ref: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResultMissing:
+    """The result cannot be fetched: gone (404/410) or refused for good."""
+
+    reason: str
+    http_status: int | None = None
+    ref: str | None = None
+
+
+class Deadline(StrEnum):
+    CREATE = "create"
+    RESULT = "result"
+    CANCEL = "cancel"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeadlinePassed:
+    deadline: Deadline
+
+
+@dataclass(frozen=True, kw_only=True)
+class CancelRequested:
+    intent: CancelIntent
+
+
+@dataclass(frozen=True, kw_only=True)
+class Withdrawn:
+    """A cancel was asked for while no remote job can exist: nothing will be sent."""
+
+    intent: CancelIntent
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interrupted:
+    """An attempt's intent was recorded but its outcome never was (the worker died)."""
+
+    attempt_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoReconciliation:
+    """The create outcome is unknown and the provider offers no way to find out."""
+
+
+class Decision(StrEnum):
+    ADOPT = "adopt"
+    MARK_FAILED = "mark_failed"
+    RETRY_AS_NEW = "retry_as_new"
+    EXTEND = "extend"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HumanDecision:
+    decision: Decision
+    actor: str
+    reason: str
+    job_id: str | None = None
+    new_deadline: datetime | None = None
+    request_id: str = ""
+
+
+CallOutcome = (
+    Accepted
+    | SyncResult
+    | Rejected
+    | Ambiguous
+    | Throttled
+    | Observed
+    | Found
+    | CancelAcknowledged
+    | ResultChecked
+    | ResultMissing
+)
+LocalOutcome = (
+    DeadlinePassed | CancelRequested | Withdrawn | Interrupted | NoReconciliation | HumanDecision
+)
+Outcome = CallOutcome | LocalOutcome

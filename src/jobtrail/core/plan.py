@@ -1,0 +1,147 @@
+"""`plan(operation, now)`: the next thing to do for an operation, decided from its record alone.
+
+This is the article's reference loop, read one step at a time. The worker asks for the plan,
+carries out the action, and hands the outcome to `apply`. A restarted worker asks again and
+gets the same answer, because everything the plan needs is in the record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from jobtrail.core import outcomes as o
+from jobtrail.core.model import AttemptKind, Operation
+from jobtrail.core.states import State
+
+
+@dataclass(frozen=True, kw_only=True)
+class Call:
+    """Make one external call of this kind (intent recorded first)."""
+
+    kind: AttemptKind
+    retry: bool = False  # for create: a retry with the stored token
+
+    def describe(self) -> str:
+        return {
+            AttemptKind.CREATE: "retry create with the stored token"
+            if self.retry
+            else "send create",
+            AttemptKind.STATUS: "poll status",
+            AttemptKind.CANCEL: "send cancel",
+            AttemptKind.RESULT: "collect result",
+            AttemptKind.RECONCILE: "reconcile by client reference",
+        }[self.kind]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decide:
+    """Apply a local outcome (a deadline, a recorded request) without any call."""
+
+    outcome: o.LocalOutcome
+
+    def describe(self) -> str:
+        match self.outcome:
+            case o.DeadlinePassed(deadline=d):
+                return f"{d} deadline passed: escalate"
+            case o.CancelRequested():
+                return "act on the recorded cancel request"
+            case o.Withdrawn():
+                return "withdraw: cancel requested before any create was sent"
+            case o.Interrupted():
+                return "settle an attempt interrupted by a crash"
+            case o.NoReconciliation():
+                return "escalate: the provider offers no reconciliation"
+            case _:
+                return "apply a recorded decision"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wait:
+    until: datetime
+    then: Call | Decide
+
+    def describe(self) -> str:
+        return f"wait until {self.until.isoformat()} then {self.then.describe()}"
+
+
+class Halt(StrEnum):
+    """Why nothing more will happen automatically."""
+
+    ENDED = "the operation ended"
+    NEEDS_HUMAN = "waiting for a recorded human decision"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Nothing:
+    why: Halt
+
+    def describe(self) -> str:
+        return str(self.why)
+
+
+Action = Call | Decide | Wait | Nothing
+
+
+def plan(op: Operation, now: datetime) -> Action:
+    if op.state is State.NEEDS_HUMAN:
+        return Nothing(why=Halt.NEEDS_HUMAN)
+    if op.state.ends_automation:
+        return Nothing(why=Halt.ENDED)
+    if op.inflight_attempt is not None:
+        return Decide(outcome=o.Interrupted(attempt_id=op.inflight_attempt))
+    decided = _decision(op, now)
+    if decided is not None:
+        return decided
+    call = _call(op)
+    if isinstance(call, Decide):
+        return call
+    if op.next_poll_at is not None and now < op.next_poll_at:
+        return Wait(until=op.next_poll_at, then=call)
+    return call
+
+
+def _decision(op: Operation, now: datetime) -> Decide | None:
+    """Deadlines and recorded requests, which take precedence over any call."""
+    state = op.state
+    if state is State.CREATE_PENDING and op.cancel_intent is not None:
+        return Decide(outcome=o.Withdrawn(intent=op.cancel_intent))
+    if state in (State.CREATE_PENDING, State.CREATE_UNKNOWN, State.RECONCILIATION):
+        if now >= op.create_deadline:
+            return Decide(outcome=o.DeadlinePassed(deadline=o.Deadline.CREATE))
+        return None
+    if state in (State.ACCEPTED, State.OBSERVING):
+        if op.cancel_intent is not None:
+            return Decide(outcome=o.CancelRequested(intent=op.cancel_intent))
+        if now >= op.result_deadline:
+            return Decide(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
+        return None
+    if state in (State.CANCEL_REQUESTED, State.CANCELLING):
+        if op.cancel_deadline is not None and now >= op.cancel_deadline:
+            return Decide(outcome=o.DeadlinePassed(deadline=o.Deadline.CANCEL))
+        return None
+    if state is State.RESULT_COLLECTING and now >= op.result_deadline:
+        return Decide(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
+    return None
+
+
+def _call(op: Operation) -> Call | Decide:
+    caps = op.capabilities
+    match op.state:
+        case State.CREATE_PENDING:
+            return Call(kind=AttemptKind.CREATE, retry=op.create_attempts > 0)
+        case State.CREATE_UNKNOWN:
+            if caps.same_token_retry:
+                return Call(kind=AttemptKind.CREATE, retry=True)
+            if caps.list_by_reference:
+                return Call(kind=AttemptKind.RECONCILE)
+            return Decide(outcome=o.NoReconciliation())
+        case State.RECONCILIATION:
+            return Call(kind=AttemptKind.RECONCILE)
+        case State.CANCEL_REQUESTED if not op.cancel_sent:
+            return Call(kind=AttemptKind.CANCEL)
+        case State.RESULT_COLLECTING:
+            return Call(kind=AttemptKind.RESULT)
+        case _:
+            return Call(kind=AttemptKind.STATUS)

@@ -1,0 +1,57 @@
+"""The exception tree. Every error says what happened and what the user can do next.
+
+    JobtrailError
+    ├── InvalidInput          bad arguments, request bodies, durations, provider files
+    │   └── ProviderConfigError
+    ├── NotFound              no operation with that id
+    ├── KeyConflict           same operation key, different request
+    ├── TransitionRefused     a state change without its evidence
+    ├── ActionRefused         a human/agent action that does not fit the operation's state
+    ├── LostOwnership         a worker's lease was taken over (fencing number moved on)
+    ├── ConcurrentUpdate      someone else changed the operation first; reload and retry
+    └── StoreError            the ledger database could not be opened or migrated
+
+Foreign errors (sqlite3, psycopg, aiohttp) are translated once, where they are caught.
+"""
+
+from __future__ import annotations
+
+
+class JobtrailError(Exception):
+    """Root of every error jobtrail raises on purpose."""
+
+
+class InvalidInput(JobtrailError):
+    """The input cannot be used as given."""
+
+
+class ProviderConfigError(InvalidInput):
+    """A provider file is missing, unreadable or does not match the schema."""
+
+
+class NotFound(JobtrailError):
+    """No such operation."""
+
+
+class KeyConflict(JobtrailError):
+    """An operation key was reused with a different request."""
+
+
+class TransitionRefused(JobtrailError):
+    """A transition is not in the table, or lacks the evidence the table requires."""
+
+
+class ActionRefused(JobtrailError):
+    """The action does not fit the operation's current state."""
+
+
+class LostOwnership(JobtrailError):
+    """The lease was taken over; this worker may no longer write for the operation."""
+
+
+class ConcurrentUpdate(JobtrailError):
+    """The operation changed under us; the caller reloads and decides again."""
+
+
+class StoreError(JobtrailError):
+    """The ledger database cannot be used."""

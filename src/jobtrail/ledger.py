@@ -1,0 +1,396 @@
+"""The ledger: the one place where the pure core meets the store.
+
+Every change to an operation is decided by `core.apply` and written by `store.commit` with
+its transitions, attempt, observations and audit entries in one transaction. Surfaces (CLI,
+MCP, worker, webhooks) call these methods and hold no rules of their own.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from jobtrail.audit import AuditEntry
+from jobtrail.core import outcomes as o
+from jobtrail.core.apply import Applied, Policy, apply
+from jobtrail.core.canonical import canonical_json, fingerprint
+from jobtrail.core.durations import parse_duration
+from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
+from jobtrail.core.model import Attempt, AttemptKind, CancelIntent, JobRequest, Operation
+from jobtrail.core.plan import Call, Decide, plan
+from jobtrail.core.schedule import Backoff
+from jobtrail.core.states import REMOTE_MAY_RUN, State
+from jobtrail.errors import (
+    ActionRefused,
+    ConcurrentUpdate,
+    InvalidInput,
+    KeyConflict,
+    LostOwnership,
+    NotFound,
+)
+from jobtrail.providers.config import ProviderSpec
+from jobtrail.store.base import Change, CommitResult, Store, Verdict
+from jobtrail.store.group import GroupCommitter
+
+Clock = Callable[[], datetime]
+_MAX_RETRIES = 8
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class Ledger:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Clock = system_clock,
+        rand: random.Random | None = None,
+        group_commit: bool = False,
+    ) -> None:
+        self.store, self.clock = store, clock
+        self.rand = rand or secrets.SystemRandom()
+        self._group = GroupCommitter(store) if group_commit else None
+        self._policies: dict[tuple[str, str], Policy] = {}
+
+    def policy(self, op: Operation) -> Policy:
+        """Scheduling for this operation, from the [poll] table of its provider file."""
+        poll = op.provider_config.get("poll", {}) if isinstance(op.provider_config, dict) else {}
+        shape = (str(poll.get("initial", "2s")), str(poll.get("cap", "60s")))
+        policy = self._policies.get(shape)
+        if policy is None:
+            backoff = Backoff(
+                base=parse_duration(shape[0]).total_seconds(),
+                cap=parse_duration(shape[1]).total_seconds(),
+            )
+            policy = self._policies[shape] = Policy(rand=self.rand, poll=backoff)
+        return policy
+
+    async def _commit(self, change: Change) -> CommitResult:
+        if self._group is not None:
+            return await self._group.commit(change)
+        (result,) = await self.store.commit([change])
+        return result
+
+    # -- asking --------------------------------------------------------------------------
+
+    async def submit(
+        self,
+        provider: ProviderSpec,
+        body: Any,
+        *,
+        headers: dict[str, str] | None = None,
+        key: str | None = None,
+        actor: str,
+        authorized_by: str | None = None,
+        reason: str | None = None,
+        create_deadline: timedelta | None = None,
+        result_deadline: timedelta | None = None,
+        cancel_deadline: timedelta | None = None,
+    ) -> Operation:
+        """Write the operation record durably; nothing is sent here. The same key with the
+        same request returns the existing operation."""
+        headers = dict(headers or {})
+        for name in headers:
+            if provider.redactor.is_sensitive_header(name):
+                raise InvalidInput(
+                    f"header {name!r} carries a credential, and jobtrail never stores "
+                    "credentials: name the environment variable holding it in the provider "
+                    "file's `auth` instead"
+                )
+        canonical_json(body)  # refuses what is not JSON before anything is written
+        request = JobRequest(
+            method=provider.create_method, target=provider.target, body=body, headers=headers
+        )
+        print_ = fingerprint(request.method, request.target, body, headers)
+        if key is not None:
+            _check_key(key)
+            existing = await self._by_key(key)
+            if existing is not None:
+                return _same_request(existing, print_, key)
+        now = self.clock()
+        op_id = operation_id(now, self.rand)
+        deadlines = provider.deadlines
+        op = Operation(
+            operation_id=op_id,
+            key=key or op_id,
+            provider=provider.name,
+            provider_config=provider.document,
+            capabilities=provider.capabilities,
+            request=request,
+            fingerprint=print_,
+            idempotency_token=idempotency_token(self.rand),
+            trace_id=trace_id(self.rand),
+            actor=actor,
+            authorized_by=authorized_by,
+            reason=reason,
+            created_at=now,
+            create_deadline=now + (create_deadline or deadlines["create"]),
+            result_deadline=now + (result_deadline or deadlines["result"]),
+            cancel_timeout=cancel_deadline or deadlines["cancel"],
+            next_poll_at=now,
+            updated_at=now,
+        )
+        entry = AuditEntry(
+            at=now,
+            operation_id=op_id,
+            kind="operation.submitted",
+            actor=actor,
+            data={
+                "key": op.key,
+                "provider": op.provider,
+                "target": request.target,
+                "fingerprint": print_,
+                "idempotency_token": op.idempotency_token,
+                "trace_id": op.trace_id,
+                "authorized_by": authorized_by,
+                "reason": reason,
+                "body": provider.redactor.json(body),
+            },
+        )
+        stored = await self.store.create_operation(op, [entry])
+        return stored if stored.operation_id == op_id else _same_request(stored, print_, op.key)
+
+    async def _by_key(self, key: str) -> Operation | None:
+        return await self.store.get_by_key(key)
+
+    # -- reading -------------------------------------------------------------------------
+
+    async def get(self, operation_id: str) -> Operation:
+        op = await self.store.get(operation_id)
+        if op is None:
+            raise NotFound(
+                f"no operation {operation_id!r} in this ledger; `jobtrail list` shows the "
+                "operations it holds"
+            )
+        return op
+
+    # -- human and agent requests ------------------------------------------------------
+
+    async def cancel(
+        self, operation_id: str, *, actor: str, reason: str, expected_effect: str | None = None
+    ) -> Operation:
+        """Record the intent to cancel. The lease owner sends the cancel; nothing here claims
+        that the remote job stopped."""
+        for _ in range(_MAX_RETRIES):
+            op = await self.get(operation_id)
+            if op.cancel_intent is not None:
+                return op
+            if not op.capabilities.cancel:
+                raise ActionRefused(
+                    f"provider {op.provider!r} declares no cancel endpoint, so {operation_id} "
+                    "cannot be cancelled through jobtrail; it will run to its end"
+                )
+            if op.state not in REMOTE_MAY_RUN | {State.CREATE_PENDING} or op.state in (
+                State.NEEDS_HUMAN,
+                State.CANCELLATION_UNCONFIRMED,
+            ):
+                raise ActionRefused(
+                    f"{operation_id} is {op.state}; there is no running job to cancel"
+                )
+            now = self.clock()
+            intent = CancelIntent(
+                actor=actor,
+                reason=reason,
+                expected_effect=expected_effect or "stop the remote job; work already done stays",
+                requested_at=now,
+                request_id=short_id("req_", self.rand),
+            )
+            entry = self._entry(op, now, "cancel.intent", actor, _intent_doc(intent))
+            if op.state in (State.ACCEPTED, State.OBSERVING, State.RESULT_TIMED_OUT):
+                applied = apply(
+                    op, o.CancelRequested(intent=intent), now, actor=actor, policy=self.policy(op)
+                )
+            else:
+                # No remote job id yet: keep the intent; it is acted on as soon as one is known.
+                applied = Applied(
+                    operation=replace(op, cancel_intent=intent, next_poll_at=now, updated_at=now),
+                    transitions=(),
+                    observations=(),
+                )
+            result = await self._commit(self._change(applied, None, [entry]))
+            if result.verdict is Verdict.OK and result.operation is not None:
+                return result.operation
+        raise ConcurrentUpdate(f"{operation_id} kept changing; try the cancel again")
+
+    async def decide(self, operation_id: str, decision: o.HumanDecision) -> Operation:
+        """Apply a recorded human decision (resolve a needs_human, extend a deadline)."""
+        for _ in range(_MAX_RETRIES):
+            op = await self.get(operation_id)
+            now = self.clock()
+            if decision.decision is o.Decision.ADOPT and decision.job_id not in (
+                *op.conflicting_job_ids,
+                op.candidate_job_id,
+                op.remote_job_id,
+            ):
+                known = ", ".join(op.conflicting_job_ids) or "none recorded"
+                raise ActionRefused(
+                    f"{decision.job_id!r} is not a job id this operation saw (seen: {known})"
+                )
+            applied = apply(op, decision, now, actor=decision.actor, policy=self.policy(op))
+            entry = self._entry(
+                op, now, "human.decision", decision.actor,
+                {"decision": decision.decision.value, "reason": decision.reason,
+                 "job_id": decision.job_id, "request_id": decision.request_id,
+                 "new_deadline": decision.new_deadline.isoformat() if decision.new_deadline
+                 else None},
+            )  # fmt: skip
+            result = await self._commit(self._change(applied, None, [entry]))
+            if result.verdict is Verdict.OK and result.operation is not None:
+                return result.operation
+        raise ConcurrentUpdate(f"{operation_id} kept changing; try again")
+
+    # -- the worker's side ---------------------------------------------------------------
+
+    async def begin_call(
+        self, op: Operation, kind: AttemptKind, request: dict[str, Any], actor: str
+    ) -> tuple[Operation, Attempt]:
+        """Record the intent of a call durably, before it is made."""
+        now = self.clock()
+        attempt = Attempt(
+            attempt_id=short_id("at_", self.rand),
+            operation_id=op.operation_id,
+            kind=kind,
+            fence=op.fence,
+            actor=actor,
+            started_at=now,
+            request=request,
+        )
+        marked = replace(op, inflight_attempt=attempt.attempt_id, updated_at=now)
+        entry = self._entry(op, now, "attempt.intent", actor,
+                            {"attempt_id": attempt.attempt_id, "kind": kind.value,
+                             "request": request})  # fmt: skip
+        change = Change(operation=marked, owner_fence=op.fence, attempt_started=attempt,
+                        audit=[entry])  # fmt: skip
+        result = await self._commit(change)
+        if result.verdict is Verdict.OK and result.operation is not None:
+            return result.operation, attempt
+        if result.verdict is Verdict.STALE and result.operation is not None:
+            raise ConcurrentUpdate("the operation changed before the call; plan again")
+        raise LostOwnership(f"lease on {op.operation_id} was taken over (fence {op.fence})")
+
+    async def finish_call(
+        self,
+        op: Operation,
+        attempt: Attempt,
+        outcome: o.CallOutcome,
+        *,
+        detail: dict[str, Any],
+        actor: str,
+        release: bool = False,
+    ) -> Operation:
+        """Record a call's outcome and what it changes. Re-applied if someone else (a cancel
+        request, a webhook) changed the record meanwhile; refused if the lease moved on."""
+        now = self.clock()
+        finished = replace(
+            attempt,
+            finished_at=now,
+            outcome=type(outcome).__name__,
+            http_status=getattr(outcome, "http_status", None),
+            provider_request_id=getattr(outcome, "request_id", None),
+            detail=detail,
+        )
+        entry_data = {
+            "attempt_id": attempt.attempt_id,
+            "kind": attempt.kind.value,
+            "outcome": finished.outcome,
+            "http_status": finished.http_status,
+            "provider_request_id": finished.provider_request_id,
+            "detail": detail,
+        }
+        return await self._step(op, outcome, now, actor, finished, entry_data, release)
+
+    async def settle(self, op: Operation, outcome: o.LocalOutcome, actor: str,
+                     release: bool = False) -> Operation:  # fmt: skip
+        """Apply a local outcome (deadline, interrupted attempt...) under the lease."""
+        return await self._step(op, outcome, self.clock(), actor, None, None, release)
+
+    async def _step(
+        self,
+        op: Operation,
+        outcome: o.Outcome,
+        now: datetime,
+        actor: str,
+        finished: Attempt | None,
+        entry_data: dict[str, Any] | None,
+        release: bool,
+    ) -> Operation:
+        fence = op.fence
+        for _ in range(_MAX_RETRIES):
+            applied = apply(op, outcome, now, actor=actor, policy=self.policy(op))
+            audit = []
+            if entry_data is not None:
+                audit.append(self._entry(op, now, "attempt.outcome", actor, entry_data))
+            elif isinstance(outcome, o.LocalOutcome):
+                audit.append(self._entry(op, now, "decision", actor,
+                                         {"outcome": type(outcome).__name__}))  # fmt: skip
+            keep = not release and isinstance(plan(applied.operation, now), Call | Decide)
+            change = self._change(applied, fence, audit, finished=finished, release=not keep)
+            result = await self._commit(change)
+            if result.verdict is Verdict.OK and result.operation is not None:
+                return result.operation
+            if result.verdict is Verdict.FENCED_OUT or result.operation is None:
+                raise LostOwnership(f"lease on {op.operation_id} was taken over (fence {fence})")
+            op = result.operation  # changed by someone else: apply the same outcome again
+        raise ConcurrentUpdate(f"{op.operation_id} kept changing under the worker")
+
+    def _change(
+        self,
+        applied: Applied,
+        fence: int | None,
+        audit: list[AuditEntry],
+        *,
+        finished: Attempt | None = None,
+        release: bool = False,
+    ) -> Change:
+        op = applied.operation
+        for tr in applied.transitions:
+            audit.append(
+                AuditEntry(
+                    at=tr.at, operation_id=op.operation_id, kind="transition", actor=tr.actor,
+                    data={"from": tr.from_state.value, "to": tr.to_state.value,
+                          "evidence": tr.evidence.value, "cause": tr.cause,
+                          "remote_job_id": tr.remote_job_id},
+                )
+            )  # fmt: skip
+        return Change(
+            operation=op,
+            owner_fence=fence,
+            transitions=applied.transitions,
+            observations=applied.observations,
+            attempt_finished=finished,
+            audit=audit,
+            release=release,
+        )
+
+    def _entry(self, op: Operation, now: datetime, kind: str, actor: str, data: Any) -> AuditEntry:
+        return AuditEntry(at=now, operation_id=op.operation_id, kind=kind, actor=actor, data=data)
+
+
+def _check_key(key: str) -> None:
+    if not key or len(key) > 200 or not key.isprintable():
+        raise InvalidInput("an operation key must be 1 to 200 printable characters")
+
+
+def _same_request(existing: Operation, print_: str, key: str) -> Operation:
+    if existing.fingerprint != print_:
+        raise KeyConflict(
+            f"key {key!r} already names operation {existing.operation_id} with a different "
+            f"request ({existing.fingerprint[:19]}…, now {print_[:19]}…); a changed request is "
+            "a new operation: use a new key, and cancel the old operation if it should not run"
+        )
+    return existing
+
+
+def _intent_doc(intent: CancelIntent) -> dict[str, Any]:
+    return {
+        "actor": intent.actor,
+        "reason": intent.reason,
+        "expected_effect": intent.expected_effect,
+        "request_id": intent.request_id,
+    }

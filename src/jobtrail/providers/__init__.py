@@ -1,0 +1,1 @@
+"""Providers: the provider file, its capabilities, and the generic HTTP provider."""

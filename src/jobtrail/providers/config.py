@@ -1,0 +1,398 @@
+"""The provider file (TOML): parsed, checked and turned into declared capabilities.
+
+A provider file never holds a secret: credentials are named by the environment variable that
+holds them and read at call time. That is why the parsed document can be stored with every
+operation, so any worker on any machine can drive the operation later.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from jobtrail.core.durations import parse_duration
+from jobtrail.core.model import Capabilities, Idempotency, ResultMode
+from jobtrail.core.redact import SENSITIVE_HEADERS, Redactor
+from jobtrail.core.states import RemoteStatus
+from jobtrail.errors import ProviderConfigError
+
+DEFAULT_DEADLINES = {"create": "2m", "result": "1h", "cancel": "10m"}
+_SIZE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Placement:
+    """Where a value goes in a request: a header or a top-level body field."""
+
+    header: str | None = None
+    field: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Auth:
+    header: str
+    env: str
+    prefix: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ItemsRule:
+    """How to read per-item outcomes out of a batch result."""
+
+    path: str | None = None  # JSON results: where the item list is
+    status: str = "status"  # CSV column or JSON field with the item's outcome
+    ref: str = "id"  # CSV column or JSON field naming the item
+    success: tuple[str, ...] = ("succeeded", "success", "ok")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResultSpec:
+    path: str | None = None
+    content_type: str | None = None
+    checksum_header: str | None = None
+    checksum_field: str | None = None
+    count_header: str | None = None
+    max_bytes: int = 100 * 1000**2
+    schema: Any = None
+    items: ItemsRule | None = None
+    expected_items_from_request: str | None = None
+    inline_field: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListSpec:
+    path: str
+    items: str = "data"
+    job_id: str = "job_id"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebhookSpec:
+    signing: str  # "standard" or "hmac"
+    secret_env: str
+    job_id: str = "data.job_id"
+    state: str = "data.state"
+    event_id: str = "id"
+    tolerance: timedelta = timedelta(minutes=5)
+    signature_header: str = "X-Webhook-Signature"
+    id_header: str = "X-Webhook-Id"
+    timestamp_header: str = "X-Webhook-Timestamp"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderSpec:
+    name: str
+    base_url: str
+    document: dict[str, Any]  # the file's content, secret-free, stored with each operation
+    auth: Auth | None = None
+    trace_header: str | None = None
+    request_id_headers: tuple[str, ...] = ("X-Request-ID", "Request-Id", "X-Request-Id")
+    timeout: timedelta = timedelta(seconds=30)
+    max_response_bytes: int = 1000**2
+    headers: dict[str, str] = field(default_factory=dict)
+    create_method: str = "POST"
+    create_path: str = "/"
+    idempotency: Placement | None = None
+    client_reference: Placement | None = None
+    create_job_id: str = "job_id"
+    create_state: str | None = "state"
+    create_status_url: str | None = "status_url"
+    status_path: str | None = None
+    status_state: str = "state"
+    status_progress: str | None = "progress"
+    status_updated_at: str | None = "updated_at"
+    status_error: str | None = "error"
+    states: dict[str, RemoteStatus] = field(default_factory=dict)
+    cancel_method: str = "POST"
+    cancel_path: str | None = None
+    result: ResultSpec = field(default_factory=ResultSpec)
+    same_token: bool = False
+    listing: ListSpec | None = None
+    webhooks: WebhookSpec | None = None
+    deadlines: dict[str, timedelta] = field(default_factory=dict)
+    poll_initial: float = 2.0
+    poll_cap: float = 60.0
+    redactor: Redactor = field(default_factory=Redactor)
+
+    @property
+    def target(self) -> str:
+        """What the fingerprint binds a token to: this provider's create endpoint."""
+        return f"{self.name}:{self.create_method} {self.create_path}"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        if self.idempotency is None:
+            idem = Idempotency.NONE
+        else:
+            idem = Idempotency.HEADER if self.idempotency.header else Idempotency.BODY
+        if self.result.path:
+            mode = ResultMode.ENDPOINT
+        elif self.result.inline_field:
+            mode = ResultMode.INLINE
+        else:
+            mode = ResultMode.NONE
+        return Capabilities(
+            idempotency=idem,
+            same_token_retry=self.same_token,
+            list_by_reference=self.listing is not None,
+            cancel=self.cancel_path is not None,
+            result=mode,
+            webhooks=self.webhooks is not None,
+        )
+
+    def secret_values(self) -> list[str]:
+        """The secrets this provider uses, read now from the environment (for redaction)."""
+        values = []
+        if self.auth and os.environ.get(self.auth.env):
+            values.append(os.environ[self.auth.env])
+        if self.webhooks and os.environ.get(self.webhooks.secret_env):
+            values.append(os.environ[self.webhooks.secret_env])
+        return values
+
+
+def load_provider_file(path: str | Path) -> ProviderSpec:
+    file = Path(path)
+    try:
+        document = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ProviderConfigError(f"no provider file at {file}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProviderConfigError(f"cannot read the provider file {file}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ProviderConfigError(f"{file} is not valid TOML: {exc}") from None
+    try:
+        return parse_provider(document)
+    except ProviderConfigError as exc:
+        raise ProviderConfigError(f"{file}: {exc}") from None
+
+
+def find_provider(name_or_path: str, search: str | None = None) -> ProviderSpec:
+    """A provider file given as a path, or a name looked up in JOBTRAIL_PROVIDERS or
+    ./providers/ as NAME.toml."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" or candidate.is_file():
+        return load_provider_file(candidate)
+    folder = Path(search or os.environ.get("JOBTRAIL_PROVIDERS") or "providers")
+    file = folder / f"{name_or_path}.toml"
+    if not file.is_file():
+        raise ProviderConfigError(
+            f"no provider named '{name_or_path}': looked for {file}; pass a provider file "
+            "path or set JOBTRAIL_PROVIDERS to the folder holding NAME.toml files"
+        )
+    return load_provider_file(file)
+
+
+def parse_provider(doc: dict[str, Any]) -> ProviderSpec:
+    r = _Reader(doc, "")
+    name, base_url = r.text("name"), r.text("base_url").rstrip("/")
+    if not base_url.startswith(("http://", "https://")):
+        raise ProviderConfigError(f"base_url must start with http:// or https://, not {base_url!r}")
+    headers = r.table("headers")
+    for header in headers:
+        if header.lower() in SENSITIVE_HEADERS:
+            raise ProviderConfigError(
+                f"header {header!r} carries a credential; name its environment variable "
+                "in `auth` instead of writing it in the file"
+            )
+    create, status, cancel = r.sub("create"), r.sub("status"), r.sub("cancel", optional=True)
+    result, reconcile = r.sub("result", optional=True), r.sub("reconcile", optional=True)
+    auth = _auth(r.table("auth")) if "auth" in doc else None
+    idempotency = _placement(create.table("idempotency"), "create.idempotency")
+    client_reference = _placement(create.table("client_reference"), "create.client_reference")
+    same_token = reconcile.flag("same_token") if reconcile else False
+    listing = reconcile.table("list") if reconcile else {}
+    if same_token and idempotency is None:
+        raise ProviderConfigError(
+            "reconcile.same_token needs create.idempotency (a header or field for the token)"
+        )
+    if listing and client_reference is None:
+        raise ProviderConfigError(
+            "reconcile.list needs create.client_reference, so the job can be found by it"
+        )
+    redact = r.table("redact")
+    deadlines = {
+        k: parse_duration(v) for k, v in (DEFAULT_DEADLINES | r.table("deadlines")).items()
+    }
+    unknown = set(deadlines) - set(DEFAULT_DEADLINES)
+    if unknown:
+        raise ProviderConfigError(
+            f"unknown deadlines {sorted(unknown)}; use create, result, cancel"
+        )
+    poll = r.table("poll")
+    return ProviderSpec(
+        name=name,
+        base_url=base_url,
+        document=doc,
+        auth=auth,
+        trace_header=r.text("trace_header", None),
+        timeout=parse_duration(doc.get("timeout", "30s")),
+        max_response_bytes=_size(doc.get("max_response_bytes", "1MB")),
+        headers={str(k): str(v) for k, v in headers.items()},
+        create_method=create.text("method", "POST").upper(),
+        create_path=create.text("path"),
+        idempotency=idempotency,
+        client_reference=client_reference,
+        create_job_id=create.text("job_id", "job_id"),
+        create_state=create.text("state", None),
+        create_status_url=create.text("status_url", "status_url"),
+        status_path=status.text("path", None),
+        status_state=status.text("state", "state"),
+        status_progress=status.text("progress", None),
+        status_updated_at=status.text("updated_at", None),
+        status_error=status.text("error", "error"),
+        states=_states(r.table("states")),
+        cancel_method=cancel.text("method", "POST").upper() if cancel else "POST",
+        cancel_path=cancel.text("path") if cancel else None,
+        result=_result(result, create.text("result", None)),
+        same_token=same_token,
+        listing=ListSpec(
+            path=str(listing["path"]),
+            items=str(listing.get("items", "data")),
+            job_id=str(listing.get("job_id", "job_id")),
+        )
+        if listing
+        else None,
+        webhooks=_webhooks(r.table("webhooks")) if "webhooks" in doc else None,
+        deadlines=deadlines,
+        poll_initial=parse_duration(poll.get("initial", "2s")).total_seconds(),
+        poll_cap=parse_duration(poll.get("cap", "60s")).total_seconds(),
+        redactor=Redactor().extended(
+            headers=[*redact.get("headers", ()), *([auth.header] if auth else [])],
+            fields=redact.get("fields", ()),
+        ),
+    )
+
+
+class _Reader:
+    def __init__(self, doc: dict[str, Any], where: str) -> None:
+        self.doc, self.where = doc, where
+
+    def _name(self, key: str) -> str:
+        return f"{self.where}{key}"
+
+    _MISSING: Any = object()
+
+    def text(self, key: str, default: Any = _MISSING) -> Any:
+        value = self.doc.get(key, default)
+        if value is self._MISSING:
+            raise ProviderConfigError(f"{self._name(key)} is required")
+        if value is not None and not isinstance(value, str):
+            raise ProviderConfigError(f"{self._name(key)} must be text, got {value!r}")
+        return value
+
+    def flag(self, key: str) -> bool:
+        value = self.doc.get(key, False)
+        if not isinstance(value, bool):
+            raise ProviderConfigError(f"{self._name(key)} must be true or false")
+        return value
+
+    def table(self, key: str) -> dict[str, Any]:
+        value = self.doc.get(key, {})
+        if not isinstance(value, dict):
+            raise ProviderConfigError(f"{self._name(key)} must be a table")
+        return value
+
+    def sub(self, key: str, optional: bool = False) -> Any:
+        if key not in self.doc:
+            if optional:
+                return None
+            raise ProviderConfigError(f"the [{key}] table is required")
+        return _Reader(self.table(key), f"{key}.")
+
+
+def _auth(table: dict[str, Any]) -> Auth:
+    if "value" in table or "token" in table:
+        raise ProviderConfigError(
+            'auth must name an environment variable (env = "NAME"), never hold the secret'
+        )
+    if "header" not in table or "env" not in table:
+        raise ProviderConfigError("auth needs `header` and `env`")
+    return Auth(
+        header=str(table["header"]), env=str(table["env"]), prefix=str(table.get("prefix", ""))
+    )
+
+
+def _placement(table: dict[str, Any], where: str) -> Placement | None:
+    if not table:
+        return None
+    if ("header" in table) == ("field" in table):
+        raise ProviderConfigError(f"{where} needs exactly one of `header` or `field`")
+    return Placement(header=table.get("header"), field=table.get("field"))
+
+
+def _states(table: dict[str, Any]) -> dict[str, RemoteStatus]:
+    states = {}
+    for word, meaning in table.items():
+        try:
+            states[str(word)] = RemoteStatus(str(meaning))
+        except ValueError:
+            raise ProviderConfigError(
+                f"states.{word} = {meaning!r}: map each provider word to running, succeeded, "
+                "failed or cancelled"
+            ) from None
+    return states
+
+
+def _result(r: _Reader | None, inline_field: str | None) -> ResultSpec:
+    if r is None:
+        return ResultSpec(inline_field=inline_field)
+    items = r.table("items")
+    return ResultSpec(
+        path=r.text("path", None),
+        content_type=r.text("content_type", None),
+        checksum_header=r.text("checksum_header", None),
+        checksum_field=r.text("checksum_field", None),
+        count_header=r.text("count_header", None),
+        max_bytes=_size(r.doc.get("max_bytes", "100MB")),
+        schema=r.doc.get("schema"),
+        items=ItemsRule(
+            path=items.get("path"),
+            status=str(items.get("status", "status")),
+            ref=str(items.get("ref", "id")),
+            success=tuple(items.get("success", ("succeeded", "success", "ok"))),
+        )
+        if items
+        else None,
+        expected_items_from_request=r.text("expected_items_from_request", None),
+        inline_field=inline_field,
+    )
+
+
+def _webhooks(table: dict[str, Any]) -> WebhookSpec:
+    signing = table.get("signing", "standard")
+    if signing not in ("standard", "hmac"):
+        raise ProviderConfigError('webhooks.signing must be "standard" or "hmac"')
+    if "secret_env" not in table:
+        raise ProviderConfigError("webhooks.secret_env must name the variable holding the secret")
+    extra = {
+        k: str(table[k])
+        for k in (
+            "job_id",
+            "state",
+            "event_id",
+            "signature_header",
+            "id_header",
+            "timestamp_header",
+        )
+        if k in table
+    }
+    return WebhookSpec(
+        signing=signing,
+        secret_env=str(table["secret_env"]),
+        tolerance=parse_duration(table.get("tolerance", "5m")),
+        **extra,
+    )
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, int) and value > 0:
+        return value
+    text = str(value).strip().lower().replace(" ", "")
+    for unit in sorted(_SIZE_UNITS, key=len, reverse=True):
+        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
+            return int(float(text[: -len(unit)]) * _SIZE_UNITS[unit])
+    raise ProviderConfigError(f"cannot read the size {value!r}; write it like 512KB or 10MB")

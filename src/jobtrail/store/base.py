@@ -1,0 +1,122 @@
+"""The store interface, in domain terms. Every implementation passes tests/contract."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Protocol
+
+from jobtrail.audit import AuditEntry, AuditRow
+from jobtrail.core.model import Attempt, Observation, Operation, Transition
+from jobtrail.core.states import State
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    """Everything one step changes for one operation, committed atomically.
+
+    `operation` is the new record, carrying the version it was derived from. An owner (a
+    worker holding the lease) passes its fencing number: the write is refused if the lease
+    was taken over since. Anyone else passes None: then the write only checks the version,
+    and never moves the poll time of an operation that a worker holds.
+    """
+
+    operation: Operation
+    owner_fence: int | None = None
+    transitions: Sequence[Transition] = ()
+    observations: Sequence[Observation] = ()
+    attempt_started: Attempt | None = None
+    attempt_finished: Attempt | None = None
+    audit: Sequence[AuditEntry] = ()
+    release: bool = False
+
+
+class Verdict(StrEnum):
+    OK = "ok"
+    FENCED_OUT = "fenced_out"  # the lease moved on: this writer must stop
+    STALE = "stale"  # someone else changed the record first: reload and decide again
+    DUPLICATE_EVENT = "duplicate_event"  # an observation's event id was seen before
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommitResult:
+    verdict: Verdict
+    operation: Operation | None = None  # the record as stored after the write (or now, if stale)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Claim:
+    operation: Operation
+    was_due: datetime  # the next poll time the operation had when claimed
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lease:
+    operation_id: str
+    fence: int
+    owner: str
+    acquired_at: datetime
+    expires_at: datetime
+    released_at: datetime | None
+
+
+class Store(Protocol):
+    """Durable home of operations, their history, attempts, observations, leases and audit."""
+
+    async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
+        """Insert a new operation; if its key exists, return the existing one unchanged."""
+        ...
+
+    async def get(self, operation_id: str) -> Operation | None: ...
+
+    async def get_by_key(self, key: str) -> Operation | None: ...
+
+    async def list_operations(
+        self, *, states: Sequence[State] = (), limit: int = 50
+    ) -> list[Operation]:
+        """Newest first."""
+        ...
+
+    async def count_by_state(self) -> dict[State, int]: ...
+
+    async def history(self, operation_id: str) -> list[Transition]: ...
+
+    async def attempts(self, operation_id: str) -> list[Attempt]: ...
+
+    async def observations(self, operation_id: str) -> list[Observation]: ...
+
+    async def commit(self, changes: Sequence[Change]) -> list[CommitResult]:
+        """Apply many operations' changes in one transaction (group commit), each guarded
+        by its version (and fence); a refused change writes nothing but, for a fenced-out
+        owner, the finished attempt and its audit entries, which are facts regardless."""
+        ...
+
+    async def claim_due(
+        self, owner: str, now: datetime, limit: int, lease_for: timedelta
+    ) -> list[Claim]:
+        """Lease up to `limit` due operations (oldest due first), raising each fence."""
+        ...
+
+    async def renew(
+        self, operation_id: str, fence: int, now: datetime, lease_for: timedelta
+    ) -> bool:
+        """Extend a held lease; False if the fence moved on."""
+        ...
+
+    async def release(self, operation_id: str, fence: int, now: datetime) -> bool:
+        """Give a lease back without changing anything else; False if the fence moved on."""
+        ...
+
+    async def next_due(self) -> datetime | None:
+        """The earliest next poll time of any operation, or None."""
+        ...
+
+    async def leases(self, operation_id: str | None = None) -> list[Lease]: ...
+
+    async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]: ...
+
+    async def append_audit(self, entries: Sequence[AuditEntry]) -> None: ...
+
+    async def close(self) -> None: ...

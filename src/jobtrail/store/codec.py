@@ -1,0 +1,273 @@
+"""Records <-> rows, shared by both dialects. A dialect supplies how it stores times."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from datetime import datetime, timedelta
+from typing import Any
+
+from jobtrail.core.canonical import canonical_json
+from jobtrail.core.model import (
+    Attempt,
+    AttemptKind,
+    CancelIntent,
+    Capabilities,
+    Idempotency,
+    ItemCounts,
+    JobRequest,
+    Observation,
+    Operation,
+    ResultMode,
+    ResultSummary,
+    Transition,
+)
+from jobtrail.core.states import Evidence, RemoteStatus, State
+
+TimeOut = Callable[[datetime | None], Any]
+TimeIn = Callable[[Any], datetime | None]
+
+IMMUTABLE = (
+    "operation_id", "op_key", "provider", "provider_config", "capabilities", "request",
+    "fingerprint", "idempotency_token", "trace_id", "actor", "authorized_by", "reason",
+    "created_at", "create_deadline", "cancel_timeout_s",
+)  # fmt: skip
+MUTABLE = (
+    "result_deadline", "state", "remote_job_id", "remote_state", "remote_status", "progress",
+    "status_url", "candidate_job_id", "conflicting_job_ids", "next_poll_at", "poll_count",
+    "create_attempts", "inflight_attempt", "cancel_intent", "cancel_deadline", "cancel_sent",
+    "inline_result", "result", "updated_at",
+)  # fmt: skip
+LEASE = ("fence", "lease_owner", "lease_expires_at", "version")
+COLUMNS = IMMUTABLE + MUTABLE + LEASE
+
+
+def dump(value: Any) -> str | None:
+    return None if value is None else canonical_json(value)
+
+
+def load(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+class Codec:
+    def __init__(self, time_out: TimeOut, time_in: TimeIn) -> None:
+        self.t_out, self.t_in = time_out, time_in
+
+    def _t(self, value: Any) -> datetime:
+        when = self.t_in(value)
+        assert when is not None
+        return when
+
+    def operation_row(self, op: Operation) -> dict[str, Any]:
+        t = self.t_out
+        return {
+            "operation_id": op.operation_id,
+            "op_key": op.key,
+            "provider": op.provider,
+            "provider_config": dump(op.provider_config),
+            "capabilities": dump(asdict(op.capabilities)),
+            "request": dump(asdict(op.request)),
+            "fingerprint": op.fingerprint,
+            "idempotency_token": op.idempotency_token,
+            "trace_id": op.trace_id,
+            "actor": op.actor,
+            "authorized_by": op.authorized_by,
+            "reason": op.reason,
+            "created_at": t(op.created_at),
+            "create_deadline": t(op.create_deadline),
+            "cancel_timeout_s": op.cancel_timeout.total_seconds(),
+            **self.mutable_row(op),
+            "fence": op.fence,
+            "lease_owner": op.lease_owner,
+            "lease_expires_at": t(op.lease_expires_at),
+            "version": op.version,
+        }
+
+    def mutable_row(self, op: Operation) -> dict[str, Any]:
+        t = self.t_out
+        return {
+            "result_deadline": t(op.result_deadline),
+            "state": op.state.value,
+            "remote_job_id": op.remote_job_id,
+            "remote_state": op.remote_state,
+            "remote_status": op.remote_status.value if op.remote_status else None,
+            "progress": dump(op.progress),
+            "status_url": op.status_url,
+            "candidate_job_id": op.candidate_job_id,
+            "conflicting_job_ids": dump(list(op.conflicting_job_ids)),
+            "next_poll_at": t(op.next_poll_at),
+            "poll_count": op.poll_count,
+            "create_attempts": op.create_attempts,
+            "inflight_attempt": op.inflight_attempt,
+            "cancel_intent": dump(self._intent(op.cancel_intent)) if op.cancel_intent else None,
+            "cancel_deadline": t(op.cancel_deadline),
+            "cancel_sent": int(op.cancel_sent),
+            "inline_result": op.inline_result,
+            "result": dump(result_doc(op.result)) if op.result else None,
+            "updated_at": t(op.updated_at),
+        }
+
+    def _intent(self, intent: CancelIntent | None) -> dict[str, Any] | None:
+        if intent is None:
+            return None
+        doc = asdict(intent)
+        doc["requested_at"] = intent.requested_at.isoformat()
+        return doc
+
+    def operation(self, row: Any) -> Operation:
+        t = self.t_in
+        caps = load(row["capabilities"])
+        request = load(row["request"])
+        intent = load(row["cancel_intent"])
+        result = load(row["result"])
+        return Operation(
+            operation_id=row["operation_id"],
+            key=row["op_key"],
+            provider=row["provider"],
+            provider_config=load(row["provider_config"]),
+            capabilities=Capabilities(
+                **caps
+                | {
+                    "idempotency": Idempotency(caps["idempotency"]),
+                    "result": ResultMode(caps["result"]),
+                }
+            ),
+            request=JobRequest(**request),
+            fingerprint=row["fingerprint"],
+            idempotency_token=row["idempotency_token"],
+            trace_id=row["trace_id"],
+            actor=row["actor"],
+            authorized_by=row["authorized_by"],
+            reason=row["reason"],
+            created_at=self._t(row["created_at"]),
+            create_deadline=self._t(row["create_deadline"]),
+            cancel_timeout=timedelta(seconds=float(row["cancel_timeout_s"])),
+            result_deadline=self._t(row["result_deadline"]),
+            state=State(row["state"]),
+            remote_job_id=row["remote_job_id"],
+            remote_state=row["remote_state"],
+            remote_status=RemoteStatus(row["remote_status"]) if row["remote_status"] else None,
+            progress=load(row["progress"]),
+            status_url=row["status_url"],
+            candidate_job_id=row["candidate_job_id"],
+            conflicting_job_ids=tuple(load(row["conflicting_job_ids"]) or ()),
+            next_poll_at=t(row["next_poll_at"]),
+            poll_count=row["poll_count"],
+            create_attempts=row["create_attempts"],
+            inflight_attempt=row["inflight_attempt"],
+            cancel_intent=(
+                CancelIntent(
+                    **intent | {"requested_at": datetime.fromisoformat(intent["requested_at"])}
+                )
+                if intent
+                else None
+            ),
+            cancel_deadline=t(row["cancel_deadline"]),
+            cancel_sent=bool(row["cancel_sent"]),
+            inline_result=row["inline_result"],
+            result=result_summary(result) if result else None,
+            fence=row["fence"],
+            lease_owner=row["lease_owner"],
+            lease_expires_at=t(row["lease_expires_at"]),
+            version=row["version"],
+            updated_at=t(row["updated_at"]),
+        )
+
+    def transition_row(self, tr: Transition) -> dict[str, Any]:
+        return {
+            "operation_id": tr.operation_id,
+            "at": self.t_out(tr.at),
+            "actor": tr.actor,
+            "from_state": tr.from_state.value,
+            "to_state": tr.to_state.value,
+            "evidence": tr.evidence.value,
+            "cause": tr.cause,
+            "remote_job_id": tr.remote_job_id,
+        }
+
+    def transition(self, row: Any) -> Transition:
+        return Transition(
+            seq=row["seq"],
+            operation_id=row["operation_id"],
+            at=self._t(row["at"]),
+            actor=row["actor"],
+            from_state=State(row["from_state"]),
+            to_state=State(row["to_state"]),
+            evidence=Evidence(row["evidence"]),
+            cause=row["cause"],
+            remote_job_id=row["remote_job_id"],
+        )
+
+    def attempt_row(self, at: Attempt) -> dict[str, Any]:
+        return {
+            "attempt_id": at.attempt_id,
+            "operation_id": at.operation_id,
+            "kind": at.kind.value,
+            "fence": at.fence,
+            "actor": at.actor,
+            "started_at": self.t_out(at.started_at),
+            "request": dump(at.request),
+            "finished_at": self.t_out(at.finished_at),
+            "outcome": at.outcome,
+            "http_status": at.http_status,
+            "provider_request_id": at.provider_request_id,
+            "detail": dump(at.detail),
+        }
+
+    def attempt(self, row: Any) -> Attempt:
+        return Attempt(
+            attempt_id=row["attempt_id"],
+            operation_id=row["operation_id"],
+            kind=AttemptKind(row["kind"]),
+            fence=row["fence"],
+            actor=row["actor"],
+            started_at=self._t(row["started_at"]),
+            request=load(row["request"]),
+            finished_at=self.t_in(row["finished_at"]),
+            outcome=row["outcome"],
+            http_status=row["http_status"],
+            provider_request_id=row["provider_request_id"],
+            detail=load(row["detail"]),
+        )
+
+    def observation_row(self, ob: Observation) -> dict[str, Any]:
+        return {
+            "operation_id": ob.operation_id,
+            "source": ob.source,
+            "observed_at": self.t_out(ob.observed_at),
+            "remote_state": ob.remote_state,
+            "remote_status": ob.remote_status.value,
+            "provider_updated_at": ob.provider_updated_at,
+            "progress": dump(ob.progress),
+            "ref": ob.ref,
+            "event_id": ob.event_id,
+        }
+
+    def observation(self, row: Any) -> Observation:
+        return Observation(
+            operation_id=row["operation_id"],
+            source=row["source"],
+            observed_at=self._t(row["observed_at"]),
+            remote_state=row["remote_state"],
+            remote_status=RemoteStatus(row["remote_status"]),
+            provider_updated_at=row["provider_updated_at"],
+            progress=load(row["progress"]),
+            ref=row["ref"],
+            event_id=row["event_id"],
+        )
+
+
+def result_doc(summary: ResultSummary) -> dict[str, Any]:
+    return asdict(summary)
+
+
+def result_summary(doc: Mapping[str, Any]) -> ResultSummary:
+    items = doc.get("items")
+    return ResultSummary(
+        **{k: v for k, v in doc.items() if k not in ("items", "checks", "problems")},
+        items=ItemCounts(**items | {"failed_refs": tuple(items["failed_refs"])}) if items else None,
+        checks=tuple(doc.get("checks", ())),
+        problems=tuple(doc.get("problems", ())),
+    )

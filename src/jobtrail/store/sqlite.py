@@ -1,0 +1,443 @@
+"""The embedded store: one SQLite file in WAL mode.
+
+Every call runs on one dedicated thread that owns the connection, so the event loop never
+waits on an fsync. Writes take `BEGIN IMMEDIATE` (the write lock up front, so two processes
+never deadlock upgrading a read lock) and commit with `synchronous=FULL`: a committed intent
+survives power loss before the call it announces is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from jobtrail.audit import AuditEntry, AuditRow
+from jobtrail.core.model import Attempt, Observation, Operation, Transition
+from jobtrail.core.states import State
+from jobtrail.errors import StoreError
+from jobtrail.store import codec as c
+from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict
+from jobtrail.store.chain import AuditChain
+from jobtrail.store.migrations import migrations
+
+T = TypeVar("T")
+BUSY_TIMEOUT_MS = 30_000
+
+
+def _t_out(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _t_in(value: Any) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _t(value: Any) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+CODEC = c.Codec(_t_out, _t_in)
+_SET_MUTABLE = ", ".join(f"{col} = :{col}" for col in c.MUTABLE if col != "next_poll_at")
+_INSERT_OP = (
+    f"INSERT INTO operations ({', '.join(c.COLUMNS)}) "
+    f"VALUES ({', '.join(':' + col for col in c.COLUMNS)})"
+)
+_INSERT_TRANSITION = (
+    "INSERT INTO transitions (operation_id, at, actor, from_state, to_state, evidence, cause, "
+    "remote_job_id) VALUES (:operation_id, :at, :actor, :from_state, :to_state, :evidence, "
+    ":cause, :remote_job_id)"
+)
+_INSERT_OBSERVATION = (
+    "INSERT INTO observations (operation_id, source, observed_at, remote_state, remote_status, "
+    "provider_updated_at, progress, ref, event_id) VALUES (:operation_id, :source, "
+    ":observed_at, :remote_state, :remote_status, :provider_updated_at, :progress, :ref, "
+    ":event_id)"
+)
+_INSERT_ATTEMPT = (
+    "INSERT INTO attempts (attempt_id, operation_id, kind, fence, actor, started_at, request, "
+    "finished_at, outcome, http_status, provider_request_id, detail) VALUES (:attempt_id, "
+    ":operation_id, :kind, :fence, :actor, :started_at, :request, :finished_at, :outcome, "
+    ":http_status, :provider_request_id, :detail)"
+)
+# A writer without the lease never moves the poll time of an operation a worker holds:
+# while leased, next_poll_at is the lease expiry that makes a dead worker's work due again.
+_POLL_UNLESS_LEASED = (
+    "next_poll_at = CASE WHEN lease_owner IS NULL THEN :next_poll_at ELSE next_poll_at END"
+)
+_FINISH_ATTEMPT = (
+    "UPDATE attempts SET finished_at = :finished_at, outcome = :outcome, "
+    "http_status = :http_status, provider_request_id = :provider_request_id, "
+    "detail = :detail WHERE attempt_id = :attempt_id"
+)
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    if path != ":memory:":
+        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+    )
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def _split(script: str) -> list[str]:
+    """Statements of a script; trigger bodies (BEGIN ... END;) stay whole."""
+    statements, buffer = [], ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    return statements
+
+
+class SqliteStore:
+    def __init__(self, conn: sqlite3.Connection, executor: ThreadPoolExecutor, key: bytes | None):
+        self._conn, self._executor = conn, executor
+        self._chain = AuditChain(key)
+
+    @classmethod
+    async def open(cls, path: str, *, audit_key: bytes | None = None) -> SqliteStore:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobtrail-sqlite")
+        loop = asyncio.get_running_loop()
+        try:
+            conn = await loop.run_in_executor(executor, _connect, path)
+            store = cls(conn, executor, audit_key)
+            await store._call(store._migrate)
+        except sqlite3.Error as exc:
+            executor.shutdown(wait=False)
+            raise StoreError(f"cannot open the ledger at {path}: {exc}") from None
+        return store
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, partial(fn, *args))
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"the ledger database refused the operation: {exc}") from None
+
+    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return result
+
+    def _migrate(self) -> None:
+        def run(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
+            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            for version, script in migrations("sqlite"):
+                if version in done:
+                    continue
+                for statement in _split(script):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?)",
+                    (version, _t_out(datetime.now(UTC))),
+                )
+
+        self._write(run)
+
+    # -- operations -------------------------------------------------------------------
+
+    async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
+        def run(conn: sqlite3.Connection) -> Operation:
+            row = conn.execute("SELECT * FROM operations WHERE op_key = ?", (op.key,)).fetchone()
+            if row is not None:
+                return CODEC.operation(row)
+            conn.execute(_INSERT_OP, CODEC.operation_row(op))
+            self._append_audit(conn, audit)
+            return op
+
+        return await self._call(self._write, run)
+
+    async def get(self, operation_id: str) -> Operation | None:
+        return await self._call(self._get, operation_id)
+
+    async def get_by_key(self, key: str) -> Operation | None:
+        def run() -> Operation | None:
+            row = self._conn.execute("SELECT * FROM operations WHERE op_key = ?", (key,)).fetchone()
+            return None if row is None else CODEC.operation(row)
+
+        return await self._call(run)
+
+    def _get(self, operation_id: str) -> Operation | None:
+        row = self._conn.execute(
+            "SELECT * FROM operations WHERE operation_id = ?", (operation_id,)
+        ).fetchone()
+        return None if row is None else CODEC.operation(row)
+
+    async def list_operations(
+        self, *, states: Sequence[State] = (), limit: int = 50
+    ) -> list[Operation]:
+        def run() -> list[Operation]:
+            if states:
+                marks = ", ".join("?" for _ in states)
+                rows = self._conn.execute(
+                    f"SELECT * FROM operations WHERE state IN ({marks}) "
+                    "ORDER BY operation_id DESC LIMIT ?",
+                    (*[s.value for s in states], limit),
+                )
+            else:
+                rows = self._conn.execute(
+                    "SELECT * FROM operations ORDER BY operation_id DESC LIMIT ?", (limit,)
+                )
+            return [CODEC.operation(row) for row in rows]
+
+        return await self._call(run)
+
+    async def count_by_state(self) -> dict[State, int]:
+        def run() -> dict[State, int]:
+            rows = self._conn.execute("SELECT state, count(*) FROM operations GROUP BY state")
+            return {State(state): n for state, n in rows}
+
+        return await self._call(run)
+
+    async def history(self, operation_id: str) -> list[Transition]:
+        return await self._select(
+            "SELECT * FROM transitions WHERE operation_id = ? ORDER BY seq",
+            (operation_id,),
+            CODEC.transition,
+        )
+
+    async def attempts(self, operation_id: str) -> list[Attempt]:
+        return await self._select(
+            "SELECT * FROM attempts WHERE operation_id = ? ORDER BY started_at, rowid",
+            (operation_id,),
+            CODEC.attempt,
+        )
+
+    async def observations(self, operation_id: str) -> list[Observation]:
+        return await self._select(
+            "SELECT * FROM observations WHERE operation_id = ? ORDER BY id",
+            (operation_id,),
+            CODEC.observation,
+        )
+
+    async def _select(
+        self, sql: str, args: tuple[Any, ...], convert: Callable[[sqlite3.Row], T]
+    ) -> list[T]:
+        def run() -> list[T]:
+            return [convert(row) for row in self._conn.execute(sql, args)]
+
+        return await self._call(run)
+
+    # -- writes by steps -----------------------------------------------------------------
+
+    async def commit(self, changes: Sequence[Change]) -> list[CommitResult]:
+        return await self._call(self._write, partial(self._commit, changes))
+
+    def _commit(self, changes: Sequence[Change], conn: sqlite3.Connection) -> list[CommitResult]:
+        results: list[CommitResult] = []
+        audit: list[AuditEntry] = []
+        for change in changes:
+            result = self._apply_change(conn, change)
+            results.append(result)
+            if result.verdict is Verdict.OK or result.verdict is Verdict.FENCED_OUT:
+                audit.extend(change.audit)
+        self._append_audit(conn, audit)
+        return results
+
+    def _apply_change(self, conn: sqlite3.Connection, change: Change) -> CommitResult:
+        op = change.operation
+        if any(
+            ob.event_id
+            and conn.execute(
+                "SELECT 1 FROM observations WHERE event_id = ?", (ob.event_id,)
+            ).fetchone()
+            for ob in change.observations
+        ):
+            return CommitResult(
+                verdict=Verdict.DUPLICATE_EVENT, operation=self._get(op.operation_id)
+            )
+        params = CODEC.mutable_row(op)
+        params["operation_id"], params["version"] = op.operation_id, op.version
+        if change.owner_fence is None:
+            poll, guard = _POLL_UNLESS_LEASED, ""
+        else:
+            poll, guard = "next_poll_at = :next_poll_at", " AND fence = :fence"
+            params["fence"] = change.owner_fence
+        release = ", lease_owner = NULL, lease_expires_at = NULL" if change.release else ""
+        row = conn.execute(
+            f"UPDATE operations SET {_SET_MUTABLE}, {poll}, version = version + 1{release} "
+            f"WHERE operation_id = :operation_id AND version = :version{guard} RETURNING *",
+            params,
+        ).fetchone()
+        if row is None:
+            current = self._get(op.operation_id)
+            if current is not None and change.owner_fence not in (None, current.fence):
+                if change.attempt_finished is not None:
+                    conn.execute(_FINISH_ATTEMPT, CODEC.attempt_row(change.attempt_finished))
+                return CommitResult(verdict=Verdict.FENCED_OUT, operation=current)
+            return CommitResult(verdict=Verdict.STALE, operation=current)
+        if change.attempt_started is not None:
+            conn.execute(_INSERT_ATTEMPT, CODEC.attempt_row(change.attempt_started))
+        if change.attempt_finished is not None:
+            conn.execute(_FINISH_ATTEMPT, CODEC.attempt_row(change.attempt_finished))
+        if change.transitions:
+            conn.executemany(
+                _INSERT_TRANSITION, [CODEC.transition_row(t) for t in change.transitions]
+            )
+        if change.observations:
+            conn.executemany(
+                _INSERT_OBSERVATION, [CODEC.observation_row(o) for o in change.observations]
+            )
+        if change.release:
+            conn.execute(
+                "UPDATE leases SET released_at = ? WHERE operation_id = ? AND fence = ?",
+                (_t_out(op.updated_at), op.operation_id, change.owner_fence),
+            )
+        return CommitResult(verdict=Verdict.OK, operation=CODEC.operation(row))
+
+    # -- leases ----------------------------------------------------------------------------
+
+    async def claim_due(
+        self, owner: str, now: datetime, limit: int, lease_for: timedelta
+    ) -> list[Claim]:
+        def run(conn: sqlite3.Connection) -> list[Claim]:
+            due = conn.execute(
+                "SELECT operation_id, next_poll_at FROM operations WHERE next_poll_at <= ? "
+                "ORDER BY next_poll_at LIMIT ?",
+                (_t_out(now), limit),
+            ).fetchall()
+            if not due:
+                return []
+            was_due = {row[0]: row[1] for row in due}
+            expires = _t_out(now + lease_for)
+            marks = ", ".join("?" for _ in due)
+            rows = conn.execute(
+                f"UPDATE operations SET lease_owner = ?, lease_expires_at = ?, fence = fence + 1, "
+                f"next_poll_at = ? WHERE operation_id IN ({marks}) RETURNING *",
+                (owner, expires, expires, *was_due),
+            ).fetchall()
+            claims = [
+                Claim(operation=CODEC.operation(row), was_due=_t(was_due[row["operation_id"]]))
+                for row in rows
+            ]
+            conn.executemany(
+                "INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (cl.operation.operation_id, cl.operation.fence, owner, _t_out(now), expires)
+                    for cl in claims
+                ],
+            )
+            return claims
+
+        return await self._call(self._write, run)
+
+    async def renew(
+        self, operation_id: str, fence: int, now: datetime, lease_for: timedelta
+    ) -> bool:
+        expires = _t_out(now + lease_for)
+
+        def run(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE operations SET lease_expires_at = ?, next_poll_at = ? "
+                "WHERE operation_id = ? AND fence = ? AND lease_owner IS NOT NULL",
+                (expires, expires, operation_id, fence),
+            )
+            if cur.rowcount:
+                conn.execute(
+                    "UPDATE leases SET expires_at = ? WHERE operation_id = ? AND fence = ?",
+                    (expires, operation_id, fence),
+                )
+            return cur.rowcount == 1
+
+        return await self._call(self._write, run)
+
+    async def release(self, operation_id: str, fence: int, now: datetime) -> bool:
+        def run(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL, "
+                "next_poll_at = ? WHERE operation_id = ? AND fence = ? AND lease_owner IS NOT NULL",
+                (_t_out(now), operation_id, fence),
+            )
+            if cur.rowcount:
+                conn.execute(
+                    "UPDATE leases SET released_at = ? WHERE operation_id = ? AND fence = ?",
+                    (_t_out(now), operation_id, fence),
+                )
+            return cur.rowcount == 1
+
+        return await self._call(self._write, run)
+
+    async def next_due(self) -> datetime | None:
+        def run() -> datetime | None:
+            row = self._conn.execute(
+                "SELECT min(next_poll_at) FROM operations WHERE next_poll_at IS NOT NULL"
+            ).fetchone()
+            return _t_in(row[0])
+
+        return await self._call(run)
+
+    async def leases(self, operation_id: str | None = None) -> list[Lease]:
+        where = "WHERE operation_id = ?" if operation_id else ""
+        return await self._select(
+            f"SELECT * FROM leases {where} ORDER BY operation_id, fence",
+            (operation_id,) if operation_id else (),
+            _lease,
+        )
+
+    # -- audit -------------------------------------------------------------------------------
+
+    def _append_audit(self, conn: sqlite3.Connection, entries: Sequence[AuditEntry]) -> None:
+        if not entries:
+            return
+        head = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
+        rows = self._chain.extend(head[0] if head else 0, head[1] if head else None, entries)
+        conn.executemany(
+            "INSERT INTO audit_log (seq, operation_id, entry, prev_hash, hash) "
+            "VALUES (?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    async def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        await self._call(self._write, lambda conn: self._append_audit(conn, entries))
+
+    async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
+        where = "WHERE operation_id = ?" if operation_id else ""
+        return await self._select(
+            f"SELECT seq, entry, prev_hash, hash FROM audit_log {where} ORDER BY seq",
+            (operation_id,) if operation_id else (),
+            lambda row: AuditRow(
+                seq=row["seq"], entry=row["entry"], prev_hash=row["prev_hash"], hash=row["hash"]
+            ),
+        )
+
+    async def close(self) -> None:
+        await self._call(self._conn.close)
+        self._executor.shutdown(wait=True)
+
+
+def _lease(row: sqlite3.Row) -> Lease:
+    return Lease(
+        operation_id=row["operation_id"],
+        fence=row["fence"],
+        owner=row["owner"],
+        acquired_at=_t(row["acquired_at"]),
+        expires_at=_t(row["expires_at"]),
+        released_at=_t_in(row["released_at"]),
+    )
