@@ -1,0 +1,141 @@
+"""Status, cancel, result and list endpoints of the simulated provider."""
+
+from __future__ import annotations
+
+import hashlib
+
+from aiohttp import web
+
+from jobtrail.simulator.answers import (
+    error,
+    json_response,
+    not_found,
+    server_error,
+    throttled,
+    unauthorized,
+)
+from jobtrail.simulator.lifecycle import request_cancel
+from jobtrail.simulator.records import iso_utc
+from jobtrail.simulator.results import result_csv
+from jobtrail.simulator.state import SimState
+
+
+class JobEndpoints:
+    """``/v1/jobs/...`` and ``GET /v1/reports`` handlers over one :class:`SimState`."""
+
+    def __init__(self, state: SimState) -> None:
+        self.state = state
+
+    async def status(self, request: web.Request) -> web.Response:
+        st = self.state
+        st.counts["status"] += 1
+        now = st.clock()
+        job_id = request.match_info["job_id"]
+        auth = st.check_auth(request)
+        job = st.jobs.get(job_id) if auth[1] else None
+        if not auth[1]:
+            response = unauthorized()
+        elif job is None:
+            response = not_found(job_id)
+        else:
+            job.status_reads += 1
+            faults = job.faults
+            throttle = faults.throttle_status
+            if throttle is not None and job.status_throttled < throttle.times:
+                # a throttled read is not an observation: the job does not advance
+                job.status_throttled += 1
+                response = throttled(throttle)
+            elif job.status_errors < faults.status_error:
+                job.status_errors += 1
+                response = server_error()
+            else:
+                st.step(job, now, read=True)
+                hint = faults.status_retry_after
+                headers = None if hint is None or job.terminal else {"Retry-After": str(hint)}
+                response = json_response(200, job.status_json(), headers)
+        st.record("status", request, response.status, at=now, auth=auth, job_id=job_id)
+        return response
+
+    async def cancel(self, request: web.Request) -> web.Response:
+        st = self.state
+        st.counts["cancel"] += 1
+        now = st.clock()
+        job_id = request.match_info["job_id"]
+        auth = st.check_auth(request)
+        job = st.jobs.get(job_id) if auth[1] else None
+        if not auth[1]:
+            response = unauthorized()
+        elif job is None:
+            response = not_found(job_id)
+        elif request_cancel(job):
+            response = json_response(202, {"job_id": job_id, "state": "cancelling"})
+        else:
+            response = error(
+                409, "not_cancellable", "the job cannot be cancelled now", state=job.state
+            )
+        st.record("cancel", request, response.status, at=now, auth=auth, job_id=job_id)
+        return response
+
+    async def result(self, request: web.Request) -> web.Response:
+        st = self.state
+        st.counts["result"] += 1
+        now = st.clock()
+        job_id = request.match_info["job_id"]
+        auth = st.check_auth(request)
+        job = st.jobs.get(job_id) if auth[1] else None
+        if not auth[1]:
+            response = unauthorized()
+        elif job is None:
+            response = not_found(job_id)
+        else:
+            job.result_reads += 1
+            faults = job.faults
+            if not job.terminal:
+                response = error(409, "not_ready", "the job has not finished", state=job.state)
+            elif job.state != "succeeded":
+                response = error(409, "no_result", "the job did not succeed", state=job.state)
+            elif job.result_errors < faults.result_error:
+                job.result_errors += 1
+                response = server_error()
+            elif faults.result_gone is not None:
+                response = error(faults.result_gone, "result_gone", "the result expired")
+            else:
+                body, digest = result_csv(job)
+                rows = faults.items + (1 if faults.record_count_mismatch else 0)
+                if faults.bad_checksum:
+                    # the digest of a slightly different body: plausible, and wrong
+                    digest = hashlib.sha256(body + b"\n").hexdigest()
+                response = web.Response(
+                    status=200,
+                    body=body,
+                    content_type="application/json" if faults.wrong_content_type else "text/csv",
+                    headers={"X-Checksum-SHA256": digest, "X-Record-Count": str(rows)},
+                )
+        st.record("result", request, response.status, at=now, auth=auth, job_id=job_id)
+        return response
+
+    async def list_reports(self, request: web.Request) -> web.Response:
+        st = self.state
+        st.counts["list"] += 1
+        now = st.clock()
+        auth = st.check_auth(request)
+        ref = request.query.get("client_reference")
+        if not auth[1]:
+            response = unauthorized()
+        elif not ref:
+            response = error(400, "invalid_request", "client_reference is required")
+        else:
+            data = []
+            for job_id in st.by_reference.get(ref, ()):
+                job = st.jobs[job_id]
+                data.append(
+                    {
+                        "job_id": job.job_id,
+                        "state": job.state,
+                        "client_reference": job.client_reference,
+                        "created_at": iso_utc(job.created_ts),
+                    }
+                )
+            response = json_response(200, {"data": data})
+        st.record("list", request, response.status, at=now, auth=auth, client_reference=ref)
+        return response

@@ -1,0 +1,263 @@
+"""Per-job fault settings of the provider simulator.
+
+Faults arrive as plain JSON (a create body's ``"_sim"`` object, or the admin
+endpoint), so this module is the one place that checks their names and types:
+a typo in a test's fault must fail loudly, never silently run the happy path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+CancelMode = Literal["honour", "ignore", "race", "reject"]
+WebhookMode = Literal["normal", "duplicate", "out_of_order", "none"]
+Malformed = Literal["not_json", "missing_job_id", "wrong_types", "huge"]
+StatusLocation = Literal["Location", "Operation-Location", "body"]
+Outcome = Literal["succeeded", "failed"]
+
+_CANCEL_MODES = ("honour", "ignore", "race", "reject")
+_WEBHOOK_MODES = ("normal", "duplicate", "out_of_order", "none")
+_MALFORMED = ("not_json", "missing_job_id", "wrong_types", "huge")
+_LOCATIONS = ("Location", "Operation-Location", "body")
+_OUTCOMES = ("succeeded", "failed")
+
+DEFAULT_ITEMS = 3
+DEFAULT_DURATION_POLLS = 2
+
+
+class FaultError(ValueError):
+    """A fault specification is unknown or badly typed; the message names it."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Throttle:
+    """Answer ``status`` with a Retry-After hint to the first ``times`` requests."""
+
+    status: int
+    retry_after: int | Literal["date"]
+    times: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Rejection:
+    """A definitive create rejection: nothing is created."""
+
+    status: int
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Faults:
+    """Everything a single simulated job may do wrong; defaults are a well-behaved job."""
+
+    # create side
+    drop_create_answer: int = 0
+    delay_create: float = 0.0
+    throttle_create: Throttle | None = None
+    reject_create: Rejection | None = None
+    create_error_after_accept: int | None = None
+    malformed_create: Malformed | None = None
+    different_id_on_retry: bool = False
+    create_status: int = 202
+    status_location: StatusLocation = "Location"
+    sync_result: bool = False
+    # observation side
+    duration_polls: int = DEFAULT_DURATION_POLLS
+    duration_seconds: float | None = None
+    outcome: Outcome = "succeeded"
+    throttle_status: Throttle | None = None
+    status_error: int = 0
+    status_retry_after: int | None = None
+    never_finish: bool = False
+    # cancel side
+    cancel: CancelMode = "honour"
+    # result side
+    items: int = DEFAULT_ITEMS
+    failed_items: int = 0
+    bad_checksum: bool = False
+    wrong_content_type: bool = False
+    result_gone: int | None = None
+    result_error: int = 0
+    record_count_mismatch: bool = False
+    # webhooks
+    webhooks: WebhookMode = "normal"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form, for the admin endpoints."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Throttle | Rejection):
+                value = {k.name: getattr(value, k.name) for k in fields(value)}
+            out[f.name] = value
+        return out
+
+
+NO_FAULTS = Faults()
+FAULT_NAMES = frozenset(f.name for f in fields(Faults))
+
+
+def merge_fault_specs(*specs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Later specs win name by name (default < per client reference < the request's own)."""
+    merged: dict[str, Any] = {}
+    for spec in specs:
+        if spec:
+            merged.update(spec)
+    return merged
+
+
+def parse_faults(spec: Mapping[str, Any]) -> Faults:
+    """Turn a JSON fault spec into :class:`Faults`, refusing unknown names and bad types."""
+    if not isinstance(spec, Mapping):
+        raise FaultError("faults must be a JSON object")
+    unknown = sorted(set(spec) - FAULT_NAMES)
+    if unknown:
+        raise FaultError(f"unknown fault(s): {', '.join(unknown)}; known: {sorted(FAULT_NAMES)}")
+    if not spec:
+        return NO_FAULTS
+    kw: dict[str, Any] = {}
+    for name, raw in spec.items():
+        kw[name] = _PARSERS[name](name, raw)
+    faults = Faults(**kw)
+    if faults.failed_items > faults.items:
+        raise FaultError("failed_items cannot exceed items")
+    return faults
+
+
+def _int(name: str, raw: Any, low: int = 0, high: int | None = None) -> int:
+    # bool is an int subclass; accepting True as 1 here would hide typos like "times": true
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise FaultError(f"{name} must be an integer, got {raw!r}")
+    if raw < low or (high is not None and raw > high):
+        raise FaultError(f"{name} must be in [{low}, {high if high is not None else '∞'}]")
+    return raw
+
+
+def _number(name: str, raw: Any) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw < 0:
+        raise FaultError(f"{name} must be a non-negative number, got {raw!r}")
+    return float(raw)
+
+
+def _flag(name: str, raw: Any) -> bool:
+    if not isinstance(raw, bool):
+        raise FaultError(f"{name} must be true or false, got {raw!r}")
+    return raw
+
+
+def _choice(allowed: tuple[str, ...]) -> Callable[[str, Any], str]:
+    def parse(name: str, raw: Any) -> str:
+        if raw not in allowed:
+            raise FaultError(f"{name} must be one of {list(allowed)}, got {raw!r}")
+        return str(raw)
+
+    return parse
+
+
+def _status_in(allowed: tuple[int, ...]) -> Callable[[str, Any], int]:
+    def parse(name: str, raw: Any) -> int:
+        value = _int(name, raw)
+        if value not in allowed:
+            raise FaultError(f"{name} must be one of {list(allowed)}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def _optional_int(name: str, raw: Any) -> int | None:
+    return None if raw is None else _int(name, raw)
+
+
+def _drop(name: str, raw: Any) -> int:
+    # true is documented as "drop once", so it is the one place a bool means a count
+    if isinstance(raw, bool):
+        return 1 if raw else 0
+    return _int(name, raw)
+
+
+def _duration_polls(name: str, raw: Any) -> int:
+    return _int(name, raw, low=1)
+
+
+def _duration_seconds(name: str, raw: Any) -> float | None:
+    return None if raw is None else _number(name, raw)
+
+
+def _throttle(name: str, raw: Any) -> Throttle | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise FaultError(f"{name} must be an object with status, retry_after, times")
+    extra = set(raw) - {"status", "retry_after", "times"}
+    if extra:
+        raise FaultError(f"{name}: unknown field(s) {sorted(extra)}")
+    retry_after = raw.get("retry_after", 1)
+    if retry_after != "date":
+        retry_after = _int(f"{name}.retry_after", retry_after)
+    return Throttle(
+        status=_status_in((429, 503))(f"{name}.status", raw.get("status", 429)),
+        retry_after=retry_after,
+        times=_int(f"{name}.times", raw.get("times", 1)),
+    )
+
+
+def _rejection(name: str, raw: Any) -> Rejection | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise FaultError(f"{name} must be an object with status and message")
+    message = raw.get("message", "request rejected by the provider")
+    if not isinstance(message, str):
+        raise FaultError(f"{name}.message must be a string")
+    return Rejection(
+        status=_int(f"{name}.status", raw.get("status", 400), 400, 499), message=message
+    )
+
+
+def _server_error(name: str, raw: Any) -> int | None:
+    return None if raw is None else _int(name, raw, 500, 599)
+
+
+def _optional_choice(allowed: tuple[str, ...]) -> Callable[[str, Any], str | None]:
+    inner = _choice(allowed)
+
+    def parse(name: str, raw: Any) -> str | None:
+        return None if raw is None else inner(name, raw)
+
+    return parse
+
+
+def _gone(name: str, raw: Any) -> int | None:
+    return None if raw is None else _status_in((404, 410))(name, raw)
+
+
+_PARSERS: dict[str, Callable[[str, Any], Any]] = {
+    "drop_create_answer": _drop,
+    "delay_create": _number,
+    "throttle_create": _throttle,
+    "reject_create": _rejection,
+    "create_error_after_accept": _server_error,
+    "malformed_create": _optional_choice(_MALFORMED),
+    "different_id_on_retry": _flag,
+    "create_status": _status_in((200, 201, 202)),
+    "status_location": _choice(_LOCATIONS),
+    "sync_result": _flag,
+    "duration_polls": _duration_polls,
+    "duration_seconds": _duration_seconds,
+    "outcome": _choice(_OUTCOMES),
+    "throttle_status": _throttle,
+    "status_error": _int,
+    "status_retry_after": _optional_int,
+    "never_finish": _flag,
+    "cancel": _choice(_CANCEL_MODES),
+    "items": _int,
+    "failed_items": _int,
+    "bad_checksum": _flag,
+    "wrong_content_type": _flag,
+    "result_gone": _gone,
+    "result_error": _int,
+    "record_count_mismatch": _flag,
+    "webhooks": _choice(_WEBHOOK_MODES),
+}
