@@ -32,7 +32,7 @@ from jobtrail.errors import (
     LostOwnership,
     NotFound,
 )
-from jobtrail.providers.config import ProviderSpec
+from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.store.base import Change, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
 
@@ -234,16 +234,37 @@ class Ledger:
                 )
             applied = apply(op, decision, now, actor=decision.actor, policy=self.policy(op))
             entry = self._entry(
-                op, now, "human.decision", decision.actor,
-                {"decision": decision.decision.value, "reason": decision.reason,
-                 "job_id": decision.job_id, "request_id": decision.request_id,
-                 "new_deadline": decision.new_deadline.isoformat() if decision.new_deadline
-                 else None},
-            )  # fmt: skip
+                op,
+                now,
+                "human.decision",
+                decision.actor,
+                {
+                    "decision": decision.decision.value,
+                    "reason": decision.reason,
+                    "job_id": decision.job_id,
+                    "request_id": decision.request_id,
+                    "new_deadline": decision.new_deadline.isoformat()
+                    if decision.new_deadline
+                    else None,
+                },
+            )
             result = await self._commit(self._change(applied, None, [entry]))
             if result.verdict is Verdict.OK and result.operation is not None:
                 return result.operation
         raise ConcurrentUpdate(f"{operation_id} kept changing; try again")
+
+    async def resubmit(self, op: Operation, *, actor: str, reason: str) -> Operation:
+        """The same request as a new operation (new token), after a human gave up on `op`.
+        Its key derives from the old operation, so repeating the decision is harmless."""
+        return await self.submit(
+            parse_provider(op.provider_config),
+            op.request.body,
+            headers=op.request.headers,
+            key=f"{op.key}+retry-of-{op.operation_id}",
+            actor=actor,
+            authorized_by=actor,
+            reason=f"retry of {op.operation_id}: {reason}",
+        )
 
     # -- the worker's side ---------------------------------------------------------------
 
@@ -262,11 +283,16 @@ class Ledger:
             request=request,
         )
         marked = replace(op, inflight_attempt=attempt.attempt_id, updated_at=now)
-        entry = self._entry(op, now, "attempt.intent", actor,
-                            {"attempt_id": attempt.attempt_id, "kind": kind.value,
-                             "request": request})  # fmt: skip
-        change = Change(operation=marked, owner_fence=op.fence, attempt_started=attempt,
-                        audit=[entry])  # fmt: skip
+        entry = self._entry(
+            op,
+            now,
+            "attempt.intent",
+            actor,
+            {"attempt_id": attempt.attempt_id, "kind": kind.value, "request": request},
+        )
+        change = Change(
+            operation=marked, owner_fence=op.fence, attempt_started=attempt, audit=[entry]
+        )
         result = await self._commit(change)
         if result.verdict is Verdict.OK and result.operation is not None:
             return result.operation, attempt
@@ -305,8 +331,9 @@ class Ledger:
         }
         return await self._step(op, outcome, now, actor, finished, entry_data, release)
 
-    async def settle(self, op: Operation, outcome: o.LocalOutcome, actor: str,
-                     release: bool = False) -> Operation:  # fmt: skip
+    async def settle(
+        self, op: Operation, outcome: o.LocalOutcome, actor: str, release: bool = False
+    ) -> Operation:
         """Apply a local outcome (deadline, interrupted attempt...) under the lease."""
         return await self._step(op, outcome, self.clock(), actor, None, None, release)
 
@@ -327,12 +354,15 @@ class Ledger:
             if entry_data is not None:
                 audit.append(self._entry(op, now, "attempt.outcome", actor, entry_data))
             elif isinstance(outcome, o.LocalOutcome):
-                audit.append(self._entry(op, now, "decision", actor,
-                                         {"outcome": type(outcome).__name__}))  # fmt: skip
+                audit.append(
+                    self._entry(op, now, "decision", actor, {"outcome": type(outcome).__name__})
+                )
             keep = not release and isinstance(plan(applied.operation, now), Call | Decide)
             change = self._change(applied, fence, audit, finished=finished, release=not keep)
             result = await self._commit(change)
             if result.verdict is Verdict.OK and result.operation is not None:
+                if keep:  # the stored poll time is the lease expiry; carry the decided one
+                    return replace(result.operation, next_poll_at=applied.operation.next_poll_at)
                 return result.operation
             if result.verdict is Verdict.FENCED_OUT or result.operation is None:
                 raise LostOwnership(f"lease on {op.operation_id} was taken over (fence {fence})")
@@ -352,12 +382,19 @@ class Ledger:
         for tr in applied.transitions:
             audit.append(
                 AuditEntry(
-                    at=tr.at, operation_id=op.operation_id, kind="transition", actor=tr.actor,
-                    data={"from": tr.from_state.value, "to": tr.to_state.value,
-                          "evidence": tr.evidence.value, "cause": tr.cause,
-                          "remote_job_id": tr.remote_job_id},
+                    at=tr.at,
+                    operation_id=op.operation_id,
+                    kind="transition",
+                    actor=tr.actor,
+                    data={
+                        "from": tr.from_state.value,
+                        "to": tr.to_state.value,
+                        "evidence": tr.evidence.value,
+                        "cause": tr.cause,
+                        "remote_job_id": tr.remote_job_id,
+                    },
                 )
-            )  # fmt: skip
+            )
         return Change(
             operation=op,
             owner_fence=fence,

@@ -191,6 +191,7 @@ def _on_sync_result(step: _Step, out: o.Outcome) -> None:
         create_attempts=step.op.create_attempts + 1,
         remote_job_id=out.job_id,
         remote_status=RemoteStatus.SUCCEEDED,
+        inline_result=out.location,
     )
     step.move(State.RESULT_COLLECTING, Evidence.SYNC_RESULT, _cause("create_response", out.ref))
     step.now_next()
@@ -386,7 +387,7 @@ def _on_decision(step: _Step, out: o.Outcome) -> None:
             step.set(result_deadline=out.new_deadline, poll_count=0)
             step.move(State.OBSERVING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
             step.now_next()
-        case (o.Decision.EXTEND, State.CANCELLATION_UNCONFIRMED):
+        case (o.Decision.EXTEND_CANCEL, State.CANCELLATION_UNCONFIRMED):
             if out.new_deadline is None or out.new_deadline <= step.now:
                 raise ActionRefused("the new cancel deadline must be in the future")
             step.set(cancel_deadline=out.new_deadline, poll_count=0)

@@ -35,6 +35,7 @@ class SyncResult:
     job_id: str | None
     content: bytes
     content_type: str
+    location: str | None = None  # where the content was stored, once it was
     http_status: int | None = None
     request_id: str | None = None
     ref: str | None = None
@@ -159,7 +160,8 @@ class Decision(StrEnum):
     ADOPT = "adopt"
     MARK_FAILED = "mark_failed"
     RETRY_AS_NEW = "retry_as_new"
-    EXTEND = "extend"
+    EXTEND = "extend"  # the result deadline, after result_timed_out
+    EXTEND_CANCEL = "extend_cancel"  # the cancel deadline, after cancellation_unconfirmed
 
 
 @dataclass(frozen=True, kw_only=True)

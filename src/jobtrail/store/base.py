@@ -94,9 +94,15 @@ class Store(Protocol):
         ...
 
     async def claim_due(
-        self, owner: str, now: datetime, limit: int, lease_for: timedelta
+        self,
+        owner: str,
+        now: datetime,
+        limit: int,
+        lease_for: timedelta,
+        only: str | None = None,
     ) -> list[Claim]:
-        """Lease up to `limit` due operations (oldest due first), raising each fence."""
+        """Lease up to `limit` due operations (oldest due first), raising each fence;
+        `only` restricts the claim to one operation id."""
         ...
 
     async def renew(

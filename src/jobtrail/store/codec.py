@@ -29,16 +29,43 @@ TimeOut = Callable[[datetime | None], Any]
 TimeIn = Callable[[Any], datetime | None]
 
 IMMUTABLE = (
-    "operation_id", "op_key", "provider", "provider_config", "capabilities", "request",
-    "fingerprint", "idempotency_token", "trace_id", "actor", "authorized_by", "reason",
-    "created_at", "create_deadline", "cancel_timeout_s",
-)  # fmt: skip
+    "operation_id",
+    "op_key",
+    "provider",
+    "provider_config",
+    "capabilities",
+    "request",
+    "fingerprint",
+    "idempotency_token",
+    "trace_id",
+    "actor",
+    "authorized_by",
+    "reason",
+    "created_at",
+    "create_deadline",
+    "cancel_timeout_s",
+)
 MUTABLE = (
-    "result_deadline", "state", "remote_job_id", "remote_state", "remote_status", "progress",
-    "status_url", "candidate_job_id", "conflicting_job_ids", "next_poll_at", "poll_count",
-    "create_attempts", "inflight_attempt", "cancel_intent", "cancel_deadline", "cancel_sent",
-    "inline_result", "result", "updated_at",
-)  # fmt: skip
+    "result_deadline",
+    "state",
+    "remote_job_id",
+    "remote_state",
+    "remote_status",
+    "progress",
+    "status_url",
+    "candidate_job_id",
+    "conflicting_job_ids",
+    "next_poll_at",
+    "poll_count",
+    "create_attempts",
+    "inflight_attempt",
+    "cancel_intent",
+    "cancel_deadline",
+    "cancel_sent",
+    "inline_result",
+    "result",
+    "updated_at",
+)
 LEASE = ("fence", "lease_owner", "lease_expires_at", "version")
 COLUMNS = IMMUTABLE + MUTABLE + LEASE
 

@@ -72,6 +72,10 @@ _INSERT_ATTEMPT = (
 _POLL_UNLESS_LEASED = (
     "next_poll_at = CASE WHEN lease_owner IS NULL THEN :next_poll_at ELSE next_poll_at END"
 )
+# An owner keeps next_poll_at at its lease expiry until it releases the operation; only the
+# releasing write stores the next poll time the step decided.
+_POLL_WHILE_LEASED = "next_poll_at = COALESCE(lease_expires_at, :next_poll_at)"
+_POLL_ON_RELEASE = "next_poll_at = :next_poll_at"
 _FINISH_ATTEMPT = (
     "UPDATE attempts SET finished_at = :finished_at, outcome = :outcome, "
     "http_status = :http_status, provider_request_id = :provider_request_id, "
@@ -277,7 +281,8 @@ class SqliteStore:
         if change.owner_fence is None:
             poll, guard = _POLL_UNLESS_LEASED, ""
         else:
-            poll, guard = "next_poll_at = :next_poll_at", " AND fence = :fence"
+            poll = _POLL_ON_RELEASE if change.release else _POLL_WHILE_LEASED
+            guard = " AND fence = :fence"
             params["fence"] = change.owner_fence
         release = ", lease_owner = NULL, lease_expires_at = NULL" if change.release else ""
         row = conn.execute(
@@ -314,13 +319,21 @@ class SqliteStore:
     # -- leases ----------------------------------------------------------------------------
 
     async def claim_due(
-        self, owner: str, now: datetime, limit: int, lease_for: timedelta
+        self,
+        owner: str,
+        now: datetime,
+        limit: int,
+        lease_for: timedelta,
+        only: str | None = None,
     ) -> list[Claim]:
         def run(conn: sqlite3.Connection) -> list[Claim]:
+            where, args = "next_poll_at <= ?", [_t_out(now)]
+            if only is not None:
+                where, args = where + " AND operation_id = ?", [*args, only]
             due = conn.execute(
-                "SELECT operation_id, next_poll_at FROM operations WHERE next_poll_at <= ? "
+                f"SELECT operation_id, next_poll_at FROM operations WHERE {where} "
                 "ORDER BY next_poll_at LIMIT ?",
-                (_t_out(now), limit),
+                (*args, limit),
             ).fetchall()
             if not due:
                 return []

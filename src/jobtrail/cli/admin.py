@@ -1,0 +1,247 @@
+"""Commands for operators: audit verification, provider checks, the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import click
+
+from jobtrail.audit import verify
+from jobtrail.cli.context import Settings, emit_json, fail, opened, run_async
+from jobtrail.core.durations import format_duration
+from jobtrail.providers.config import ProviderSpec, find_provider
+
+pass_settings = click.make_pass_decorator(Settings)
+
+
+@click.group()
+def audit() -> None:
+    """Check the tamper-evident audit log."""
+
+
+@audit.command("verify")
+@click.option(
+    "--anchor",
+    metavar="COUNT:HASH",
+    help="A head printed earlier by `audit head`: also detects entries cut off the end.",
+)
+@click.option("--json", "as_json", is_flag=True)
+@pass_settings
+@run_async
+async def audit_verify(settings: Settings, anchor: str | None, as_json: bool) -> None:
+    """Recompute the hash chain (HMAC-keyed when JOBTRAIL_AUDIT_KEY is set). Exit 0 only
+    when intact; otherwise name the first entry edited, deleted, inserted or reordered."""
+    expected = None
+    if anchor:
+        count, _, head = anchor.partition(":")
+        if not count.isdigit() or len(head) != 64:
+            fail("write the anchor as COUNT:HASH, as `jobtrail audit head` prints it")
+        expected = (int(count), head)
+    async with opened(settings) as ledger:
+        rows = await ledger.store.audit_rows()
+    verdict = verify(rows, settings.audit_key, expected)
+    if as_json:
+        emit_json(
+            {
+                "ok": verdict.ok,
+                "entries": verdict.entries,
+                "head": verdict.head,
+                "problem": verdict.problem,
+                "seq": verdict.seq,
+            }
+        )
+    else:
+        click.echo(verdict.message())
+    if not verdict.ok:
+        raise SystemExit(1)
+
+
+@audit.command("head")
+@pass_settings
+@run_async
+async def audit_head(settings: Settings) -> None:
+    """Print COUNT:HASH of the chain's head, to keep somewhere else as an anchor."""
+    async with opened(settings) as ledger:
+        rows = await ledger.store.audit_rows()
+    verdict = verify(rows, settings.audit_key)
+    if not verdict.ok:
+        fail(verdict.message())
+    click.echo(f"{verdict.entries}:{verdict.head}")
+
+
+@click.group()
+def provider() -> None:
+    """Inspect provider files."""
+
+
+def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
+    """The provider's declared capabilities, and what jobtrail can promise with them."""
+    caps = spec.capabilities
+    idem = spec.idempotency
+    lines = [("create", f"{spec.create_method} {spec.create_path}")]
+    if idem is None:
+        lines.append(("idempotency", "none: the provider cannot recognise a repeated create"))
+    else:
+        where = f"header {idem.header}" if idem.header else f"body field {idem.field}"
+        lines.append(("idempotency", f"token sent in {where}"))
+    means = []
+    if caps.same_token_retry:
+        means.append("same-token retry")
+    if spec.listing:
+        means.append(f"lookup by client reference ({spec.listing.path})")
+    lines.append(("reconciliation", ", ".join(means) or "none"))
+    if caps.at_most_once_provable:
+        lines.append(
+            (
+                "at-most-once create",
+                "provable: a lost create answer is resolved by "
+                + " and ".join(means)
+                + ", never by sending a new token",
+            )
+        )
+    else:
+        lines.append(
+            (
+                "at-most-once create",
+                "cannot be proven: this provider offers no "
+                "reconciliation. A create whose answer is lost stops for a human "
+                "(needs_human) instead of being retried",
+            )
+        )
+    lines.append(
+        (
+            "cancel",
+            f"{spec.cancel_method} {spec.cancel_path}"
+            if spec.cancel_path
+            else "not supported: jobtrail will refuse cancel requests",
+        )
+    )
+    result = spec.result
+    if result.path:
+        checks = [
+            c
+            for c in (
+                result.content_type and f"content type {result.content_type}",
+                result.checksum_header and f"checksum header {result.checksum_header}",
+                result.checksum_field and f"checksum field {result.checksum_field}",
+                result.count_header and f"record count {result.count_header}",
+                result.schema is not None and "JSON schema",
+                result.items and "per-item outcomes",
+            )
+            if c
+        ]
+        lines.append(("result", f"GET {result.path}; checked: {', '.join(checks) or 'nothing'}"))
+    elif result.inline_field:
+        lines.append(("result", f"inline in the create answer (field {result.inline_field})"))
+    else:
+        lines.append(("result", "none declared: success is the remote terminal state alone"))
+    lines.append(
+        (
+            "webhooks",
+            f"{spec.webhooks.signing} signatures, secret from ${spec.webhooks.secret_env}"
+            if spec.webhooks
+            else "none: polling only",
+        )
+    )
+    if spec.auth:
+        present = "set" if os.environ.get(spec.auth.env) else "NOT SET"
+        lines.append(
+            (
+                "credentials",
+                f"header {spec.auth.header} from ${spec.auth.env} ({present}); never stored",
+            )
+        )
+    else:
+        lines.append(("credentials", "none"))
+    lines.append(
+        (
+            "deadlines",
+            ", ".join(f"{name} {format_duration(value)}" for name, value in spec.deadlines.items()),
+        )
+    )
+    return lines
+
+
+@provider.command("check")
+@click.argument("file")
+@click.option("--json", "as_json", is_flag=True)
+def provider_check(file: str, as_json: bool) -> None:
+    """Load a provider file and say in plain words what jobtrail can guarantee with it."""
+    from jobtrail.errors import JobtrailError
+
+    try:
+        spec = find_provider(file)
+    except JobtrailError as exc:
+        fail(str(exc))
+    lines = guarantees(spec)
+    if as_json:
+        emit_json(
+            {
+                "name": spec.name,
+                "base_url": spec.base_url,
+                "at_most_once_provable": spec.capabilities.at_most_once_provable,
+                "guarantees": dict(lines),
+            }
+        )
+        return
+    click.echo(f"provider {spec.name!r} at {spec.base_url}")
+    width = max(len(name) for name, _ in lines)
+    for name, text in lines:
+        click.echo(f"  {name.ljust(width)}  {text}")
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8700, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--token-env",
+    default="REPORTS_API_TOKEN",
+    show_default=True,
+    help="Require `Authorization: Bearer <value of this variable>` when it is set.",
+)
+@click.option("--webhook-url", help="Send signed job events to this URL.")
+@click.option(
+    "--webhook-secret-env",
+    default="REPORTS_WEBHOOK_SECRET",
+    show_default=True,
+    help="Variable holding the webhook signing secret.",
+)
+@click.option(
+    "--webhook-signing",
+    type=click.Choice(["standard", "hmac"]),
+    default="standard",
+    show_default=True,
+)
+def simulator(
+    host: str,
+    port: int,
+    token_env: str,
+    webhook_url: str | None,
+    webhook_secret_env: str,
+    webhook_signing: str,
+) -> None:
+    """Serve the provider simulator (the source article's API, with fault injection)."""
+    from jobtrail.simulator import serve_forever
+
+    secret = os.environ.get(webhook_secret_env)
+    if webhook_url and not secret:
+        fail(f"--webhook-url needs a signing secret in ${webhook_secret_env}")
+    try:
+        asyncio.run(
+            serve_forever(
+                host,
+                port,
+                token=os.environ.get(token_env) or None,
+                webhook_url=webhook_url,
+                webhook_secret=secret,
+                webhook_signing=webhook_signing,
+            )
+        )
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror}")
+    except KeyboardInterrupt:
+        pass
+
+
+COMMANDS = [audit, provider, simulator]

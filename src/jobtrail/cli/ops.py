@@ -1,0 +1,430 @@
+"""Commands on operations: submit, status, list, history, explain, cancel, result,
+escalation, resolve, extend."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from jobtrail.cli.context import Settings, default_actor, emit_json, fail, opened, run_async
+from jobtrail.core import outcomes as o
+from jobtrail.core.durations import parse_duration
+from jobtrail.core.ids import short_id
+from jobtrail.core.states import State
+from jobtrail.errors import InvalidInput
+from jobtrail.providers.config import find_provider
+from jobtrail.views import (
+    escalation_bundle,
+    explain_text,
+    iso,
+    operation_json,
+    transition_json,
+)
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (for agents).")
+pass_settings = click.make_pass_decorator(Settings)
+console = Console(highlight=False)
+
+
+def _body(text: str) -> Any:
+    if text.startswith("@"):
+        name = text[1:]
+        try:
+            text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInput(f"cannot read the body file {name}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"the body is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+def _headers(values: tuple[str, ...]) -> dict[str, str]:
+    headers = {}
+    for value in values:
+        name, sep, content = value.partition(":")
+        if not sep or not name.strip():
+            raise InvalidInput(f"write headers as 'Name: value', got {value.split(':')[0]!r}…")
+        headers[name.strip()] = content.strip()
+    return headers
+
+
+def _show(document: dict[str, Any]) -> None:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for field in (
+        "operation_id",
+        "state",
+        "remote_job_id",
+        "remote_state",
+        "progress",
+        "waiting_for",
+        "provider",
+        "key",
+        "trace_id",
+        "idempotency_token",
+        "request_fingerprint",
+        "created_at",
+        "result_deadline",
+    ):
+        value = document.get(field)
+        if value is not None:
+            table.add_row(field, value if isinstance(value, str) else json.dumps(value))
+    result = document.get("result")
+    if result:
+        table.add_row(
+            "result", "valid" if result["valid"] else "invalid: " + "; ".join(result["problems"])
+        )
+    console.print(table)
+
+
+@click.command()
+@click.argument("provider")
+@click.option("--body", required=True, help="The request body: JSON text, @FILE, or @- for stdin.")
+@click.option("--key", help="Operation key: the same key and request return the same operation.")
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help="Extra request header (never a credential). Repeatable.",
+)
+@click.option(
+    "--actor", default=default_actor, show_default="cli:$USER or JOBTRAIL_ACTOR", help="Who asks."
+)
+@click.option("--authorized-by", help="Who authorized the work.")
+@click.option("--reason", help="Why the work is needed.")
+@click.option(
+    "--create-deadline", metavar="DURATION", help="Override the provider file's create deadline."
+)
+@click.option("--result-deadline", metavar="DURATION", help="Override the result deadline.")
+@click.option("--cancel-deadline", metavar="DURATION", help="Override the cancel deadline.")
+@json_option
+@pass_settings
+@run_async
+async def submit(
+    settings: Settings,
+    provider: str,
+    body: str,
+    key: str | None,
+    headers: tuple[str, ...],
+    actor: str,
+    authorized_by: str | None,
+    reason: str | None,
+    create_deadline: str | None,
+    result_deadline: str | None,
+    cancel_deadline: str | None,
+    as_json: bool,
+) -> None:
+    """Record an operation for PROVIDER (a provider file, or a name in ./providers).
+
+    Nothing is sent by this command: the record is committed first, and a worker
+    (`jobtrail worker`, or `jobtrail run OPERATION_ID`) sends it.
+    """
+    spec = find_provider(provider)
+    async with opened(settings) as ledger:
+        op = await ledger.submit(
+            spec,
+            _body(body),
+            headers=_headers(headers),
+            key=key,
+            actor=actor,
+            authorized_by=authorized_by,
+            reason=reason,
+            create_deadline=parse_duration(create_deadline) if create_deadline else None,
+            result_deadline=parse_duration(result_deadline) if result_deadline else None,
+            cancel_deadline=parse_duration(cancel_deadline) if cancel_deadline else None,
+        )
+        document = operation_json(op, ledger.clock())
+    if as_json:
+        emit_json(document)
+    else:
+        _show(document)
+        console.print(
+            f"\nRecorded. `jobtrail run {op.operation_id}` sends it now; "
+            "a running `jobtrail worker` picks it up by itself."
+        )
+
+
+@click.command()
+@click.argument("operation_id")
+@json_option
+@pass_settings
+@run_async
+async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
+    """Show one operation's record."""
+    async with opened(settings) as ledger:
+        document = operation_json(await ledger.get(operation_id), ledger.clock())
+    emit_json(document) if as_json else _show(document)
+
+
+@click.command("list")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    type=click.Choice([s.value for s in State]),
+    help="Only operations in this state. Repeatable.",
+)
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@json_option
+@pass_settings
+@run_async
+async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json: bool) -> None:
+    """List operations, newest first."""
+    async with opened(settings) as ledger:
+        ops = await ledger.store.list_operations(states=[State(s) for s in states], limit=limit)
+        now = ledger.clock()
+    if as_json:
+        emit_json([operation_json(op, now) for op in ops])
+        return
+    table = Table("operation", "state", "provider", "remote job", "remote state", "created", "key")
+    for op in ops:
+        key = "" if op.key == op.operation_id else op.key
+        table.add_row(
+            op.operation_id,
+            op.state.value,
+            op.provider,
+            op.remote_job_id or "",
+            op.remote_state or "",
+            iso(op.created_at) or "",
+            key,
+        )
+    console.print(table)
+
+
+@click.command()
+@click.argument("operation_id")
+@json_option
+@pass_settings
+@run_async
+async def history(settings: Settings, operation_id: str, as_json: bool) -> None:
+    """Show an operation's transition history (append-only)."""
+    async with opened(settings) as ledger:
+        await ledger.get(operation_id)
+        transitions = await ledger.store.history(operation_id)
+    if as_json:
+        emit_json([transition_json(t) for t in transitions])
+        return
+    table = Table("at", "actor", "from", "to", "evidence", "cause")
+    for t in transitions:
+        table.add_row(
+            iso(t.at) or "",
+            t.actor,
+            t.from_state.value,
+            t.to_state.value,
+            t.evidence.value,
+            t.cause,
+        )
+    console.print(table)
+
+
+@click.command()
+@click.argument("operation_id")
+@json_option
+@pass_settings
+@run_async
+async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
+    """Tell an operation's story: what we asked, which remote job, what we observed, what
+    we did next."""
+    async with opened(settings) as ledger:
+        op = await ledger.get(operation_id)
+        store = ledger.store
+        hist, attempts = await store.history(operation_id), await store.attempts(operation_id)
+        observations = await store.observations(operation_id)
+        now = ledger.clock()
+    if as_json:
+        from jobtrail.views import timeline
+
+        emit_json(
+            operation_json(op, now)
+            | {
+                "timeline": [
+                    {"at": iso(at), "event": text}
+                    for at, text in timeline(op, hist, attempts, observations)
+                ],
+            }
+        )
+    else:
+        click.echo(explain_text(op, hist, attempts, observations, now))
+
+
+@click.command()
+@click.argument("operation_id")
+@click.option("--reason", required=True, help="Why the job should stop.")
+@click.option("--actor", default=default_actor, show_default="cli:$USER or JOBTRAIL_ACTOR")
+@click.option("--expected-effect", help="What stopping should achieve (recorded with the intent).")
+@json_option
+@pass_settings
+@run_async
+async def cancel(
+    settings: Settings,
+    operation_id: str,
+    reason: str,
+    actor: str,
+    expected_effect: str | None,
+    as_json: bool,
+) -> None:
+    """Record the intent to cancel. The lease owner sends the cancel once and keeps
+    observing; the operation is `cancelled` only when the provider says so."""
+    async with opened(settings) as ledger:
+        op = await ledger.cancel(
+            operation_id, actor=actor, reason=reason, expected_effect=expected_effect
+        )
+        document = operation_json(op, ledger.clock())
+    emit_json(document) if as_json else _show(document)
+
+
+@click.command()
+@click.argument("operation_id")
+@json_option
+@pass_settings
+@run_async
+async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
+    """Show the validated result summary and where the content is stored."""
+    async with opened(settings) as ledger:
+        op = await ledger.get(operation_id)
+    summary = operation_json(op, op.created_at)["result"]
+    if as_json:
+        emit_json({"operation_id": op.operation_id, "state": op.state.value, "result": summary})
+        return
+    if summary is None:
+        fail(f"{operation_id} has no result yet (state {op.state})")
+    table = Table(show_header=False, box=None)
+    for name in (
+        "valid",
+        "location",
+        "content_type",
+        "size",
+        "sha256",
+        "records",
+        "checks",
+        "problems",
+    ):
+        table.add_row(
+            name, json.dumps(summary[name]) if not isinstance(summary[name], str) else summary[name]
+        )
+    if summary["items"]:
+        items = summary["items"]
+        table.add_row(
+            "items",
+            f"{items['total']} total, {items['succeeded']} succeeded, {items['failed']} failed",
+        )
+        if items["failed_refs"]:
+            table.add_row("failed items", ", ".join(items["failed_refs"][:50]))
+    console.print(table)
+
+
+@click.command()
+@click.argument("operation_id")
+@pass_settings
+@run_async
+async def escalation(settings: Settings, operation_id: str) -> None:
+    """Print the escalation bundle (JSON) for a person or the provider's support: remote job
+    id, trace id, request history and provider request ids."""
+    async with opened(settings) as ledger:
+        op = await ledger.get(operation_id)
+        bundle = escalation_bundle(
+            op,
+            await ledger.store.history(operation_id),
+            await ledger.store.attempts(operation_id),
+            ledger.clock(),
+        )
+    emit_json(bundle)
+
+
+@click.command()
+@click.argument("operation_id")
+@click.option(
+    "--decision",
+    required=True,
+    type=click.Choice(["adopt", "mark-failed", "retry-as-new"]),
+    help="adopt one of the job ids seen, mark the operation failed, or mark it failed "
+    "and submit the same request as a new operation (new key and token).",
+)
+@click.option("--job-id", help="With adopt: the remote job id to adopt.")
+@click.option("--actor", required=True, help="Who decides.")
+@click.option("--reason", required=True, help="Why.")
+@json_option
+@pass_settings
+@run_async
+async def resolve(
+    settings: Settings,
+    operation_id: str,
+    decision: str,
+    job_id: str | None,
+    actor: str,
+    reason: str,
+    as_json: bool,
+) -> None:
+    """Record a human decision for an operation that needs one."""
+    choice = o.Decision(decision.replace("-", "_"))
+    async with opened(settings) as ledger:
+        request_id = short_id("req_", ledger.rand)
+        human = o.HumanDecision(
+            decision=choice, actor=actor, reason=reason, job_id=job_id, request_id=request_id
+        )
+        op = await ledger.decide(operation_id, human)
+        document = operation_json(op, ledger.clock())
+        if choice is o.Decision.RETRY_AS_NEW:
+            new = await ledger.resubmit(op, actor=actor, reason=reason)
+            document["replaced_by"] = new.operation_id
+    if as_json:
+        emit_json(document)
+    else:
+        _show(document)
+        if "replaced_by" in document:
+            console.print(f"submitted again as {document['replaced_by']}")
+
+
+@click.command()
+@click.argument("operation_id")
+@click.option(
+    "--result-deadline",
+    metavar="DURATION",
+    help="Resume observing a result_timed_out operation until now + DURATION.",
+)
+@click.option(
+    "--cancel-deadline",
+    metavar="DURATION",
+    help="Keep waiting for a cancellation until now + DURATION.",
+)
+@click.option("--actor", required=True)
+@click.option("--reason", required=True)
+@json_option
+@pass_settings
+@run_async
+async def extend(
+    settings: Settings,
+    operation_id: str,
+    result_deadline: str | None,
+    cancel_deadline: str | None,
+    actor: str,
+    reason: str,
+    as_json: bool,
+) -> None:
+    """Extend a deadline and resume automation (a recorded human decision)."""
+    if (result_deadline is None) == (cancel_deadline is None):
+        fail("give exactly one of --result-deadline or --cancel-deadline")
+    duration = parse_duration(result_deadline or cancel_deadline or "")
+    async with opened(settings) as ledger:
+        human = o.HumanDecision(
+            decision=o.Decision.EXTEND,
+            actor=actor,
+            reason=reason,
+            new_deadline=ledger.clock() + duration,
+            request_id=short_id("req_", ledger.rand),
+        )
+        op = await ledger.decide(operation_id, human)
+        document = operation_json(op, ledger.clock())
+    emit_json(document) if as_json else _show(document)
+
+
+COMMANDS = [submit, status, list_, history, explain, cancel, result, escalation, resolve, extend]

@@ -1,0 +1,129 @@
+"""Commands that move operations: worker, run, demo."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from dataclasses import replace
+from datetime import datetime
+
+import click
+from rich.live import Live
+from rich.table import Table
+
+from jobtrail.cli.context import Settings, default_actor, emit_json, run_async
+from jobtrail.core.durations import parse_duration
+from jobtrail.core.model import Operation
+from jobtrail.runtime import Runtime, runtime
+from jobtrail.views import iso, operation_json, waiting_for
+
+pass_settings = click.make_pass_decorator(Settings)
+
+
+def _stop_on_signals(rt: Runtime) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, rt.worker.stop.set)
+
+
+@click.command()
+@click.option(
+    "--concurrency",
+    default=50,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Operations driven at once.",
+)
+@click.option(
+    "--until-idle",
+    is_flag=True,
+    help="Exit once no operation has anything left to do (all ended or waiting for a human).",
+)
+@click.option("--worker-id", help="Name recorded as the actor of this worker's steps.")
+@click.option(
+    "--lease",
+    default="60s",
+    show_default=True,
+    metavar="DURATION",
+    help="How long a claim holds an operation before others may take it over.",
+)
+@pass_settings
+@run_async
+async def worker(
+    settings: Settings, concurrency: int, until_idle: bool, worker_id: str | None, lease: str
+) -> None:
+    """Claim due operations and carry them forward until stopped (SIGINT/SIGTERM stop it
+    gracefully: in-flight calls finish, or are left recorded as sent)."""
+    async with runtime(
+        settings.db,
+        settings.data_dir,
+        audit_key=settings.audit_key,
+        worker_id=worker_id,
+        concurrency=concurrency,
+        lease_for=parse_duration(lease),
+    ) as rt:
+        _stop_on_signals(rt)
+        click.echo(
+            f"{rt.runner.actor} working on {settings.db} (concurrency {concurrency})", err=True
+        )
+        stats = await rt.worker.run(until_idle=until_idle)
+    click.echo(
+        f"stopped: {stats.claimed} claims, {stats.finished} operations ended, "
+        f"{stats.lost} lost to other workers",
+        err=True,
+    )
+
+
+def _panel(op: Operation, now: datetime) -> Table:
+    table = Table(show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_row("operation", op.operation_id)
+    table.add_row("state", op.state.value)
+    table.add_row("remote job", op.remote_job_id or "-")
+    table.add_row("remote state", op.remote_state or "-")
+    table.add_row("progress", str(op.progress) if op.progress is not None else "-")
+    table.add_row("next", waiting_for(op, now))
+    return table
+
+
+@click.command()
+@click.argument("operation_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the final record as JSON.")
+@pass_settings
+@run_async
+async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
+    """Drive one operation in the foreground until automation ends for it, showing its
+    state, remote state, progress and next poll."""
+    actor = f"run:{default_actor()}"
+    async with runtime(
+        settings.db, settings.data_dir, audit_key=settings.audit_key, worker_id=actor, concurrency=1
+    ) as rt:
+        _stop_on_signals(rt)
+        op = await rt.ledger.get(operation_id)
+        with Live(_panel(op, rt.clock.now()), transient=as_json, auto_refresh=False) as live:
+            while not op.state.ends_automation and not rt.worker.stop.is_set():
+                now = rt.clock.now()
+                claims = await rt.ledger.store.claim_due(
+                    actor, now, 1, rt.runner.lease_for, only=operation_id
+                )
+                if claims:
+                    claimed = replace(claims[0].operation, next_poll_at=claims[0].was_due)
+                    await rt.runner.drive(claimed)
+                op = await rt.ledger.get(operation_id)
+                live.update(_panel(op, rt.clock.now()), refresh=True)
+                due = op.next_poll_at
+                delay = 1.0 if due is None else (due - rt.clock.now()).total_seconds()
+                if not op.state.ends_automation and delay > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(rt.worker.stop.wait(), timeout=min(delay, 1.0))
+        if as_json:
+            emit_json(operation_json(op, rt.clock.now()))
+        else:
+            click.echo(
+                f"{op.operation_id} {op.state.value} (remote job "
+                f"{op.remote_job_id or 'none'}) at {iso(rt.clock.now())}"
+            )
+
+
+COMMANDS = [worker, run]

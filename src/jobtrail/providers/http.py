@@ -1,0 +1,299 @@
+"""The generic HTTP provider: a provider file turned into calls, over aiohttp.
+
+Credentials are read from the environment at call time and exist only in the outgoing
+request; what we record is the sanitized description (`describe`) and sanitized response
+metadata. Redirects are not followed and status URLs pointing at another origin are not
+used, so a provider's answer can never steer our credentials elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urljoin, urlsplit
+
+import aiohttp
+
+from jobtrail.core import outcomes as o
+from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSummary
+from jobtrail.core.redact import Redactor
+from jobtrail.providers import parse
+from jobtrail.providers.config import ProviderSpec
+from jobtrail.providers.protocol import Fetched, Reply
+from jobtrail.providers.tracing import call_span
+
+_KEEP_HEADERS = (
+    "content-type",
+    "content-length",
+    "location",
+    "operation-location",
+    "retry-after",
+    "x-request-id",
+    "request-id",
+    "idempotent-replayed",
+    "x-checksum-sha256",
+    "x-record-count",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prepared:
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: bytes | None = None
+
+
+class HttpProvider:
+    def __init__(self, spec: ProviderSpec, session: aiohttp.ClientSession) -> None:
+        self.spec, self.session = spec, session
+        self.name: str = spec.name
+        self.capabilities: Capabilities = spec.capabilities
+        self._rand = secrets.SystemRandom()
+
+    def _redactor(self) -> Redactor:
+        return self.spec.redactor.extended(values=self.spec.secret_values())
+
+    # -- building requests --------------------------------------------------------------
+
+    def _url(self, path: str, op: Operation) -> str:
+        filled = path.replace("{job_id}", quote(op.remote_job_id or "", safe="")).replace(
+            "{operation_id}", quote(op.operation_id, safe="")
+        )
+        return self.spec.base_url + filled
+
+    def _status_url(self, op: Operation) -> str | None:
+        if op.status_url:
+            url = urljoin(self.spec.base_url + "/", op.status_url)
+            if _origin(url) == _origin(self.spec.base_url):
+                return url
+        return self._url(self.spec.status_path, op) if self.spec.status_path else None
+
+    def _prepare(self, kind: AttemptKind, op: Operation) -> Prepared | str:
+        """The request to send, or why it cannot be sent."""
+        spec = self.spec
+        headers = {"Accept": "application/json", **spec.headers}
+        body: bytes | None = None
+        match kind:
+            case AttemptKind.CREATE:
+                method, url = spec.create_method, spec.base_url + spec.create_path
+                document = op.request.body
+                headers |= op.request.headers
+                for placement, value in (
+                    (spec.idempotency, op.idempotency_token),
+                    (spec.client_reference, op.operation_id),
+                ):
+                    if placement and placement.header:
+                        headers[placement.header] = value
+                    elif placement and placement.field:
+                        if not isinstance(document, dict):
+                            return f"the provider wants `{placement.field}` in a JSON object body"
+                        document = {**document, placement.field: value}
+                headers["Content-Type"] = "application/json"
+                body = json.dumps(document, ensure_ascii=False).encode("utf-8")
+            case AttemptKind.STATUS:
+                method, status_url = "GET", self._status_url(op)
+                if status_url is None:
+                    return "no usable status URL: set [status] path in the provider file"
+                url = status_url
+            case AttemptKind.CANCEL:
+                if spec.cancel_path is None:
+                    return "the provider file has no [cancel] path"
+                method, url = spec.cancel_method, self._url(spec.cancel_path, op)
+            case AttemptKind.RESULT:
+                if spec.result.path is None:
+                    return "the provider file has no [result] path"
+                method, url = "GET", self._url(spec.result.path, op)
+                headers["Accept"] = spec.result.content_type or "*/*"
+            case AttemptKind.RECONCILE:
+                if spec.listing is None:
+                    return "the provider file has no [reconcile] list"
+                method, url = "GET", self._url(spec.listing.path, op)
+        if spec.trace_header:
+            headers[spec.trace_header] = op.trace_id
+        return Prepared(method=method, url=url, headers=headers, body=body)
+
+    def describe(self, kind: AttemptKind, op: Operation) -> dict[str, Any]:
+        prepared = self._prepare(kind, op)
+        if isinstance(prepared, str):
+            return {"unsendable": prepared}
+        headers = dict(prepared.headers)
+        if self.spec.auth:
+            headers[self.spec.auth.header] = "[redacted]"
+        return {
+            "method": prepared.method,
+            "url": prepared.url,
+            "headers": self._redactor().header_map(headers),
+        }
+
+    # -- making calls -----------------------------------------------------------------
+
+    async def call(self, kind: AttemptKind, op: Operation) -> Reply:
+        prepared = self._prepare(kind, op)
+        if isinstance(prepared, str):
+            return Reply(outcome=o.Rejected(reason=prepared), detail={"error": prepared})
+        auth = self.spec.auth
+        if auth is not None:
+            secret = os.environ.get(auth.env)
+            if not secret:
+                reason = f"environment variable {auth.env} is not set; nothing was sent"
+                return Reply(outcome=o.Throttled(reason=reason), detail={"error": reason})
+            prepared.headers[auth.header] = auth.prefix + secret
+        limit = (
+            self.spec.result.max_bytes
+            if kind is AttemptKind.RESULT
+            else (self.spec.max_response_bytes)
+        )
+        attributes = {
+            "jobtrail.operation_id": op.operation_id,
+            "jobtrail.call": kind.value,
+            "http.request.method": prepared.method,
+        }
+        with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
+            prepared.headers["traceparent"] = parent
+            return await self._send(kind, prepared, limit)
+
+    async def _send(self, kind: AttemptKind, req: Prepared, limit: int) -> Reply:
+        started = time.monotonic()
+        what = kind.value
+        try:
+            async with self.session.request(
+                req.method,
+                req.url,
+                headers=req.headers,
+                data=req.body,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=self.spec.timeout.total_seconds()),
+            ) as response:
+                status, headers = response.status, dict(response.headers)
+                body = await _read_bounded(response, limit)
+        except TimeoutError:
+            seconds = self.spec.timeout.total_seconds()
+            return self._failed(
+                o.Ambiguous(reason=f"no {what} answer within {seconds:g}s"), started
+            )
+        except aiohttp.ClientConnectorError as exc:
+            why = exc.os_error.strerror or type(exc).__name__
+            reason = f"could not connect to {req.url.split('/')[2]} ({why}); nothing was sent"
+            return self._failed(o.Throttled(reason=reason), started)
+        except aiohttp.ClientError as exc:
+            reason = f"the {what} call broke off after sending ({type(exc).__name__})"
+            return self._failed(o.Ambiguous(reason=reason), started)
+        detail = self._detail(status, headers, body, started)
+        if body is None:
+            if kind is AttemptKind.RESULT:
+                return Reply(outcome=_too_big(limit), detail=detail)
+            reason = f"the {what} answer is larger than the {limit}-byte limit"
+            return Reply(outcome=o.Ambiguous(reason=reason, http_status=status), detail=detail)
+        return (
+            Reply(outcome=None, detail=detail, fetched=None)
+            if False
+            else self._read(kind, status, headers, body, detail)
+        )
+
+    def _read(
+        self,
+        kind: AttemptKind,
+        status: int,
+        headers: dict[str, str],
+        body: bytes,
+        detail: dict[str, Any],
+    ) -> Reply:
+        spec = self.spec
+        match kind:
+            case AttemptKind.CREATE:
+                return Reply(outcome=parse.parse_create(spec, status, headers, body), detail=detail)
+            case AttemptKind.STATUS:
+                return Reply(outcome=parse.parse_status(spec, status, headers, body), detail=detail)
+            case AttemptKind.CANCEL:
+                return Reply(outcome=parse.parse_cancel(spec, status, headers, body), detail=detail)
+            case AttemptKind.RECONCILE:
+                assert spec.listing is not None
+                outcome = parse.parse_list(spec.listing, spec, status, headers, body)
+                return Reply(outcome=outcome, detail=detail)
+        return self._result(status, headers, body, detail)
+
+    def _result(
+        self, status: int, headers: dict[str, str], body: bytes, detail: dict[str, Any]
+    ) -> Reply:
+        req = parse.request_id(self.spec, headers)
+        if status in (404, 410):
+            reason = f"the result is gone (HTTP {status})"
+            return Reply(outcome=o.ResultMissing(reason=reason, http_status=status), detail=detail)
+        if not 200 <= status < 300:
+            failed = parse.error_outcome(status, headers, body, what="result", req=req)
+            outcome: o.CallOutcome = failed
+            if isinstance(failed, o.Rejected) and status in (409, 425):
+                # Not ready yet: the provider says so; ask again later.
+                outcome = o.Throttled(reason=failed.reason, http_status=status, request_id=req)
+            elif isinstance(failed, o.Rejected):
+                outcome = o.ResultMissing(reason=failed.reason, http_status=status)
+            return Reply(outcome=outcome, detail=detail)
+        rule = self.spec.result
+        count = parse.header(headers, rule.count_header) if rule.count_header else None
+        fetched = Fetched(
+            content=body,
+            content_type=parse.header(headers, "Content-Type"),
+            checksum=parse.header(headers, rule.checksum_header) if rule.checksum_header else None,
+            record_count=int(count) if count and count.strip().isdigit() else None,
+            http_status=status,
+            request_id=req,
+        )
+        return Reply(outcome=None, detail=detail, fetched=fetched)
+
+    def _failed(self, outcome: o.Ambiguous | o.Throttled, started: float) -> Reply:
+        elapsed = round((time.monotonic() - started) * 1000, 1)
+        return Reply(outcome=outcome, detail={"error": outcome.reason, "elapsed_ms": elapsed})
+
+    def _detail(
+        self, status: int, headers: dict[str, str], body: bytes | None, started: float
+    ) -> dict[str, Any]:
+        redactor = self._redactor()
+        kept = {k: v for k, v in headers.items() if k.lower() in _KEEP_HEADERS}
+        detail: dict[str, Any] = {
+            "status": status,
+            "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
+            "headers": redactor.header_map(kept),
+        }
+        if body is not None:
+            detail["body"] = _excerpt(body, redactor)
+        return detail
+
+
+async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes | None:
+    """The body, or None if it is larger than `limit` (read no further than that)."""
+    length = response.content_length
+    if length is not None:
+        return None if length > limit else await response.read()
+    chunks, size = [], 0
+    async for chunk in response.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _excerpt(body: bytes, redactor: Redactor) -> Any:
+    """What we keep of an answer: small JSON redacted, otherwise a short text prefix."""
+    if len(body) <= 4096:
+        document, problem = parse.read_json(body)
+        if problem is None:
+            return redactor.json(document)
+    text = body[:300].decode("utf-8", errors="replace")
+    return {"text": redactor.text(text), "bytes": len(body)}
+
+
+def _too_big(limit: int) -> o.ResultChecked:
+    return o.ResultChecked(
+        summary=ResultSummary(valid=False, problems=(f"the result is larger than {limit} bytes",))
+    )
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme, parts.netloc

@@ -1,0 +1,225 @@
+"""Reading provider answers. Pure functions of (status, headers, body): fuzzed by tests.
+
+Whatever the body holds, the answer is an outcome with a clear reason, never an exception.
+A create answer we cannot read is *ambiguous* (the provider may well have created the job),
+never a rejection.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from jobtrail.core import outcomes as o
+from jobtrail.core.states import RemoteStatus
+from jobtrail.providers.config import ListSpec, ProviderSpec
+
+MAX_ID_LENGTH = 512
+_NOT_FOUND = object()
+
+
+def lookup(document: Any, path: str) -> Any:
+    """The value at a dotted path ("data.job_id"), or _NOT_FOUND."""
+    node = document
+    for part in path.split("."):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return _NOT_FOUND
+    return node
+
+
+def read_json(body: bytes) -> tuple[Any, str | None]:
+    """(document, None) or (None, why it is not readable JSON)."""
+    try:
+        return json.loads(body.decode("utf-8")), None
+    except UnicodeDecodeError:
+        return None, "the answer is not UTF-8 text"
+    except (json.JSONDecodeError, RecursionError):
+        return None, "the answer is not JSON"
+
+
+def job_id_at(document: Any, path: str) -> tuple[str | None, str | None]:
+    value = lookup(document, path)
+    if value is _NOT_FOUND or value is None:
+        return None, f"the answer has no job id at `{path}`"
+    if not isinstance(value, str):
+        return None, f"the job id at `{path}` is {type(value).__name__}, not text"
+    if not value.strip() or len(value) > MAX_ID_LENGTH or not value.isprintable():
+        return None, f"the job id at `{path}` is empty, too long or not printable"
+    return value, None
+
+
+def remote_status(spec: ProviderSpec, word: Any) -> tuple[str | None, RemoteStatus]:
+    if not isinstance(word, str):
+        return None, RemoteStatus.UNKNOWN
+    return word, spec.states.get(word, RemoteStatus.UNKNOWN)
+
+
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == name.lower():
+            return value
+    return None
+
+
+def request_id(spec: ProviderSpec, headers: Mapping[str, str]) -> str | None:
+    for name in spec.request_id_headers:
+        value = header(headers, name)
+        if value:
+            return value[:200]
+    return None
+
+
+def error_outcome(
+    status: int, headers: Mapping[str, str], body: bytes, *, what: str, req: str | None
+) -> o.Rejected | o.Ambiguous | o.Throttled:
+    """Map a non-2xx answer. 429 and 503-with-Retry-After mean "later"; other 5xx, 408 and
+    425 leave the outcome unknown; 409 is "in flight" for idempotent creates; other 4xx are
+    definitive refusals."""
+    retry_after = header(headers, "Retry-After")
+    reason = f"{what} answered HTTP {status}" + _reason_suffix(body)
+    if status == 429 or (status == 503 and retry_after is not None):
+        return o.Throttled(
+            reason=reason, retry_after=retry_after, http_status=status, request_id=req
+        )
+    if status >= 500 or status in (408, 425):
+        return o.Ambiguous(reason=reason, http_status=status, request_id=req)
+    if status == 409 and what == "create":
+        return o.Throttled(
+            reason=reason, retry_after=retry_after, http_status=status, request_id=req
+        )
+    return o.Rejected(reason=reason, http_status=status, request_id=req)
+
+
+def _reason_suffix(body: bytes) -> str:
+    document, problem = read_json(body[:4096])
+    if problem is None and isinstance(document, Mapping):
+        for key in ("message", "error", "detail", "title"):
+            value = document.get(key)
+            if isinstance(value, str) and value:
+                return f": {value[:200]}"
+            if isinstance(value, Mapping) and isinstance(value.get("message"), str):
+                return f": {value['message'][:200]}"
+    return ""
+
+
+def parse_create(
+    spec: ProviderSpec, status: int, headers: Mapping[str, str], body: bytes
+) -> o.CallOutcome:
+    req = request_id(spec, headers)
+    if not 200 <= status < 300:
+        return error_outcome(status, headers, body, what="create", req=req)
+    document, problem = read_json(body)
+    if problem is not None:
+        return o.Ambiguous(
+            reason=f"create answered {status} but {problem}", http_status=status, request_id=req
+        )
+    inline = spec.result.inline_field
+    if inline is not None and lookup(document, inline) is not _NOT_FOUND:
+        value = lookup(document, inline)
+        content = value.encode() if isinstance(value, str) else json.dumps(value).encode()
+        job_id, _ = job_id_at(document, spec.create_job_id)
+        return o.SyncResult(
+            job_id=job_id,
+            content=content,
+            content_type="application/json",
+            http_status=status,
+            request_id=req,
+        )
+    job_id, problem = job_id_at(document, spec.create_job_id)
+    if job_id is None:
+        return o.Ambiguous(
+            reason=f"create answered {status} but {problem}", http_status=status, request_id=req
+        )
+    word, mapped = (None, RemoteStatus.UNKNOWN)
+    if spec.create_state:
+        word, mapped = remote_status(spec, lookup(document, spec.create_state))
+    status_url = header(headers, "Operation-Location") or header(headers, "Location")
+    if status_url is None and spec.create_status_url:
+        found = lookup(document, spec.create_status_url)
+        status_url = found if isinstance(found, str) else None
+    return o.Accepted(
+        job_id=job_id,
+        remote_state=word,
+        remote_status=mapped,
+        status_url=status_url,
+        http_status=status,
+        request_id=req,
+        retry_after=header(headers, "Retry-After"),
+    )
+
+
+def parse_status(
+    spec: ProviderSpec, status: int, headers: Mapping[str, str], body: bytes
+) -> o.Observed | o.Rejected | o.Ambiguous | o.Throttled:
+    req = request_id(spec, headers)
+    if not 200 <= status < 300:
+        return error_outcome(status, headers, body, what="status", req=req)
+    document, problem = read_json(body)
+    if problem is not None:
+        return o.Ambiguous(reason=f"status {problem}", http_status=status, request_id=req)
+    raw = lookup(document, spec.status_state)
+    if raw is _NOT_FOUND or not isinstance(raw, str):
+        return o.Ambiguous(
+            reason=f"the status answer has no state text at `{spec.status_state}`",
+            http_status=status,
+            request_id=req,
+        )
+    word, mapped = remote_status(spec, raw)
+    progress = lookup(document, spec.status_progress) if spec.status_progress else None
+    updated = lookup(document, spec.status_updated_at) if spec.status_updated_at else None
+    return o.Observed(
+        remote_state=word,
+        remote_status=mapped,
+        progress=None if progress is _NOT_FOUND else _small(progress),
+        provider_updated_at=updated if isinstance(updated, str) else None,
+        retry_after=header(headers, "Retry-After"),
+        http_status=status,
+        request_id=req,
+    )
+
+
+def parse_list(
+    listing: ListSpec, spec: ProviderSpec, status: int, headers: Mapping[str, str], body: bytes
+) -> o.Found | o.Rejected | o.Ambiguous | o.Throttled:
+    req = request_id(spec, headers)
+    if not 200 <= status < 300:
+        return error_outcome(status, headers, body, what="lookup", req=req)
+    document, problem = read_json(body)
+    if problem is not None:
+        return o.Ambiguous(reason=f"lookup {problem}", http_status=status, request_id=req)
+    items = lookup(document, listing.items)
+    if not isinstance(items, list):
+        return o.Ambiguous(
+            reason=f"the lookup answer has no list at `{listing.items}`",
+            http_status=status,
+            request_id=req,
+        )
+    ids = []
+    for item in items:
+        job_id, problem = job_id_at(item, listing.job_id)
+        if job_id is None:
+            return o.Ambiguous(
+                reason=f"a listed item is unreadable: {problem}", http_status=status, request_id=req
+            )
+        ids.append(job_id)
+    return o.Found(job_ids=tuple(ids), http_status=status, request_id=req)
+
+
+def parse_cancel(
+    spec: ProviderSpec, status: int, headers: Mapping[str, str], body: bytes
+) -> o.CancelAcknowledged | o.Rejected | o.Ambiguous | o.Throttled:
+    req = request_id(spec, headers)
+    if 200 <= status < 300:
+        return o.CancelAcknowledged(http_status=status, request_id=req)
+    return error_outcome(status, headers, body, what="cancel", req=req)
+
+
+def _small(value: Any) -> Any:
+    """Progress is kept for people to read; cap what a provider can make us store."""
+    text = json.dumps(value)
+    return value if len(text) <= 2048 else {"truncated": text[:256]}

@@ -1,0 +1,52 @@
+"""Providers for stored operations: each operation carries its provider file's content, so
+any worker can rebuild the provider it needs without the file itself."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from jobtrail.core.canonical import canonical_json, sha256_text
+from jobtrail.core.model import Operation
+from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.http import HttpProvider
+from jobtrail.providers.protocol import Provider
+
+
+class ProviderRegistry:
+    def __init__(self, *, connections: int = 100) -> None:
+        self._connections = connections
+        self._session: aiohttp.ClientSession | None = None
+        self._built: dict[str, Provider] = {}
+        self._specs: dict[str, ProviderSpec] = {}
+        self._code: dict[str, Provider] = {}
+
+    def register(self, provider: Provider) -> None:
+        """Use a code provider (any object following the Provider protocol) by name."""
+        self._code[provider.name] = provider
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self._connections, limit_per_host=0)
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
+        return self._session
+
+    def spec(self, op: Operation) -> ProviderSpec:
+        """The parsed provider file an operation was submitted with (cached)."""
+        key = op.provider + ":" + sha256_text(canonical_json(op.provider_config))
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._specs[key] = parse_provider(op.provider_config)
+        return spec
+
+    def for_operation(self, op: Operation) -> Provider:
+        if op.provider in self._code:
+            return self._code[op.provider]
+        spec = self.spec(op)
+        provider = self._built.get(str(id(spec)))
+        if provider is None:
+            provider = self._built[str(id(spec))] = HttpProvider(spec, self.session())
+        return provider
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()

@@ -1,0 +1,71 @@
+"""Assembling a working jobtrail: store, ledger, providers, runner and worker, for the
+drivers (CLI, MCP server, `serve`) that need to move operations, not just read them."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from jobtrail.clock import Clock, SystemClock
+from jobtrail.ledger import Ledger
+from jobtrail.providers.registry import ProviderRegistry
+from jobtrail.store import open_store
+from jobtrail.worker.blobs import BlobStore
+from jobtrail.worker.loop import Worker
+from jobtrail.worker.runner import Runner
+
+
+def default_worker_id() -> str:
+    return f"worker:{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class Runtime:
+    ledger: Ledger
+    providers: ProviderRegistry
+    runner: Runner
+    worker: Worker
+    clock: Clock
+
+
+@asynccontextmanager
+async def runtime(
+    db: str,
+    data_dir: str | Path,
+    *,
+    audit_key: bytes | None = None,
+    worker_id: str | None = None,
+    concurrency: int = 50,
+    lease_for: timedelta = timedelta(seconds=60),
+    clock: Clock | None = None,
+    idle_poll: float = 1.0,
+    record_lateness: bool = False,
+) -> AsyncIterator[Runtime]:
+    clock = clock or SystemClock()
+    store = await open_store(db, audit_key=audit_key)
+    providers = ProviderRegistry(connections=max(10, concurrency))
+    try:
+        ledger = Ledger(store, clock=clock.now, group_commit=True)
+        runner = Runner(
+            ledger,
+            providers,
+            BlobStore(data_dir),
+            actor=worker_id or default_worker_id(),
+            lease_for=lease_for,
+        )
+        worker = Worker(
+            runner,
+            clock,
+            concurrency=concurrency,
+            idle_poll=idle_poll,
+            record_lateness=record_lateness,
+        )
+        yield Runtime(ledger=ledger, providers=providers, runner=runner, worker=worker, clock=clock)
+    finally:
+        await providers.close()
+        await store.close()

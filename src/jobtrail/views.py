@@ -1,0 +1,294 @@
+"""How operations are shown to people and agents: one JSON shape for every surface, and
+the readable explanation (what we asked, which remote job, what we observed, what we did)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from jobtrail.core.model import Attempt, Observation, Operation, Transition
+from jobtrail.core.plan import Call, Decide, Nothing, Wait, plan
+from jobtrail.core.states import EVIDENCE_MEANING, REMOTE_MAY_RUN, State
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat().replace("+00:00", "Z")
+
+
+def waiting_for(op: Operation, now: datetime) -> str:
+    """What jobtrail will do next for this operation, in words."""
+    action = plan(op, now)
+    if isinstance(action, Nothing):
+        if op.state is State.RESULT_TIMED_OUT:
+            return (
+                "nothing: the result deadline passed and polling stopped; the remote job "
+                "may still be running (extend the deadline or cancel it)"
+            )
+        return f"nothing: {action.why}"
+    if isinstance(action, Wait):
+        return f"{action.then.describe()} at {iso(action.until)}"
+    if op.lease_owner:
+        return f"{action.describe()} (in progress on {op.lease_owner})"
+    return f"{action.describe()} now (waiting for a worker)"
+
+
+def operation_json(op: Operation, now: datetime) -> dict[str, Any]:
+    return {
+        "operation_id": op.operation_id,
+        "key": op.key,
+        "state": op.state.value,
+        "ends_automation": op.state.ends_automation,
+        "remote_job_id": op.remote_job_id,
+        "remote_state": op.remote_state,
+        "remote_status": op.remote_status.value if op.remote_status else None,
+        "progress": op.progress,
+        "provider": op.provider,
+        "trace_id": op.trace_id,
+        "idempotency_token": op.idempotency_token,
+        "request_fingerprint": op.fingerprint,
+        "actor": op.actor,
+        "authorized_by": op.authorized_by,
+        "reason": op.reason,
+        "created_at": iso(op.created_at),
+        "create_deadline": iso(op.create_deadline),
+        "result_deadline": iso(op.result_deadline),
+        "cancel_deadline": iso(op.cancel_deadline),
+        "next_poll_at": iso(op.next_poll_at) if not op.lease_owner else None,
+        "waiting_for": waiting_for(op, now),
+        "cancel_intent": (
+            asdict(op.cancel_intent) | {"requested_at": iso(op.cancel_intent.requested_at)}
+            if op.cancel_intent
+            else None
+        ),
+        "conflicting_job_ids": list(op.conflicting_job_ids),
+        "result": asdict(op.result) if op.result else None,
+        "remote_may_still_run": op.state in REMOTE_MAY_RUN,
+    }
+
+
+def transition_json(tr: Transition) -> dict[str, Any]:
+    return {
+        "seq": tr.seq,
+        "at": iso(tr.at),
+        "actor": tr.actor,
+        "from": tr.from_state.value,
+        "to": tr.to_state.value,
+        "evidence": tr.evidence.value,
+        "cause": tr.cause,
+        "remote_job_id": tr.remote_job_id,
+    }
+
+
+def attempt_json(at: Attempt) -> dict[str, Any]:
+    return {
+        "attempt_id": at.attempt_id,
+        "kind": at.kind.value,
+        "actor": at.actor,
+        "fence": at.fence,
+        "started_at": iso(at.started_at),
+        "finished_at": iso(at.finished_at),
+        "outcome": at.outcome or "no outcome recorded (interrupted)",
+        "http_status": at.http_status,
+        "provider_request_id": at.provider_request_id,
+        "request": at.request,
+        "detail": at.detail,
+    }
+
+
+def timeline(
+    op: Operation,
+    history: list[Transition],
+    attempts: list[Attempt],
+    observations: list[Observation],
+) -> list[tuple[datetime, str]]:
+    """Events in time order; runs of identical status reads are folded into one line."""
+    events: list[tuple[datetime, int, str]] = [
+        (
+            op.created_at,
+            0,
+            f"submitted by {op.actor}"
+            + (f", authorized by {op.authorized_by}" if op.authorized_by else "")
+            + (f": {op.reason}" if op.reason else ""),
+        )
+    ]
+    by_ref = {ob.ref: ob for ob in observations if ob.ref}
+    run: list[Attempt] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        first, last = run[0], run[-1]
+        seen = by_ref.get(last.attempt_id)
+        state = f"remote {seen.remote_state}" if seen else last.outcome or "interrupted"
+        progress = f", progress {seen.progress}" if seen and seen.progress is not None else ""
+        label = "status read" if len(run) == 1 else f"{len(run)} status reads"
+        events.append((first.started_at, 1, f"{label}: {state}{progress}"))
+        run.clear()
+
+    for at in attempts:
+        if at.kind.value == "status" and at.outcome == "Observed":
+            seen = by_ref.get(at.attempt_id)
+            previous = by_ref.get(run[-1].attempt_id) if run else None
+            if run and (
+                seen is None or previous is None or seen.remote_state != previous.remote_state
+            ):
+                flush()
+            run.append(at)
+            continue
+        flush()
+        events.append((at.started_at, 1, _attempt_line(at)))
+    flush()
+    for ob in observations:
+        if ob.source == "webhook":
+            events.append((ob.observed_at, 1, f"webhook {ob.event_id}: remote {ob.remote_state}"))
+    for tr in history:
+        events.append(
+            (
+                tr.at,
+                2,
+                f"{tr.from_state} -> {tr.to_state} by {tr.actor} "
+                f"({EVIDENCE_MEANING[tr.evidence]}; {tr.cause})",
+            )
+        )
+    events.sort(key=lambda event: (event[0], event[1]))
+    return [(at, text) for at, _, text in events]
+
+
+def _attempt_line(at: Attempt) -> str:
+    what = {
+        "create": "create sent",
+        "cancel": "cancel sent",
+        "result": "result fetched",
+        "reconcile": "lookup by client reference",
+        "status": "status read",
+    }[at.kind.value]
+    if at.outcome is None:
+        return f"{what} ({at.attempt_id}): no outcome recorded — the worker stopped mid-call"
+    status = f" HTTP {at.http_status}" if at.http_status else ""
+    request = f", provider request {at.provider_request_id}" if at.provider_request_id else ""
+    reason = ""
+    if isinstance(at.detail, dict) and at.detail.get("error"):
+        reason = f": {at.detail['error']}"
+    return f"{what} ({at.attempt_id}) -> {at.outcome}{status}{reason}{request}"
+
+
+def explain_text(
+    op: Operation,
+    history: list[Transition],
+    attempts: list[Attempt],
+    observations: list[Observation],
+    now: datetime,
+) -> str:
+    request = op.request
+    lines = [
+        f"Operation {op.operation_id} — {op.state}",
+        f"  asked:      {request.method} {request.target} (key {op.key})",
+        f"              fingerprint {op.fingerprint}, token {op.idempotency_token}",
+        f"              trace {op.trace_id}",
+        f"  remote job: {op.remote_job_id or 'none known'}"
+        + (f" — last seen {op.remote_state}" if op.remote_state else ""),
+        f"  deadlines:  create {iso(op.create_deadline)}, result {iso(op.result_deadline)}"
+        + (f", cancel {iso(op.cancel_deadline)}" if op.cancel_deadline else ""),
+        f"  next:       {waiting_for(op, now)}",
+    ]
+    if op.conflicting_job_ids:
+        lines.append(
+            f"  conflict:   provider tied this operation to {', '.join(op.conflicting_job_ids)}"
+        )
+    if op.cancel_intent:
+        ci = op.cancel_intent
+        lines.append(
+            f"  cancel:     asked by {ci.actor} ({ci.reason}); expected: {ci.expected_effect}"
+        )
+        if op.state in (State.SUCCEEDED, State.FAILED, State.RESULT_COLLECTING):
+            lines.append(
+                "              the job completed after the cancel request: "
+                f"it ended {op.state}, not cancelled"
+            )
+    if op.result:
+        lines.append(f"  result:     {_result_line(op)}")
+    lines.append("")
+    lines.append("Timeline")
+    for at, text in timeline(op, history, attempts, observations):
+        lines.append(f"  {at.strftime('%Y-%m-%d %H:%M:%S')}  {text}")
+    return "\n".join(lines)
+
+
+def _result_line(op: Operation) -> str:
+    result = op.result
+    assert result is not None
+    parts = ["valid" if result.valid else "INVALID"]
+    if result.size is not None:
+        parts.append(f"{result.size} bytes")
+    if result.records is not None:
+        parts.append(f"{result.records} records")
+    if result.items:
+        items = result.items
+        parts.append(f"items: {items.succeeded} succeeded, {items.failed} failed")
+    if result.problems:
+        parts.append("problems: " + "; ".join(result.problems))
+    return ", ".join(parts)
+
+
+def escalation_bundle(
+    op: Operation,
+    history: list[Transition],
+    attempts: list[Attempt],
+    now: datetime,
+) -> dict[str, Any]:
+    """Everything a person or the provider's support needs to see the real sequence."""
+    return {
+        "operation_id": op.operation_id,
+        "state": op.state.value,
+        "provider": op.provider,
+        "remote_job_id": op.remote_job_id,
+        "conflicting_job_ids": list(op.conflicting_job_ids),
+        "trace_id": op.trace_id,
+        "idempotency_token": op.idempotency_token,
+        "request": {
+            "method": op.request.method,
+            "target": op.request.target,
+            "fingerprint": op.fingerprint,
+        },
+        "asked_by": op.actor,
+        "authorized_by": op.authorized_by,
+        "cancel_intent": operation_json(op, now)["cancel_intent"],
+        "deadlines": {
+            "create": iso(op.create_deadline),
+            "result": iso(op.result_deadline),
+            "cancel": iso(op.cancel_deadline),
+        },
+        "provider_request_ids": [a.provider_request_id for a in attempts if a.provider_request_id],
+        "request_history": [attempt_json(a) for a in attempts],
+        "transitions": [transition_json(t) for t in history],
+        "summary": _escalation_summary(op),
+    }
+
+
+def _escalation_summary(op: Operation) -> str:
+    match op.state:
+        case State.CANCELLATION_UNCONFIRMED:
+            return (
+                f"We asked {op.provider} to cancel job {op.remote_job_id} and saw no "
+                "terminal state before the cancel deadline. The job may still be running."
+            )
+        case State.NEEDS_HUMAN if op.conflicting_job_ids:
+            return (
+                f"{op.provider} tied one idempotency token / client reference to several "
+                f"jobs ({', '.join(op.conflicting_job_ids)}). Automation stopped; decide "
+                "which job is ours."
+            )
+        case State.NEEDS_HUMAN:
+            return "The create outcome could not be proven; decide whether a job exists."
+        case State.RESULT_TIMED_OUT:
+            return (
+                f"Job {op.remote_job_id} did not finish before the result deadline; it "
+                "may still be running."
+            )
+        case _:
+            return f"Operation is {op.state}."
+
+
+def action_label(action: Call | Decide | Wait | Nothing) -> str:
+    return action.describe()

@@ -1,0 +1,126 @@
+"""The worker loop: claim due operations in batches, drive each in its own task, and keep
+at most `concurrency` in flight. Nothing lives only in memory: a killed worker's operations
+become due again when its leases expire, and their interrupted calls are settled by whoever
+claims them next."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field, replace
+
+from jobtrail.clock import Clock
+from jobtrail.core.model import Operation
+from jobtrail.store.base import Claim
+from jobtrail.worker.runner import Runner
+
+log = logging.getLogger("jobtrail.worker")
+
+
+@dataclass
+class WorkerStats:
+    claimed: int = 0
+    finished: int = 0
+    lost: int = 0
+    lateness: list[float] = field(default_factory=list)  # seconds past the stored due time
+
+
+class Worker:
+    def __init__(
+        self,
+        runner: Runner,
+        clock: Clock,
+        *,
+        concurrency: int = 50,
+        batch: int = 100,
+        idle_poll: float = 1.0,
+        grace: float = 10.0,
+        record_lateness: bool = False,
+    ) -> None:
+        self.runner, self.clock = runner, clock
+        self.concurrency, self.batch = concurrency, batch
+        self.idle_poll, self.grace = idle_poll, grace
+        self.record_lateness = record_lateness
+        self.stats = WorkerStats()
+        self.stop = asyncio.Event()
+        self._inflight: set[asyncio.Task[None]] = set()
+
+    @property
+    def worker_id(self) -> str:
+        return self.runner.actor
+
+    async def run(self, *, until_idle: bool = False) -> WorkerStats:
+        store = self.runner.ledger.store
+        stopper = asyncio.create_task(self.stop.wait())
+        try:
+            while not self.stop.is_set():
+                free = self.concurrency - len(self._inflight)
+                claims: list[Claim] = []
+                if free > 0:
+                    now = self.clock.now()
+                    claims = await store.claim_due(
+                        self.worker_id, now, min(free, self.batch), self.runner.lease_for
+                    )
+                    for claim in claims:
+                        self._start(claim)
+                if claims and len(claims) == min(free, self.batch):
+                    await asyncio.sleep(0)  # more may be due: claim again after a yield
+                    continue
+                if until_idle and not self._inflight and await store.next_due() is None:
+                    break
+                await self._wait(stopper)
+        finally:
+            stopper.cancel()
+            await self._drain()
+        return self.stats
+
+    def _start(self, claim: Claim) -> None:
+        self.stats.claimed += 1
+        if self.record_lateness:
+            self.stats.lateness.append((self.clock.now() - claim.was_due).total_seconds())
+        # The claim moved next_poll_at to the lease expiry; the plan needs the real due time.
+        op = replace(claim.operation, next_poll_at=claim.was_due)
+        task = asyncio.create_task(self._drive(op))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+
+    async def _drive(self, op: Operation) -> None:
+        try:
+            result = await self.runner.drive(op)
+        except Exception:
+            log.exception(
+                "step failed; the lease will expire and the operation be retried",
+                extra={"operation_id": op.operation_id},
+            )
+            return
+        if result is None:
+            self.stats.lost += 1
+        elif result.state.ends_automation:
+            self.stats.finished += 1
+
+    async def _wait(self, stopper: asyncio.Task[bool]) -> None:
+        """Sleep until something may be due: a task finishing, the next due time, or a stop."""
+        next_due = await self.runner.ledger.store.next_due()
+        delay = self.idle_poll
+        if next_due is not None:
+            delay = min(delay, max(0.0, (next_due - self.clock.now()).total_seconds()))
+        if self._inflight:
+            await asyncio.wait(
+                [*self._inflight, stopper], timeout=delay, return_when=asyncio.FIRST_COMPLETED
+            )
+        elif delay > 0:
+            sleeper = asyncio.create_task(self.clock.sleep(delay))
+            await asyncio.wait([sleeper, stopper], return_when=asyncio.FIRST_COMPLETED)
+            sleeper.cancel()
+
+    async def _drain(self) -> None:
+        """Let in-flight steps finish for a grace period; then abandon them. An abandoned call
+        keeps its recorded intent, so the next owner settles it as interrupted."""
+        if not self._inflight:
+            return
+        _, pending = await asyncio.wait(self._inflight, timeout=self.grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=5)
+            log.warning("abandoned %d in-flight steps at shutdown", len(pending))

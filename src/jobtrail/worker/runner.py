@@ -1,0 +1,165 @@
+"""Driving one leased operation: plan, record the intent, call, record the outcome, repeat
+while there is something to do now; the last write gives the lease back."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from jobtrail.core import outcomes as o
+from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary
+from jobtrail.core.plan import Call, Decide, Nothing, Wait, plan
+from jobtrail.core.validate import Candidate, Rules, validate
+from jobtrail.errors import ConcurrentUpdate, LostOwnership
+from jobtrail.ledger import Ledger
+from jobtrail.providers.config import ProviderSpec
+from jobtrail.providers.protocol import Reply
+from jobtrail.providers.registry import ProviderRegistry
+from jobtrail.worker.blobs import BlobStore
+
+log = logging.getLogger("jobtrail.worker")
+
+
+class Runner:
+    def __init__(
+        self,
+        ledger: Ledger,
+        providers: ProviderRegistry,
+        blobs: BlobStore,
+        *,
+        actor: str,
+        lease_for: timedelta,
+    ) -> None:
+        self.ledger, self.providers, self.blobs = ledger, providers, blobs
+        self.actor, self.lease_for = actor, lease_for
+
+    async def drive(self, op: Operation) -> Operation | None:
+        """Run `op` (leased by us) until it waits, ends or needs a human. Returns the last
+        record, or None if ownership was lost on the way."""
+        try:
+            while op.lease_owner is not None:
+                op = await self._step(op)
+            return op
+        except LostOwnership as exc:
+            log.warning("lost ownership: %s", exc, extra=_fields(op))
+            return None
+
+    async def _step(self, op: Operation) -> Operation:
+        now = self.ledger.clock()
+        action = plan(op, now)
+        if isinstance(action, Nothing | Wait):
+            due = action.until if isinstance(action, Wait) else None
+            await self.ledger.store.release(op.operation_id, op.fence, due or now)
+            return replace(op, lease_owner=None)
+        if isinstance(action, Decide):
+            return await self.ledger.settle(op, action.outcome, self.actor)
+        return await self._call(op, action)
+
+    async def _call(self, op: Operation, action: Call) -> Operation:
+        op = await self._renew_if_short(op)
+        provider = self.providers.for_operation(op)
+        request = provider.describe(action.kind, op)
+        local = action.kind is AttemptKind.RESULT and _collects_locally(op)
+        if local:
+            request = {"collect": "inline result" if op.inline_result else "no result declared"}
+        try:
+            op, attempt = await self.ledger.begin_call(op, action.kind, request, self.actor)
+        except ConcurrentUpdate:
+            fresh = await self.ledger.get(op.operation_id)
+            return replace(fresh, next_poll_at=op.next_poll_at)
+        if local:
+            reply = self._collect_locally(op)
+        else:
+            reply = await provider.call(action.kind, op)
+        outcome = await self._outcome(op, reply)
+        log.info(
+            "%s: %s",
+            action.describe(),
+            type(outcome).__name__,
+            extra=_fields(op) | {"attempt_id": attempt.attempt_id},
+        )
+        return await self.ledger.finish_call(
+            op, attempt, outcome, detail=reply.detail, actor=self.actor
+        )
+
+    async def _renew_if_short(self, op: Operation) -> Operation:
+        """A call must finish inside the lease: renew first if less than its timeout is left."""
+        if op.lease_expires_at is None:
+            return op
+        now = self.ledger.clock()
+        timeout = self.providers.spec(op).timeout.total_seconds()
+        left = (op.lease_expires_at - now).total_seconds()
+        if left < timeout + 5 and not await self.ledger.store.renew(
+            op.operation_id, op.fence, now, self.lease_for
+        ):
+            raise LostOwnership(f"lease on {op.operation_id} was taken over")
+        return replace(op, lease_expires_at=now + self.lease_for) if left < timeout + 5 else op
+
+    async def _outcome(self, op: Operation, reply: Reply) -> o.CallOutcome:
+        if reply.fetched is not None:
+            fetched = reply.fetched
+            location = await self.blobs.put(fetched.content)
+            candidate = Candidate(
+                content=fetched.content,
+                content_type=fetched.content_type,
+                stated_checksum=fetched.checksum,
+                stated_records=fetched.record_count,
+            )
+            rules = _rules(op, self.providers.spec(op))
+            return o.ResultChecked(summary=validate(candidate, rules, location))
+        outcome = reply.outcome
+        assert outcome is not None
+        if isinstance(outcome, o.SyncResult):
+            return replace(outcome, location=await self.blobs.put(outcome.content))
+        return outcome
+
+    def _collect_locally(self, op: Operation) -> Reply:
+        if op.inline_result is None:
+            summary = ResultSummary(valid=True, checks=("none declared",))
+            return Reply(outcome=o.ResultChecked(summary=summary), detail={})
+        try:
+            content = self.blobs.read(op.inline_result)
+        except OSError as exc:
+            reason = f"the stored synchronous result cannot be read: {exc.strerror}"
+            return Reply(outcome=o.ResultMissing(reason=reason), detail={"error": reason})
+        candidate = Candidate(content=content, content_type="application/json")
+        summary = validate(candidate, _rules(op, self.providers.spec(op)), op.inline_result)
+        return Reply(outcome=o.ResultChecked(summary=summary), detail={"inline": True})
+
+
+def _collects_locally(op: Operation) -> bool:
+    return op.inline_result is not None or op.capabilities.result is ResultMode.NONE
+
+
+def _rules(op: Operation, spec: ProviderSpec) -> Rules:
+    rule = spec.result
+    expected = None
+    if rule.expected_items_from_request and isinstance(op.request.body, dict):
+        value: Any = op.request.body
+        for part in rule.expected_items_from_request.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, list):
+            expected = len(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            expected = value
+    return Rules(
+        content_type=rule.content_type,
+        checksum_field=rule.checksum_field,
+        schema=rule.schema,
+        items_path=rule.items.path if rule.items else None,
+        item_status=rule.items.status if rule.items else None,
+        item_ref=rule.items.ref if rule.items else "id",
+        item_success=rule.items.success if rule.items else (),
+        expected_items=expected,
+    )
+
+
+def _fields(op: Operation) -> dict[str, Any]:
+    return {
+        "operation_id": op.operation_id,
+        "trace_id": op.trace_id,
+        "remote_job_id": op.remote_job_id,
+        "state": op.state.value,
+    }
