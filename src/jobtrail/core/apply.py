@@ -15,7 +15,13 @@ from typing import Any
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import Observation, Operation, Transition
 from jobtrail.core.schedule import Backoff, next_call_at
-from jobtrail.core.states import Evidence, RemoteStatus, State, check_transition
+from jobtrail.core.states import (
+    ENDS_AUTOMATION,
+    Evidence,
+    RemoteStatus,
+    State,
+    check_transition,
+)
 from jobtrail.errors import ActionRefused
 
 
@@ -128,6 +134,11 @@ def apply(
     op: Operation, outcome: o.Outcome, now: datetime, *, actor: str, policy: Policy
 ) -> Applied:
     """The transitions and updated record that `outcome` justifies for `op` at `now`."""
+    allowed = _WHERE.get(type(outcome))
+    if allowed is not None and op.state not in allowed:
+        raise ActionRefused(
+            f"a {type(outcome).__name__} outcome cannot apply to an operation in {op.state}"
+        )
     step = _Step(op, now, actor, policy)
     handler = _HANDLERS.get(type(outcome))
     if handler is None:  # pragma: no cover - every outcome type has a handler
@@ -155,8 +166,6 @@ def _on_accepted(step: _Step, out: o.Outcome) -> None:
     op = step.op
     cause = _cause("create_response", out.ref)
     step.set(inflight_attempt=None, create_attempts=op.create_attempts + 1)
-    if op.state not in (State.CREATE_PENDING, State.CREATE_UNKNOWN):
-        raise ActionRefused(f"a create answer cannot be applied in state {op.state}")
     if op.state is State.CREATE_UNKNOWN and op.capabilities.list_by_reference:
         # Our first answer was lost; before trusting this one, check it against what the
         # provider lists under our reference (a different id there is a contract violation).
@@ -396,6 +405,26 @@ def _on_decision(step: _Step, out: o.Outcome) -> None:
         case _:
             raise ActionRefused(f"the decision '{out.decision}' does not apply in state {op.state}")
 
+
+_LIVE = frozenset(State) - ENDS_AUTOMATION
+_CREATING = frozenset({State.CREATE_PENDING, State.CREATE_UNKNOWN})
+_WATCHING = frozenset({State.ACCEPTED, State.OBSERVING, State.CANCEL_REQUESTED, State.CANCELLING})
+# Where each kind of outcome can arise: a call is only planned in these states, so an outcome
+# anywhere else is a bug or a stale writer, refused rather than guessed at.
+_WHERE: dict[type, frozenset[State]] = {
+    o.Accepted: _CREATING,
+    o.SyncResult: _CREATING,
+    o.Rejected: _LIVE,
+    o.Ambiguous: _LIVE,
+    o.Throttled: _LIVE,
+    o.Observed: _WATCHING,
+    o.Found: frozenset({State.CREATE_UNKNOWN, State.RECONCILIATION}),
+    o.CancelAcknowledged: frozenset({State.CANCEL_REQUESTED}),
+    o.ResultChecked: frozenset({State.RESULT_COLLECTING}),
+    o.ResultMissing: frozenset({State.RESULT_COLLECTING}),
+    o.Interrupted: _LIVE,
+    o.NoReconciliation: frozenset({State.CREATE_UNKNOWN}),
+}
 
 _HANDLERS: dict[type, Any] = {
     o.Accepted: _on_accepted,

@@ -8,6 +8,9 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
 
+MAX_RETRY_AFTER = 30 * 86400
+
+
 @dataclass(frozen=True, kw_only=True)
 class Backoff:
     """About base, 2*base, 4*base ... up to cap, each scaled by a random factor in
@@ -30,10 +33,11 @@ def parse_retry_after(value: str | None, now: datetime) -> datetime | None:
         return None
     text = value.strip()
     if text.isdigit():
-        return now + timedelta(seconds=int(text))
+        # Deadlines bound every wait anyway; the clamp only keeps the arithmetic in range.
+        return now + timedelta(seconds=min(int(text), MAX_RETRY_AFTER))
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)

@@ -92,6 +92,8 @@ class Simulator:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
+    _answers = 0
+
     def _build_app(self) -> web.Application:
         app = web.Application(client_max_size=_MAX_REQUEST_BYTES)
         create = CreateEndpoint(self.state)
@@ -102,7 +104,13 @@ class Simulator:
         app.router.add_post("/v1/jobs/{job_id}/cancel", jobs.cancel)
         app.router.add_get("/v1/jobs/{job_id}/result", jobs.result)
         AdminEndpoints(self.state).add_routes(app)
+        app.on_response_prepare.append(self._stamp_request_id)
         return app
+
+    async def _stamp_request_id(self, request: web.Request, response: web.StreamResponse) -> None:
+        """Like real providers, name every answer so support can find it in their logs."""
+        self._answers += 1
+        response.headers["X-Request-ID"] = f"req_sim_{self._answers:08d}"
 
     # -- inspection and control (same loop as the server) --------------------
 
