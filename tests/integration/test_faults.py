@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Harness, harness
 
+from harness import Harness, harness
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind
 from jobtrail.core.states import RemoteStatus, State

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from factories import FULL, T0, make_op, policy
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from factories import FULL, T0, make_op, policy
 from jobtrail.core import outcomes as o
 from jobtrail.core.apply import apply
 from jobtrail.core.model import AttemptKind, CancelIntent, ItemCounts, Operation, ResultSummary
