@@ -105,6 +105,9 @@ def verify(
 def _diagnose(rows: list[AuditRow], i: int, expected_prev: str, by_hash: dict[str, int]) -> str:
     """Row i does not link to the row before it: say what most likely happened."""
     row = rows[i]
+    copied = next((r for r in rows[:i] if r.hash == row.hash), None)
+    if copied is not None:
+        return f"entry #{row.seq} was inserted (a copy of #{copied.seq})"
     referenced = {r.prev_hash for r in rows}
     k = by_hash.get(row.prev_hash)
     if k is not None and k < i - 1:

@@ -18,7 +18,7 @@ from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Capabilities, Idempotency, ResultMode
 from jobtrail.core.redact import SENSITIVE_HEADERS, Redactor
 from jobtrail.core.states import RemoteStatus
-from jobtrail.errors import ProviderConfigError
+from jobtrail.errors import InvalidInput, ProviderConfigError
 
 DEFAULT_DEADLINES = {"create": "2m", "result": "1h", "cancel": "10m"}
 _SIZE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2}
@@ -187,6 +187,16 @@ def find_provider(name_or_path: str, search: str | None = None) -> ProviderSpec:
 
 
 def parse_provider(doc: dict[str, Any]) -> ProviderSpec:
+    """Check a provider document and build its spec; every mistake is a ProviderConfigError."""
+    try:
+        return _parse(doc)
+    except ProviderConfigError:
+        raise
+    except InvalidInput as exc:
+        raise ProviderConfigError(str(exc)) from None
+
+
+def _parse(doc: dict[str, Any]) -> ProviderSpec:
     r = _Reader(doc, "")
     name, base_url = r.text("name"), r.text("base_url").rstrip("/")
     if not base_url.startswith(("http://", "https://")):

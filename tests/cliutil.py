@@ -1,0 +1,75 @@
+"""Running the `jobtrail` command as a user would, in a prepared folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import ROOT, SECRET
+
+JOBTRAIL = str(Path(sys.executable).with_name("jobtrail"))
+
+
+@dataclass
+class Workspace:
+    """A folder with a providers/ directory pointing at a running simulator."""
+
+    root: Path
+    base_url: str
+    outputs: list[str] = field(default_factory=list)
+
+    @property
+    def db(self) -> Path:
+        return self.root / "jobtrail.db"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JOBTRAIL_")}
+        env |= {
+            "JOBTRAIL_DB": str(self.db),
+            "JOBTRAIL_PROVIDERS": str(self.root / "providers"),
+            "REPORTS_API_TOKEN": SECRET,
+            "JOBTRAIL_ACTOR": "tester",
+        }
+        return env | extra
+
+    def run(self, *args: str, check: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [JOBTRAIL, *args],
+            cwd=self.root,
+            env=self.env(**env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        self.outputs += [done.stdout, done.stderr]
+        if check and done.returncode != 0:
+            raise AssertionError(f"jobtrail {' '.join(args)} failed: {done.stderr}")
+        return done
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run(*args, "--json").stdout)
+
+
+def make_workspace(root: Path, base_url: str) -> Workspace:
+    (root / "providers").mkdir(parents=True, exist_ok=True)
+    doc = (ROOT / "providers" / "simulator.toml").read_text()
+    doc = doc.replace('base_url = "http://127.0.0.1:8700"', f'base_url = "{base_url}"')
+    doc += '\n[poll]\ninitial = "100ms"\ncap = "1s"\n'  # keep real-time tests short
+    assert tomllib.loads(doc)["base_url"] == base_url
+    (root / "providers" / "simulator.toml").write_text(doc)
+    return Workspace(root=root, base_url=base_url)
+
+
+def raw_bytes(*paths: Path) -> bytes:
+    """Every byte under these files/folders (database, WAL, results, logs)."""
+    chunks = []
+    for path in paths:
+        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+        chunks += [p.read_bytes() for p in files]
+    return b"".join(chunks)
