@@ -32,7 +32,7 @@ def parse_retry_after(value: str | None, now: datetime) -> datetime | None:
     if value is None:
         return None
     text = value.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         # Deadlines bound every wait anyway; the clamp only keeps the arithmetic in range.
         return now + timedelta(seconds=min(int(text), MAX_RETRY_AFTER))
     try:

@@ -239,7 +239,9 @@ class HttpProvider:
             content=body,
             content_type=parse.header(headers, "Content-Type"),
             checksum=parse.header(headers, rule.checksum_header) if rule.checksum_header else None,
-            record_count=int(count) if count and count.strip().isdigit() else None,
+            record_count=int(count)
+            if count and count.strip().isascii() and count.strip().isdigit()
+            else None,
             http_status=status,
             request_id=req,
         )
