@@ -73,6 +73,11 @@ class Store(Protocol):
 
     async def get_by_key(self, key: str) -> Operation | None: ...
 
+    async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
+        """The operation that holds this provider's remote job (the newest, should two
+        claim it), or None: how a webhook event finds its operation."""
+        ...
+
     async def list_operations(
         self, *, states: Sequence[State] = (), limit: int = 50
     ) -> list[Operation]:

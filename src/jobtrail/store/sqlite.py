@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -91,10 +92,24 @@ def _connect(path: str) -> sqlite3.Connection:
     )
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
+    _wal(conn)
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL. The switch needs an exclusive lock and SQLite does not wait for it (the
+    busy timeout does not apply), so two processes opening a new ledger at once retry here."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _split(script: str) -> list[str]:
@@ -122,7 +137,7 @@ class SqliteStore:
             conn = await loop.run_in_executor(executor, _connect, path)
             store = cls(conn, executor, audit_key)
             await store._call(store._migrate)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:  # OSError: its folder cannot be made
             executor.shutdown(wait=False)
             raise StoreError(f"cannot open the ledger at {path}: {exc}") from None
         return store
@@ -183,6 +198,17 @@ class SqliteStore:
     async def get_by_key(self, key: str) -> Operation | None:
         def run() -> Operation | None:
             row = self._conn.execute("SELECT * FROM operations WHERE op_key = ?", (key,)).fetchone()
+            return None if row is None else CODEC.operation(row)
+
+        return await self._call(run)
+
+    async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
+        def run() -> Operation | None:
+            row = self._conn.execute(
+                "SELECT * FROM operations WHERE provider = ? AND remote_job_id = ? "
+                "ORDER BY operation_id DESC LIMIT 1",
+                (provider, remote_job_id),
+            ).fetchone()
             return None if row is None else CODEC.operation(row)
 
         return await self._call(run)
@@ -345,10 +371,13 @@ class SqliteStore:
                 f"next_poll_at = ? WHERE operation_id IN ({marks}) RETURNING *",
                 (owner, expires, expires, *was_due),
             ).fetchall()
-            claims = [
-                Claim(operation=CODEC.operation(row), was_due=_t(was_due[row["operation_id"]]))
-                for row in rows
-            ]
+            claims = sorted(  # RETURNING follows the id lookup, not due order
+                (
+                    Claim(operation=CODEC.operation(row), was_due=_t(was_due[row["operation_id"]]))
+                    for row in rows
+                ),
+                key=lambda cl: (cl.was_due, cl.operation.operation_id),
+            )
             conn.executemany(
                 "INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at) "
                 "VALUES (?, ?, ?, ?, ?)",

@@ -1,0 +1,399 @@
+"""The shared store: PostgreSQL, for many workers on many machines.
+
+Same behaviour as `SqliteStore`, with PostgreSQL doing the serialising: workers claim due
+operations with `FOR UPDATE SKIP LOCKED` (so they never wait on each other), every write is
+guarded by version and fence, and the one global audit chain is extended under a short lock
+on its head row, taken last in each transaction. Group commits send their statements in
+pipeline mode, so a batch costs a handful of round trips, not one per change.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from importlib import resources
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import AsyncConnection, errors
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from jobtrail.audit import AuditEntry, AuditRow
+from jobtrail.core.model import Attempt, Observation, Operation, Transition
+from jobtrail.core.states import State
+from jobtrail.errors import StoreError
+from jobtrail.store import codec as c
+from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict
+from jobtrail.store.chain import AuditChain
+from jobtrail.store.migrations import migrations
+
+T = TypeVar("T")
+Conn = AsyncConnection[DictRow]
+POOL_MIN, POOL_MAX = 1, 8
+CONNECT_TIMEOUT_S = 10
+POOL_WAIT_S = 30.0
+_RETRIES = 5  # a deadlock or serialization failure rolls back everything: run it again
+
+
+def _t_in(value: datetime | None) -> datetime | None:
+    return None if value is None else value.astimezone(UTC)
+
+
+CODEC = c.Codec(lambda value: value, _t_in)  # psycopg adapts aware datetimes to timestamptz
+
+
+def _load_queries() -> dict[str, str]:
+    """The `-- name:` sections of sql/postgres/queries.sql, comments dropped."""
+    folder = resources.files("jobtrail.store") / "sql" / "postgres"
+    text = (folder / "queries.sql").read_text(encoding="utf-8")
+    _, *pairs = re.split(r"^-- name: (\w+)\n", text, flags=re.MULTILINE)
+    found = {}
+    for name, body in zip(pairs[::2], pairs[1::2], strict=True):
+        sql = "\n".join(line for line in body.splitlines() if not line.startswith("--"))
+        found[name] = sql.strip().rstrip(";")
+    return found
+
+
+_FILL = {  # the operation's columns come from the codec, shared with SQLite
+    "columns": ", ".join(c.COLUMNS),
+    "values": ", ".join(f"%({col})s" for col in c.COLUMNS),
+    "set_mutable": ", ".join(f"{col} = %({col})s" for col in c.MUTABLE if col != "next_poll_at"),
+    "only": "",
+}
+_RAW = _load_queries()
+Q = {name: sql.format(**_FILL) for name, sql in _RAW.items()}
+Q["claim_one"] = _RAW["claim_due"].format(**_FILL | {"only": "operation_id = %(only)s AND "})
+
+
+class PostgresStore:
+    def __init__(
+        self, pool: AsyncConnectionPool[Conn], key: bytes | None, where: str, secret: str
+    ) -> None:
+        self._pool, self._where, self._secret = pool, where, secret
+        self._chain = AuditChain(key)
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        audit_key: bytes | None = None,
+        min_size: int | None = None,
+        max_size: int | None = None,
+    ) -> PostgresStore:
+        """Connect, apply pending migrations, and open a pool of `min_size`..`max_size`
+        connections (also settable as `pool_min` / `pool_max` in the URL's query)."""
+        conninfo, sizes, where, secret = _parse(url)
+        low = min_size or sizes.get("pool_min", POOL_MIN)
+        pool = AsyncConnectionPool(
+            conninfo,
+            connection_class=AsyncConnection[DictRow],
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            min_size=low,
+            max_size=max(low, max_size or sizes.get("pool_max", POOL_MAX)),
+            timeout=POOL_WAIT_S,
+            open=False,
+            name="jobtrail",
+        )
+        try:
+            async with await AsyncConnection.connect(conninfo, autocommit=True) as conn:
+                await _migrate(conn)
+            await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        except psycopg.Error as exc:
+            await pool.close()
+            raise StoreError(
+                f"cannot open the ledger database at {where} ({_reason(exc, secret)}); check "
+                "that the server is running, or set JOBTRAIL_DB / --db to the right ledger"
+            ) from None
+        return cls(pool, audit_key, where, secret)
+
+    async def _run(self, work: Callable[[Conn], Awaitable[T]], *, transaction: bool = True) -> T:
+        """Run `work` on a pooled connection (in one transaction unless told otherwise),
+        translating database errors; a deadlock or serialization failure runs it again."""
+        for attempt in itertools.count(1):
+            try:
+                async with self._pool.connection() as conn:
+                    if not transaction:
+                        return await work(conn)
+                    async with conn.transaction():
+                        return await work(conn)
+            except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
+                if attempt >= _RETRIES:
+                    raise StoreError(self._explain(exc)) from None
+            except psycopg.Error as exc:
+                raise StoreError(self._explain(exc)) from None
+        raise AssertionError("unreachable")
+
+    def _explain(self, exc: psycopg.Error) -> str:
+        reason = _reason(exc, self._secret)
+        if isinstance(exc, PoolTimeout):  # every pooled connection stayed busy that long
+            reason = f"no pooled connection came free in {POOL_WAIT_S:.0f}s; raise pool_max"
+        return f"the ledger database at {self._where} refused the operation: {reason}"
+
+    async def _rows(self, query: str, args: Any = None) -> list[DictRow]:
+        """One statement on its own (a single statement is atomic without BEGIN/COMMIT)."""
+        return await self._run(partial(_fetch, Q[query], args), transaction=False)
+
+    async def _one(self, query: str, *args: str) -> Operation | None:
+        rows = await self._rows(query, args)
+        return CODEC.operation(rows[0]) if rows else None
+
+    # -- operations -------------------------------------------------------------------
+
+    async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
+        async def run(conn: Conn) -> Operation:
+            if not await _fetch(Q["insert_operation"], CODEC.operation_row(op), conn):
+                (row,) = await _fetch(Q["get_by_key"], (op.key,), conn)
+                return CODEC.operation(row)
+            await self._append_audit(conn, audit)
+            return op
+
+        return await self._run(run)
+
+    async def get(self, operation_id: str) -> Operation | None:
+        return await self._one("get", operation_id)
+
+    async def get_by_key(self, key: str) -> Operation | None:
+        return await self._one("get_by_key", key)
+
+    async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
+        return await self._one("find_by_remote_job", provider, remote_job_id)
+
+    async def list_operations(
+        self, *, states: Sequence[State] = (), limit: int = 50
+    ) -> list[Operation]:
+        if states:
+            rows = await self._rows("list_in_states", ([s.value for s in states], limit))
+        else:
+            rows = await self._rows("list", (limit,))
+        return [CODEC.operation(row) for row in rows]
+
+    async def count_by_state(self) -> dict[State, int]:
+        return {State(row["state"]): row["n"] for row in await self._rows("count_by_state")}
+
+    async def history(self, operation_id: str) -> list[Transition]:
+        return [CODEC.transition(row) for row in await self._rows("history", (operation_id,))]
+
+    async def attempts(self, operation_id: str) -> list[Attempt]:
+        return [CODEC.attempt(row) for row in await self._rows("attempts", (operation_id,))]
+
+    async def observations(self, operation_id: str) -> list[Observation]:
+        return [CODEC.observation(r) for r in await self._rows("observations", (operation_id,))]
+
+    # -- writes by steps -----------------------------------------------------------------
+
+    async def commit(self, changes: Sequence[Change]) -> list[CommitResult]:
+        return await self._run(lambda conn: _Batch(self, changes).run(conn)) if changes else []
+
+    # -- leases ----------------------------------------------------------------------------
+
+    async def claim_due(
+        self, owner: str, now: datetime, limit: int, lease_for: timedelta, only: str | None = None
+    ) -> list[Claim]:
+        if limit <= 0:
+            return []
+        args = {"now": now, "limit": limit, "owner": owner, "expires": now + lease_for}
+        rows = await self._rows("claim_one" if only else "claim_due", args | {"only": only})
+        return [
+            Claim(operation=CODEC.operation(row), was_due=row["was_due"].astimezone(UTC))
+            for row in rows
+        ]
+
+    async def renew(
+        self, operation_id: str, fence: int, now: datetime, lease_for: timedelta
+    ) -> bool:
+        args = {"expires": now + lease_for, "id": operation_id, "fence": fence}
+        return bool((await self._rows("renew", args))[0]["n"] == 1)
+
+    async def release(self, operation_id: str, fence: int, now: datetime) -> bool:
+        args = {"now": now, "id": operation_id, "fence": fence}
+        return bool((await self._rows("release", args))[0]["n"] == 1)
+
+    async def next_due(self) -> datetime | None:
+        return _t_in((await self._rows("next_due"))[0]["due"])
+
+    async def leases(self, operation_id: str | None = None) -> list[Lease]:
+        one = (operation_id,) if operation_id else None
+        rows = await self._rows("leases_of" if one else "leases", one)
+        times = ("acquired_at", "expires_at", "released_at")
+        return [Lease(**row | {k: _t_in(row[k]) for k in times}) for row in rows]
+
+    # -- audit -------------------------------------------------------------------------------
+
+    async def _append_audit(self, conn: Conn, entries: Sequence[AuditEntry]) -> None:
+        """Link `entries` to the chain's head. Called last in a transaction: the head's row
+        lock is held only from here to the commit."""
+        if not entries:
+            return
+        (head,) = await _fetch(Q["lock_audit_head"], None, conn)
+        rows = self._chain.extend(head["seq"], head["hash"], entries)
+        async with conn.pipeline(), conn.cursor() as cur:
+            await cur.executemany(Q["insert_audit"], rows)
+            await cur.execute(Q["move_audit_head"], (rows[-1][0], rows[-1][4]))
+
+    async def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        await self._run(lambda conn: self._append_audit(conn, entries))
+
+    async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
+        one = (operation_id,) if operation_id else None
+        rows = await self._rows("audit_rows_of" if one else "audit_rows", one)
+        return [AuditRow(**row) for row in rows]
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+
+class _Batch:
+    """One group commit, with the results of applying the changes one by one in the order
+    given (as SqliteStore does). The guarded updates go out together, pipelined, in
+    operation-id order so concurrent batches lock rows in the same order; then everything
+    the accepted changes append; then their audit entries."""
+
+    def __init__(self, store: PostgresStore, changes: Sequence[Change]) -> None:
+        self.store, self.changes = store, changes
+        self.events = [{ob.event_id for ob in ch.observations if ob.event_id} for ch in changes]
+        self.verdicts: dict[int, Verdict] = {}
+        self.stored: dict[int, Operation] = {}
+
+    async def run(self, conn: Conn) -> list[CommitResult]:
+        seen: set[str] = set()
+        if wanted := set().union(*self.events):
+            seen = {r["event_id"] for r in await _fetch(Q["known_events"], (list(wanted),), conn)}
+        segment: list[int] = []
+        pending: set[str] = set()
+        for i, ids in enumerate(self.events):
+            if ids & pending:  # an earlier change of this batch may record the same event
+                await self._apply(conn, segment, seen)
+                segment, pending = [], set()
+            if ids & seen:
+                self.verdicts[i] = Verdict.DUPLICATE_EVENT
+            else:
+                segment.append(i)
+                pending |= ids
+        await self._apply(conn, segment, seen)
+        duplicates = [i for i, v in self.verdicts.items() if v is Verdict.DUPLICATE_EVENT]
+        await self._load_current(conn, duplicates)
+        written = (Verdict.OK, Verdict.FENCED_OUT)
+        audit = [
+            e for i, ch in enumerate(self.changes) if self.verdicts[i] in written for e in ch.audit
+        ]
+        await self.store._append_audit(conn, audit)
+        return [
+            CommitResult(verdict=self.verdicts[i], operation=self.stored.get(i))
+            for i in range(len(self.changes))
+        ]
+
+    async def _load_current(self, conn: Conn, indexes: list[int]) -> None:
+        if ids := [self.changes[i].operation.operation_id for i in indexes]:
+            rows = await _fetch(Q["current"], (ids,), conn)
+            current = {row["operation_id"]: CODEC.operation(row) for row in rows}
+            self.stored |= {
+                i: current[op_id] for i, op_id in zip(indexes, ids, strict=True) if op_id in current
+            }
+
+    async def _apply(self, conn: Conn, segment: list[int], seen: set[str]) -> None:
+        if not segment:
+            return
+        order = sorted(segment, key=lambda i: (self.changes[i].operation.operation_id, i))
+        async with conn.cursor() as cur:
+            params = [_update_params(self.changes[i]) for i in order]
+            await cur.executemany(Q["update_operation"], params, returning=True)
+            rows = [await result.fetchone() async for result in cur.results()]
+        updated = dict(zip(order, rows, strict=True))
+        await self._load_current(conn, [i for i in segment if updated[i] is None])
+        writes: dict[str, list[Any]] = {query: [] for query in _APPENDS}
+        for i in segment:
+            change, row = self.changes[i], updated[i]
+            if row is None:
+                now = self.stored.get(i)
+                fenced = now is not None and change.owner_fence not in (None, now.fence)
+                self.verdicts[i] = Verdict.FENCED_OUT if fenced else Verdict.STALE
+                if fenced and change.attempt_finished is not None:
+                    writes["finish_attempt"].append(CODEC.attempt_row(change.attempt_finished))
+                continue
+            self.verdicts[i], self.stored[i] = Verdict.OK, CODEC.operation(row)
+            seen |= self.events[i]
+            if change.attempt_started is not None:
+                writes["insert_attempt"].append(CODEC.attempt_row(change.attempt_started))
+            if change.attempt_finished is not None:
+                writes["finish_attempt"].append(CODEC.attempt_row(change.attempt_finished))
+            writes["insert_transition"] += map(CODEC.transition_row, change.transitions)
+            writes["insert_observation"] += map(CODEC.observation_row, change.observations)
+            if change.release:
+                op = change.operation
+                writes["release_lease_row"].append(
+                    (op.updated_at, op.operation_id, change.owner_fence)
+                )
+        async with conn.pipeline(), conn.cursor() as cur:
+            for query, args in writes.items():
+                if args:
+                    await cur.executemany(Q[query], args)
+
+
+# In this order, so that an attempt finished in the batch it started in is found.
+_APPENDS = ["insert_attempt", "finish_attempt", "insert_transition", "insert_observation"]
+_APPENDS += ["release_lease_row"]
+
+
+def _update_params(change: Change) -> dict[str, Any]:
+    op, fence = change.operation, change.owner_fence
+    params = CODEC.mutable_row(op)
+    params.update(operation_id=op.operation_id, version=op.version, fence=fence)
+    return params | {"owner": fence is not None, "release": change.release}
+
+
+async def _fetch(query: str, args: Any, conn: Conn) -> list[DictRow]:
+    cur = await conn.execute(query, args)
+    return await cur.fetchall() if cur.description else []
+
+
+async def _migrate(conn: AsyncConnection[Any]) -> None:
+    """Apply pending migrations in one transaction, under an advisory lock so that workers
+    starting together do not race."""
+    async with conn.transaction():
+        await conn.execute(Q["begin_migrations"])
+        cur = await conn.execute("SELECT version FROM schema_migrations")
+        done = {row[0] for row in await cur.fetchall()}
+        for version, script in migrations("postgres"):
+            if version not in done:
+                await conn.execute(script)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version) VALUES (%s)", (version,)
+                )
+
+
+def _parse(url: str) -> tuple[str, dict[str, int], str, str]:
+    """The conninfo to connect with (without `pool_min` / `pool_max`, which libpq refuses),
+    those pool sizes, where it points (user@host:port/dbname), and its password, which no
+    message may show."""
+    try:
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        sizes = {k: v for k, v in query if k in ("pool_min", "pool_max")}
+        if sizes:
+            rest = urlencode([(k, v) for k, v in query if k not in sizes], quote_via=quote)
+            url = urlunsplit(parts._replace(query=rest))
+        params = conninfo_to_dict(url)
+    except (ValueError, psycopg.Error):
+        raise StoreError(
+            "the ledger URL is not a valid PostgreSQL connection string; expected "
+            "postgresql://user@host:port/dbname (JOBTRAIL_DB / --db selects the ledger)"
+        ) from None
+    if not all(v.isdigit() and int(v) > 0 for v in sizes.values()):
+        raise StoreError("pool_min and pool_max in the ledger URL must be positive whole numbers")
+    if "connect_timeout" not in params:
+        url = make_conninfo(url, connect_timeout=CONNECT_TIMEOUT_S)
+    user, host, port, db = (str(params.get(k) or "") for k in ("user", "host", "port", "dbname"))
+    where = f"{user}{'@' if user else ''}{host or 'localhost'}:{port or 5432}/{db or user}"
+    return url, {k: int(v) for k, v in sizes.items()}, where, str(params.get("password") or "")
+
+
+def _reason(exc: BaseException, secret: str) -> str:
+    text = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
+    return text.replace(secret, "***") if secret else text

@@ -1,0 +1,163 @@
+-- Queries of PostgresStore, one per `-- name:` section (not a migration: no number).
+-- Parameters are psycopg placeholders; {braces} are filled in by postgres.py.
+
+-- name: insert_operation
+INSERT INTO operations ({columns}) VALUES ({values})
+ON CONFLICT (op_key) DO NOTHING RETURNING operation_id;
+
+-- One statement for every kind of change, so it is prepared once per connection. An owner
+-- (fence given) must still hold the fence. While leased, next_poll_at is the lease expiry
+-- that makes a dead worker's work due again: only the owner's releasing write stores the
+-- next poll time the step decided, and anyone else never moves it.
+-- name: update_operation
+UPDATE operations SET {set_mutable},
+    next_poll_at = CASE
+        WHEN %(owner)s AND NOT %(release)s
+            THEN coalesce(lease_expires_at, %(next_poll_at)s::timestamptz)
+        WHEN %(owner)s OR lease_owner IS NULL THEN %(next_poll_at)s::timestamptz
+        ELSE next_poll_at END,
+    version = version + 1,
+    lease_owner = CASE WHEN %(release)s THEN NULL ELSE lease_owner END,
+    lease_expires_at = CASE WHEN %(release)s THEN NULL ELSE lease_expires_at END
+WHERE operation_id = %(operation_id)s AND version = %(version)s
+    AND (%(fence)s::bigint IS NULL OR fence = %(fence)s::bigint)
+RETURNING *;
+
+-- name: get
+SELECT * FROM operations WHERE operation_id = %s;
+
+-- name: get_by_key
+SELECT * FROM operations WHERE op_key = %s;
+
+-- The newest, should two operations claim the same remote job.
+-- name: find_by_remote_job
+SELECT * FROM operations WHERE provider = %s AND remote_job_id = %s
+ORDER BY operation_id DESC LIMIT 1;
+
+-- name: current
+SELECT * FROM operations WHERE operation_id = ANY(%s::text[]);
+
+-- name: list
+SELECT * FROM operations ORDER BY operation_id DESC LIMIT %s;
+
+-- name: list_in_states
+SELECT * FROM operations WHERE state = ANY(%s::text[]) ORDER BY operation_id DESC LIMIT %s;
+
+-- name: count_by_state
+SELECT state, count(*) AS n FROM operations GROUP BY state;
+
+-- name: history
+SELECT * FROM transitions WHERE operation_id = %s ORDER BY seq;
+
+-- `seq` stands in for SQLite's rowid: the order the attempts were recorded in.
+-- name: attempts
+SELECT * FROM attempts WHERE operation_id = %s ORDER BY started_at, seq;
+
+-- name: observations
+SELECT * FROM observations WHERE operation_id = %s ORDER BY id;
+
+-- name: known_events
+SELECT event_id FROM observations WHERE event_id = ANY(%s::text[]);
+
+-- name: insert_transition
+INSERT INTO transitions (operation_id, at, actor, from_state, to_state, evidence, cause,
+    remote_job_id)
+VALUES (%(operation_id)s, %(at)s, %(actor)s, %(from_state)s, %(to_state)s, %(evidence)s,
+    %(cause)s, %(remote_job_id)s);
+
+-- name: insert_observation
+INSERT INTO observations (operation_id, source, observed_at, remote_state, remote_status,
+    provider_updated_at, progress, ref, event_id)
+VALUES (%(operation_id)s, %(source)s, %(observed_at)s, %(remote_state)s, %(remote_status)s,
+    %(provider_updated_at)s, %(progress)s, %(ref)s, %(event_id)s);
+
+-- name: insert_attempt
+INSERT INTO attempts (attempt_id, operation_id, kind, fence, actor, started_at, request,
+    finished_at, outcome, http_status, provider_request_id, detail)
+VALUES (%(attempt_id)s, %(operation_id)s, %(kind)s, %(fence)s, %(actor)s, %(started_at)s,
+    %(request)s, %(finished_at)s, %(outcome)s, %(http_status)s, %(provider_request_id)s,
+    %(detail)s);
+
+-- name: finish_attempt
+UPDATE attempts SET finished_at = %(finished_at)s, outcome = %(outcome)s,
+    http_status = %(http_status)s, provider_request_id = %(provider_request_id)s,
+    detail = %(detail)s
+WHERE attempt_id = %(attempt_id)s;
+
+-- name: release_lease_row
+UPDATE leases SET released_at = %s WHERE operation_id = %s AND fence = %s;
+
+-- Leases up to `limit` due operations, oldest due first, in one statement. Locked rows are
+-- skipped, never waited on; the claim moves next_poll_at to the lease's expiry, so the due
+-- index alone decides what is claimable. {only} may restrict it to one operation.
+-- name: claim_due
+WITH due AS (
+    SELECT operation_id, next_poll_at FROM operations
+    WHERE {only}next_poll_at <= %(now)s ORDER BY next_poll_at LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE operations o SET lease_owner = %(owner)s, lease_expires_at = %(expires)s,
+        fence = o.fence + 1, next_poll_at = %(expires)s
+    FROM due WHERE o.operation_id = due.operation_id
+    RETURNING o.*, due.next_poll_at AS was_due
+), leased AS (
+    INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at)
+    SELECT operation_id, fence, %(owner)s, %(now)s, %(expires)s FROM claimed
+)
+SELECT * FROM claimed ORDER BY was_due, operation_id;
+
+-- name: renew
+WITH op AS (
+    UPDATE operations SET lease_expires_at = %(expires)s, next_poll_at = %(expires)s
+    WHERE operation_id = %(id)s AND fence = %(fence)s AND lease_owner IS NOT NULL
+    RETURNING operation_id
+), lease AS (
+    UPDATE leases SET expires_at = %(expires)s
+    WHERE operation_id IN (SELECT operation_id FROM op) AND fence = %(fence)s
+)
+SELECT count(*) AS n FROM op;
+
+-- name: release
+WITH op AS (
+    UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL, next_poll_at = %(now)s
+    WHERE operation_id = %(id)s AND fence = %(fence)s AND lease_owner IS NOT NULL
+    RETURNING operation_id
+), lease AS (
+    UPDATE leases SET released_at = %(now)s
+    WHERE operation_id IN (SELECT operation_id FROM op) AND fence = %(fence)s
+)
+SELECT count(*) AS n FROM op;
+
+-- name: next_due
+SELECT min(next_poll_at) AS due FROM operations WHERE next_poll_at IS NOT NULL;
+
+-- name: leases
+SELECT * FROM leases ORDER BY operation_id, fence;
+
+-- name: leases_of
+SELECT * FROM leases WHERE operation_id = %s ORDER BY operation_id, fence;
+
+-- The chain's head row is locked last in a transaction, so the lock is held only briefly.
+-- name: lock_audit_head
+SELECT seq, hash FROM audit_head FOR UPDATE;
+
+-- name: insert_audit
+INSERT INTO audit_log (seq, operation_id, entry, prev_hash, hash) VALUES (%s, %s, %s, %s, %s);
+
+-- name: move_audit_head
+UPDATE audit_head SET seq = %s, hash = %s;
+
+-- name: audit_rows
+SELECT seq, entry, prev_hash, hash FROM audit_log ORDER BY seq;
+
+-- name: audit_rows_of
+SELECT seq, entry, prev_hash, hash FROM audit_log WHERE operation_id = %s ORDER BY seq;
+
+-- Serialises migrations (one advisory lock key per database, "jobtrail" in hex) until the
+-- end of the transaction, so that workers starting together do not race.
+-- name: begin_migrations
+SELECT pg_advisory_xact_lock(x'6a6f62747261696c'::bigint);
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version     integer PRIMARY KEY,
+    applied_at  timestamptz NOT NULL DEFAULT now()
+);

@@ -1,0 +1,30 @@
+"""Fixtures shared by the whole test suite, grouped by concern."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from jobtrail.store import Store
+from stores import open_test_store, require_postgres
+
+# -- stores (helpers in tests/stores.py) ---------------------------------------------------
+# A test that takes `store` (or `store_kind`) runs once per store kind: on a SQLite file,
+# and on PostgreSQL (marked `postgres`; skipped, or failed under JOBTRAIL_REQUIRE_PG=1,
+# when the server in JOBTRAIL_TEST_PG cannot be reached).
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    kind: str = request.param
+    if kind == "postgres":
+        require_postgres()
+    return kind
+
+
+@pytest.fixture
+async def store(store_kind: str, tmp_path: Path) -> AsyncIterator[Store]:
+    async with open_test_store(store_kind, tmp_path) as opened:
+        yield opened
