@@ -9,12 +9,14 @@ from dataclasses import replace
 from datetime import datetime
 
 import click
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from jobtrail.cli.context import Settings, default_actor, emit_json, run_async
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Operation
+from jobtrail.core.states import State
 from jobtrail.runtime import Runtime, runtime
 from jobtrail.views import iso, operation_json, waiting_for
 
@@ -127,3 +129,57 @@ async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
 
 
 COMMANDS = [worker, run]
+
+
+@click.command()
+@pass_settings
+@run_async
+async def demo(settings: Settings) -> None:
+    """Start the simulator on a free loopback port, submit a handful of operations that
+    show every failure jobtrail handles, drive them to the end, and print what happened.
+
+    Uses a fresh ledger in a temporary folder unless --db is given."""
+    import tempfile
+    from pathlib import Path
+
+    from jobtrail.demo import run_demo
+
+    explicit = click.get_current_context().find_root().params.get("db")
+    folder = Path(tempfile.mkdtemp(prefix="jobtrail-demo-"))
+    db = explicit or str(folder / "demo.db")
+    data = settings.data_dir if explicit else folder / "jobtrail-data"
+    console = Console(highlight=False, width=max(Console().width, 160))
+    with console.status("running the demo…") as status:
+
+        def progress(counts: dict[State, int]) -> None:
+            status.update(" ".join(f"{state}={n}" for state, n in sorted(counts.items())))
+
+        rows, verdict = await run_demo(db, data, progress)
+    table = Table(
+        "scenario",
+        "operation",
+        "state",
+        "remote job",
+        "attempts",
+        "status calls",
+        "outcome",
+        title="jobtrail demo",
+    )
+    for row in rows:
+        table.add_row(
+            row.scenario,
+            row.op.operation_id,
+            row.op.state.value,
+            row.op.remote_job_id or "-",
+            str(row.attempts),
+            str(row.status_calls),
+            row.outcome,
+        )
+    console.print(table)
+    console.print(verdict.message())
+    console.print(f"\nledger: {db}\nexplore: jobtrail --db {db} explain {rows[1].op.operation_id}")
+    if not verdict.ok:
+        raise SystemExit(1)
+
+
+COMMANDS.append(demo)

@@ -1,0 +1,46 @@
+"""The demo shows each scenario ending where the design says it must."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from cliutil import JOBTRAIL
+
+from jobtrail.core.states import State
+from jobtrail.demo import run_demo
+
+EXPECTED = {
+    "happy path": State.SUCCEEDED,
+    "create answer dropped": State.SUCCEEDED,
+    "503 + Retry-After": State.SUCCEEDED,
+    "cancel honoured": State.CANCELLED,
+    "cancel races completion": State.SUCCEEDED,
+    "batch with failed items": State.SUCCEEDED,
+    "result fails validation": State.RESULT_VALIDATION_FAILED,
+    "contract violation": State.NEEDS_HUMAN,
+}
+
+
+async def test_every_scenario_ends_in_its_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each demo scenario reaches its expected state, and the audit log verifies."""
+    monkeypatch.delenv("REPORTS_API_TOKEN", raising=False)
+    rows, verdict = await run_demo(str(tmp_path / "demo.db"), tmp_path / "data")
+    assert {row.scenario: row.op.state for row in rows} == EXPECTED
+    assert verdict.ok
+    batch = next(row for row in rows if row.scenario == "batch with failed items")
+    assert "498 items succeeded, 2 failed" in batch.outcome
+    race = next(row for row in rows if row.scenario == "cancel races completion")
+    assert race.op.cancel_intent is not None
+
+
+def test_the_demo_command_runs(tmp_path: Path) -> None:
+    """`jobtrail demo` (the README's first command) prints the table and the audit check."""
+    done = subprocess.run(
+        [JOBTRAIL, "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "audit log intact" in done.stdout and "needs_human" in done.stdout
