@@ -164,10 +164,7 @@ class Ledger:
     async def get(self, operation_id: str) -> Operation:
         op = await self.store.get(operation_id)
         if op is None:
-            raise NotFound(
-                f"no operation {operation_id!r} in this ledger; `jobtrail list` shows the "
-                "operations it holds"
-            )
+            raise NotFound(f"no operation {operation_id!r} in this ledger")
         return op
 
     # -- human and agent requests ------------------------------------------------------
@@ -313,6 +310,7 @@ class Ledger:
         """Record a call's outcome and what it changes. Re-applied if someone else (a cancel
         request, a webhook) changed the record meanwhile; refused if the lease moved on."""
         now = self.clock()
+        outcome = replace(outcome, ref=attempt.attempt_id)  # every cause names its attempt
         finished = replace(
             attempt,
             finished_at=now,

@@ -174,8 +174,16 @@ def find_provider(name_or_path: str, search: str | None = None) -> ProviderSpec:
     """A provider file given as a path, or a name looked up in JOBTRAIL_PROVIDERS or
     ./providers/ as NAME.toml."""
     candidate = Path(name_or_path)
-    if candidate.suffix == ".toml" or candidate.is_file():
+    if candidate.suffix == ".toml" or "/" in name_or_path or os.sep in name_or_path:
         return load_provider_file(candidate)
+    return find_provider_named(name_or_path, search)
+
+
+def find_provider_named(name: str, search: str | None = None) -> ProviderSpec:
+    """A provider by NAME only: NAME.toml in JOBTRAIL_PROVIDERS or ./providers/."""
+    if not name or not all(c.isalnum() or c in "-_" for c in name):
+        raise ProviderConfigError(f"{name!r} is not a provider name (letters, digits, - and _)")
+    name_or_path = name
     folder = Path(search or os.environ.get("JOBTRAIL_PROVIDERS") or "providers")
     file = folder / f"{name_or_path}.toml"
     if not file.is_file():

@@ -43,7 +43,12 @@ class Worker:
         self.record_lateness = record_lateness
         self.stats = WorkerStats()
         self.stop = asyncio.Event()
+        self._wake = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
+
+    def wake(self) -> None:
+        """Look for due work now (a submit or cancel in this process made some)."""
+        self._wake.set()
 
     @property
     def worker_id(self) -> str:
@@ -104,14 +109,24 @@ class Worker:
         delay = self.idle_poll
         if next_due is not None:
             delay = min(delay, max(0.0, (next_due - self.clock.now()).total_seconds()))
-        if self._inflight:
-            await asyncio.wait(
-                [*self._inflight, stopper], timeout=delay, return_when=asyncio.FIRST_COMPLETED
-            )
-        elif delay > 0:
-            sleeper = asyncio.create_task(self.clock.sleep(delay))
-            await asyncio.wait([sleeper, stopper], return_when=asyncio.FIRST_COMPLETED)
-            sleeper.cancel()
+        if self._wake.is_set():
+            self._wake.clear()
+            return
+        waker = asyncio.create_task(self._wake.wait())
+        try:
+            if self._inflight:
+                await asyncio.wait(
+                    [*self._inflight, stopper, waker],
+                    timeout=delay,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            elif delay > 0:
+                sleeper = asyncio.create_task(self.clock.sleep(delay))
+                await asyncio.wait([sleeper, stopper, waker], return_when=asyncio.FIRST_COMPLETED)
+                sleeper.cancel()
+        finally:
+            waker.cancel()
+            self._wake.clear()
 
     async def _drain(self) -> None:
         """Let in-flight steps finish for a grace period; then abandon them. An abandoned call
