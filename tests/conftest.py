@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from jobtrail.store import Store
+
 from stores import open_test_store, require_postgres
 
 # -- stores (helpers in tests/stores.py) ---------------------------------------------------
@@ -28,3 +29,16 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 async def store(store_kind: str, tmp_path: Path) -> AsyncIterator[Store]:
     async with open_test_store(store_kind, tmp_path) as opened:
         yield opened
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say loudly when PostgreSQL tests were skipped: a quiet skip would read as a pass."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    reasons = {str(getattr(r, "longrepr", "")) for r in skipped}
+    if any("PostgreSQL not reachable" in reason for reason in reasons):
+        terminalreporter.write_sep("!", "PostgreSQL TESTS WERE SKIPPED", red=True, bold=True)
+        terminalreporter.write_line(
+            "No PostgreSQL server was reachable (JOBTRAIL_TEST_PG); the PostgreSQL store, its "
+            "contract tests and the multi-worker crash test did NOT run. CI runs them.",
+            red=True,
+        )

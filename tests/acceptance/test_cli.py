@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from jobtrail.simulator import SimulatorThread
+
 from cliutil import Workspace, make_workspace, raw_bytes
 from harness import SECRET
-from jobtrail.simulator import SimulatorThread
 
 REQUIRED = {
     "operation_id",

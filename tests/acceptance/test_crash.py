@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from jobtrail.simulator import SimulatorThread
+
 from cliutil import Workspace, make_workspace
 from harness import SECRET
-from jobtrail.simulator import SimulatorThread
 
 CRASHPOINT = str(Path(__file__).resolve().parents[1] / "crashpoint.py")
 

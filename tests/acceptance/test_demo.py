@@ -6,10 +6,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cliutil import JOBTRAIL
 
 from jobtrail.core.states import State
 from jobtrail.demo import run_demo
+
+from cliutil import JOBTRAIL
 
 EXPECTED = {
     "happy path": State.SUCCEEDED,

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from contract_records import at, entry, observation, operation, step
 
 from jobtrail.core.states import State
 from jobtrail.store import Store
 from jobtrail.store.base import Verdict
+
+from contract_records import at, entry, observation, operation, step
 from stores import RAW_ERRORS, LedgerDb
 
 TAMPERING = [

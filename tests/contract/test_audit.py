@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from contract_records import at, entry, operation, step
-
 from jobtrail.audit import AuditEntry, verify
 from jobtrail.core.states import State
 from jobtrail.store import Store
+
+from contract_records import at, entry, operation, step
 from stores import LedgerDb
 
 

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from jobtrail.audit import verify
+from jobtrail.core.model import Operation
+from jobtrail.core.states import State
+from jobtrail.store import Change, Store
+from jobtrail.store.base import Verdict
+
 from contract_records import (
     LEASE,
     at,
@@ -14,12 +20,6 @@ from contract_records import (
     operation,
     step,
 )
-
-from jobtrail.audit import verify
-from jobtrail.core.model import Operation
-from jobtrail.core.states import State
-from jobtrail.store import Change, Store
-from jobtrail.store.base import Verdict
 
 
 async def _created(store: Store, n: int, **fields: object) -> Operation:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from contract_records import at, attempt, entry, finished, observation, operation, step
-
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.store import Change, Store
 from jobtrail.store.base import Verdict
+
+from contract_records import at, attempt, entry, finished, observation, operation, step
 
 
 async def _commit(store: Store, change: Change) -> Operation:

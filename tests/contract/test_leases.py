@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from contract_records import LEASE, at, operation
-
 from jobtrail.store import Store
+
+from contract_records import LEASE, at, operation
 from stores import LedgerDb
 
 

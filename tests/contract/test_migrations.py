@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 from contract_records import entry, operation
-
 from stores import LedgerDb
 
 

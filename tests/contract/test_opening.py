@@ -8,6 +8,7 @@ import pytest
 
 from jobtrail.errors import StoreError
 from jobtrail.store import open_store
+
 from stores import fresh_ledger
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from datetime import datetime, timedelta
 
-from contract_records import at, entry, operation, rich_operation, step
-
 from jobtrail.core.states import State
 from jobtrail.store import Store
+
+from contract_records import at, entry, operation, rich_operation, step
 
 
 def _times(op: object) -> list[datetime]:

@@ -10,8 +10,6 @@ from typing import Any
 import aiohttp
 import pytest
 
-from factories import make_op
-from harness import SECRET, simulator_doc
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import RemoteStatus
@@ -19,6 +17,9 @@ from jobtrail.providers.config import parse_provider
 from jobtrail.providers.http import HttpProvider
 from jobtrail.providers.protocol import Reply
 from jobtrail.simulator import Simulator
+
+from factories import make_op
+from harness import SECRET, simulator_doc
 
 K = AttemptKind
 

@@ -15,12 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import Harness, harness
 from jobtrail.core import outcomes as o
 from jobtrail.core.replay import replay
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused, InvalidInput
 from jobtrail.store import open_store
+
+from harness import Harness, harness
 
 
 @pytest.fixture

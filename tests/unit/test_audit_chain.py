@@ -6,9 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from factories import T0
 from jobtrail.audit import AuditEntry, AuditRow, link, verify
 from jobtrail.store.chain import AuditChain
+
+from factories import T0
 
 
 def chain(n: int, key: bytes | None = None) -> list[AuditRow]:

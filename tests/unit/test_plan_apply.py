@@ -7,12 +7,13 @@ from datetime import timedelta
 
 import pytest
 
-from factories import FULL, T0, make_op, step
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, CancelIntent, ResultSummary
 from jobtrail.core.plan import Call, Decide, Halt, Nothing, Wait, plan
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused
+
+from factories import FULL, T0, make_op, step
 
 RUNNING = o.Observed(remote_state="running", remote_status=RemoteStatus.RUNNING, ref="at_2")
 DONE = o.Observed(remote_state="succeeded", remote_status=RemoteStatus.SUCCEEDED, ref="at_3")

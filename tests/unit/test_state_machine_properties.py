@@ -10,7 +10,6 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from factories import FULL, T0, make_op, policy
 from jobtrail.core import outcomes as o
 from jobtrail.core.apply import apply
 from jobtrail.core.model import AttemptKind, CancelIntent, ItemCounts, Operation, ResultSummary
@@ -18,6 +17,8 @@ from jobtrail.core.plan import Call, Decide, Wait, plan
 from jobtrail.core.replay import replay
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused, TransitionRefused
+
+from factories import FULL, T0, make_op, policy
 
 JOBS = ("job_A", "job_B", "job_C")
 statuses = st.sampled_from(list(RemoteStatus))

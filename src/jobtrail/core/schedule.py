@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
-
 MAX_RETRY_AFTER = 30 * 86400
 
 

@@ -20,6 +20,7 @@ from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.worker.blobs import BlobStore
 
 log = logging.getLogger("jobtrail.worker")
+RENEW_MARGIN = 1.0  # seconds kept for recording the outcome after a call's own timeout
 
 
 class Runner:
@@ -91,11 +92,13 @@ class Runner:
         now = self.ledger.clock()
         timeout = self.providers.spec(op).timeout.total_seconds()
         left = (op.lease_expires_at - now).total_seconds()
-        if left < timeout + 5 and not await self.ledger.store.renew(
+        if left < timeout + RENEW_MARGIN and not await self.ledger.store.renew(
             op.operation_id, op.fence, now, self.lease_for
         ):
             raise LostOwnership(f"lease on {op.operation_id} was taken over")
-        return replace(op, lease_expires_at=now + self.lease_for) if left < timeout + 5 else op
+        if left < timeout + RENEW_MARGIN:
+            return replace(op, lease_expires_at=now + self.lease_for)
+        return op
 
     async def _outcome(self, op: Operation, reply: Reply) -> o.CallOutcome:
         if reply.fetched is not None:
