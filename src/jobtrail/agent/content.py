@@ -1,0 +1,57 @@
+"""Reading a stored result for an agent: all of it when small, else a bounded preview.
+
+The content is the provider's answer to the agent's own request; it is read from the
+content-addressed file the worker stored, never fetched again."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+from dataclasses import dataclass
+from pathlib import Path
+
+INLINE_LIMIT = 64 * 1024  # bytes returned whole
+PREVIEW_BYTES = 4 * 1024  # bytes shown of anything larger
+
+
+@dataclass(frozen=True, kw_only=True)
+class Read:
+    content: str | None
+    preview: str | None
+    note: str
+
+
+async def read_stored(location: str) -> Read:
+    return await asyncio.to_thread(_read, Path(location))
+
+
+def _read(path: Path) -> Read:
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(INLINE_LIMIT + 1 if size <= INLINE_LIMIT else PREVIEW_BYTES)
+    except OSError as exc:
+        return Read(
+            content=None,
+            preview=None,
+            note=f"the stored content cannot be read at {path} ({exc.strerror or exc})",
+        )
+    whole = size <= INLINE_LIMIT and len(head) == size
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=whole)
+    except UnicodeDecodeError:
+        return Read(
+            content=None,
+            preview=None,
+            note=f"the content is binary ({size} bytes); read it from {path}",
+        )
+    if whole:
+        return Read(content=text, preview=None, note=f"the whole content ({size} bytes)")
+    return Read(
+        content=None,
+        preview=text,
+        note=(
+            f"the content is {size} bytes, more than {INLINE_LIMIT} returned whole: the preview "
+            f"holds its first {len(head)} bytes, and the whole content is at {path}"
+        ),
+    )

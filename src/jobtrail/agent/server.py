@@ -1,0 +1,230 @@
+"""`jobtrail mcp`: the agent tools over MCP on stdin/stdout (official `mcp` SDK), with an
+in-process worker unless told otherwise. A thin surface: parse, call `AgentTools`, return."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from collections.abc import Awaitable
+from importlib.metadata import version
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from jobtrail.agent.shapes import (
+    CancelRecorded,
+    Explanation,
+    JobList,
+    JobView,
+    ResultView,
+    Submitted,
+    WaitedJob,
+)
+from jobtrail.agent.tools import WAIT_CAP_SECONDS, AgentTools
+from jobtrail.core.states import State
+from jobtrail.errors import JobtrailError
+from jobtrail.runtime import runtime
+
+T = TypeVar("T")
+log = logging.getLogger("jobtrail.agent")
+# stdio clients wait about 2 s after closing stdin before they terminate the server; an
+# abandoned call keeps its recorded intent, so the next owner settles it.
+SHUTDOWN_GRACE = 1.5
+
+INSTRUCTIONS = """\
+jobtrail runs long jobs on third-party APIs for you and keeps a durable record of each one.
+submit_job records the job before anything is sent (always pass a key you can repeat: the
+same key and request return the same operation, never a second job). Follow it with
+wait_job / get_job, read the outcome with get_result, and ask explain_job for the story.
+cancel_job only records the intent to cancel; the job stops when the provider confirms it.
+Credentials stay in this server's environment and are never shown."""
+
+OperationId = Annotated[str, Field(description="The operation id returned by submit_job.")]
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+def build_server(tools: AgentTools, *, actor: str | None = None) -> MCPServer[Any]:
+    """The MCP server exposing `tools`; `actor` overrides the client's name as the actor."""
+    server: MCPServer[Any] = MCPServer(
+        "jobtrail", version=version("jobtrail"), instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+
+    def who(ctx: Context[Any, Any]) -> str:
+        return actor or client_actor(ctx)
+
+    @server.tool(
+        description="Record a job for a provider (by name) and return its operation id. "
+        "Nothing is sent before the record is durable; a worker sends it. The same key with "
+        "the same request returns the existing operation; a changed request under a used key "
+        "is refused (use a new key, and cancel the old operation if it should not run).",
+        annotations=ToolAnnotations(
+            destructive_hint=False, idempotent_hint=True, open_world_hint=True
+        ),
+    )
+    async def submit_job(
+        provider: Annotated[
+            str, Field(description="Provider name, e.g. 'reports' (configured on the server).")
+        ],
+        request: Annotated[
+            dict[str, Any], Field(description="The JSON body sent to the provider's create.")
+        ],
+        key: Annotated[
+            str,
+            Field(description="Your operation key (1-200 chars); reuse it when retrying."),
+        ],
+        reason: Annotated[str, Field(description="Why this job is needed (recorded).")],
+        ctx: Context[Any, Any],
+    ) -> Submitted:
+        return await _guard(
+            tools.submit_job(provider, request, key=key, reason=reason, actor=who(ctx))
+        )
+
+    @server.tool(
+        description="An operation's state, the provider's last observed state, progress, "
+        "next poll time, what jobtrail is waiting for, and its last transitions.",
+        annotations=READ_ONLY,
+    )
+    async def get_job(operation_id: OperationId) -> JobView:
+        return await _guard(tools.get_job(operation_id))
+
+    @server.tool(
+        description=f"Wait until the operation's state changes or its automation ends, at "
+        f"most timeout_seconds (capped at {WAIT_CAP_SECONDS:.0f} s; call again to keep "
+        "waiting). Returns what get_job returns plus `changed`.",
+        annotations=READ_ONLY,
+    )
+    async def wait_job(
+        operation_id: OperationId,
+        timeout_seconds: Annotated[
+            float, Field(description=f"At most this long (capped at {WAIT_CAP_SECONDS:.0f}).")
+        ] = 60.0,
+    ) -> WaitedJob:
+        return await _guard(tools.wait_job(operation_id, timeout_seconds))
+
+    @server.tool(
+        description="Record the intent to stop an operation. This does not stop anything by "
+        "itself: the worker sends the provider's cancel once and keeps observing, and the job "
+        "may still succeed or fail first. Returns state cancel_requested (or the recorded "
+        "intent while the create is pending); follow the outcome with wait_job.",
+        annotations=ToolAnnotations(
+            destructive_hint=True, idempotent_hint=True, open_world_hint=True
+        ),
+    )
+    async def cancel_job(
+        operation_id: OperationId,
+        reason: Annotated[str, Field(description="Why the job should stop (recorded).")],
+        ctx: Context[Any, Any],
+    ) -> CancelRecorded:
+        return await _guard(tools.cancel_job(operation_id, reason=reason, actor=who(ctx)))
+
+    @server.tool(
+        description="The collected result: validation outcome, per-item counts, and the "
+        "content when it is at most 64 KB (else its stored path and a preview).",
+        annotations=READ_ONLY,
+    )
+    async def get_result(operation_id: OperationId) -> ResultView:
+        return await _guard(tools.get_result(operation_id))
+
+    @server.tool(description="Operations in this ledger, newest first.", annotations=READ_ONLY)
+    async def list_jobs(
+        state: Annotated[State | None, Field(description="Only operations in this state.")] = None,
+        limit: Annotated[int, Field(ge=1, le=200, description="At most this many.")] = 20,
+    ) -> JobList:
+        return await _guard(tools.list_jobs(state.value if state else None, limit))
+
+    @server.tool(
+        description="An operation's story in words: what was asked, which remote job, what "
+        "was observed, what jobtrail did and will do next.",
+        annotations=READ_ONLY,
+    )
+    async def explain_job(operation_id: OperationId) -> Explanation:
+        return await _guard(tools.explain_job(operation_id))
+
+    return server
+
+
+def client_actor(ctx: Context[Any, Any]) -> str:
+    """`agent:` and the name the MCP client gave in its clientInfo."""
+    params = ctx.request_context.session.client_params
+    name = params.client_info.name if params is not None else ""
+    shown = "".join(ch for ch in name if ch.isprintable()).strip()[:80]
+    return f"agent:{shown or 'unknown'}"
+
+
+async def _guard(call: Awaitable[T]) -> T:
+    """Errors become one sentence for the agent; never a traceback or a protocol error."""
+    try:
+        return await call
+    except JobtrailError as exc:
+        raise ToolError(str(exc)) from None
+    except Exception as exc:
+        log.exception("an agent tool failed")
+        raise ToolError(
+            f"an unexpected {type(exc).__name__} inside jobtrail; the server's log has the "
+            "details, and retrying is safe (the same key never creates a second operation)"
+        ) from None
+
+
+async def serve(
+    db: str,
+    data_dir: Path,
+    *,
+    audit_key: bytes | None,
+    actor: str | None,
+    run_worker: bool,
+    concurrency: int,
+) -> None:
+    """Serve until stdin closes, then stop the worker gracefully and close the ledger.
+
+    On SIGINT/SIGTERM the same shutdown runs, and then the signal is raised again with its
+    default action: the SDK reads stdin in a thread that no cancellation can interrupt, so
+    dying by the signal is the only clean end while the client still holds stdin open."""
+    signals: list[signal.Signals] = []
+    async with runtime(db, data_dir, audit_key=audit_key, concurrency=concurrency) as rt:
+        rt.worker.grace = SHUTDOWN_GRACE
+        tools = AgentTools(rt.ledger, worker_running=run_worker, wake=rt.worker.wake)
+        server = build_server(tools, actor=actor)
+        worker = asyncio.create_task(rt.worker.run()) if run_worker else None
+        if worker is not None:
+            worker.add_done_callback(_report_worker_end)
+        serving = asyncio.create_task(server.run_stdio_async())
+        stopped = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal(sig: signal.Signals) -> None:
+            signals.append(sig)
+            stopped.set()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal, sig)
+        stopping = asyncio.create_task(stopped.wait())
+        try:
+            await asyncio.wait([serving, stopping], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            rt.worker.stop.set()
+            if worker is not None:
+                await asyncio.wait([worker])
+    if signals:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), signals[0])
+    error = serving.exception()
+    if error is not None:
+        raise error
+
+
+def _report_worker_end(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error(
+            "the in-process worker stopped (%s); operations wait for another worker",
+            task.exception(),
+        )

@@ -1,0 +1,301 @@
+"""The agent tools as plain async methods over a Ledger; the MCP server only adapts them.
+
+Each method parses its input, calls the ledger (or the views), and returns a record from
+`shapes`. Errors are `JobtrailError`s whose message is one sentence saying what happened and
+what the agent can do next."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import fields
+from datetime import datetime
+from typing import Any
+
+from jobtrail.agent.content import read_stored
+from jobtrail.agent.shapes import (
+    CancelRecorded,
+    Explanation,
+    ItemsView,
+    JobList,
+    JobSummary,
+    JobView,
+    ResultView,
+    Submitted,
+    TransitionView,
+    WaitedJob,
+)
+from jobtrail.core.model import Operation, Transition
+from jobtrail.core.states import REMOTE_MAY_RUN, State
+from jobtrail.errors import InvalidInput, NotFound
+from jobtrail.ledger import Ledger
+from jobtrail.providers.config import ProviderSpec, find_provider_named
+from jobtrail.views import explain_text, iso, operation_json, transition_json, waiting_for
+
+WAIT_CAP_SECONDS = 120.0
+WAIT_POLL_SECONDS = 0.25
+RECENT_TRANSITIONS = 5
+# A provider is named, never given as a path: the server reads only its own provider folder.
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+LIST_CAP = 200
+FAILED_REFS_SHOWN = 50
+
+
+class AgentTools:
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        worker_running: bool,
+        find: Callable[[str], ProviderSpec] = find_provider_named,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+        wake: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.ledger = ledger
+        self.worker_running = worker_running
+        self._find, self._sleep, self._monotonic = find, sleep, monotonic
+        self._wake = wake  # tells an in-process worker there is work now
+
+    # -- asking --------------------------------------------------------------------------
+
+    async def submit_job(
+        self, provider: str, request: Any, *, key: str, reason: str, actor: str
+    ) -> Submitted:
+        if not _PROVIDER_NAME.fullmatch(provider):
+            raise InvalidInput(
+                f"provider must be the name of a configured provider (letters, digits, - and "
+                f"_), not {provider[:60]!r}"
+            )
+        if not isinstance(request, dict):
+            raise InvalidInput("request must be a JSON object: the body sent to the provider")
+        spec = self._find(provider)
+        known = await self.ledger.store.get_by_key(key) if key else None
+        op = await self.ledger.submit(spec, request, key=key, actor=actor, reason=reason or None)
+        existing = known is not None and known.operation_id == op.operation_id
+        self._wake()
+        if existing:
+            step = (
+                f"key {key!r} already names this operation with the same request, so nothing "
+                f"new was recorded; it is {op.state}. Follow it with wait_job or get_job."
+            )
+        elif self.worker_running:
+            step = (
+                "recorded before anything was sent; this server's worker sends it within "
+                "seconds. Call wait_job to follow it and get_result once it has succeeded."
+            )
+        else:
+            step = (
+                "recorded before anything was sent; a separate `jobtrail worker` sends it (this "
+                "server runs none). Call wait_job to follow it."
+            )
+        return Submitted(
+            operation_id=op.operation_id,
+            key=op.key,
+            provider=op.provider,
+            state=op.state.value,
+            existing=existing,
+            next_step=step,
+        )
+
+    async def cancel_job(self, operation_id: str, *, reason: str, actor: str) -> CancelRecorded:
+        if not reason.strip():
+            raise InvalidInput("give a reason for the cancel; it is recorded with the intent")
+        await self._get(operation_id)
+        op = await self.ledger.cancel(operation_id, actor=actor, reason=reason)
+        self._wake()
+        intent = op.cancel_intent
+        assert intent is not None  # Ledger.cancel returns the record holding the intent
+        now = self.ledger.clock()
+        if op.state.ends_automation:
+            step = f"automation has ended for this operation: it is {op.state}."
+        else:
+            step = (
+                f"the intent is recorded; jobtrail's next step: {waiting_for(op, now)}. The job "
+                "stops only when the provider confirms it, and it may still succeed or fail "
+                "first; follow it with wait_job."
+            )
+        return CancelRecorded(
+            operation_id=op.operation_id,
+            state=op.state.value,
+            cancel_requested_by=intent.actor,
+            cancel_reason=intent.reason,
+            requested_at=iso(intent.requested_at),
+            remote_may_still_run=op.state in REMOTE_MAY_RUN,
+            next_step=step,
+        )
+
+    # -- reading -------------------------------------------------------------------------
+
+    async def get_job(self, operation_id: str) -> JobView:
+        return await self._view(await self._get(operation_id))
+
+    async def wait_job(self, operation_id: str, timeout_seconds: float) -> WaitedJob:
+        if math.isnan(timeout_seconds):
+            raise InvalidInput("timeout_seconds must be a number of seconds")
+        timeout = min(max(timeout_seconds, 0.0), WAIT_CAP_SECONDS)
+        started = self._monotonic()
+        op = await self._get(operation_id)
+        first = op.state
+        while op.state is first and not op.state.ends_automation:
+            left = timeout - (self._monotonic() - started)
+            if left <= 0:
+                break
+            await self._sleep(min(WAIT_POLL_SECONDS, left))
+            op = await self._get(operation_id)
+        view = await self._view(op)
+        return WaitedJob(
+            **{f.name: getattr(view, f.name) for f in fields(view)},
+            changed=op.state is not first,
+            waited_seconds=round(self._monotonic() - started, 3),
+        )
+
+    async def get_result(self, operation_id: str) -> ResultView:
+        op = await self._get(operation_id)
+        summary = op.result
+        if summary is None:
+            return _no_result(op, self.ledger.clock())
+        items = summary.items
+        read = await read_stored(summary.location) if summary.location else None
+        note = read.note if read else "no stored content is recorded for this result"
+        if not summary.valid:
+            note = "the result FAILED validation (see problems); " + note
+        return ResultView(
+            operation_id=op.operation_id,
+            state=op.state.value,
+            available=True,
+            valid=summary.valid,
+            problems=list(summary.problems),
+            checks=list(summary.checks),
+            content_type=summary.content_type,
+            size=summary.size,
+            sha256=summary.sha256,
+            records=summary.records,
+            items=ItemsView(
+                total=items.total,
+                succeeded=items.succeeded,
+                failed=items.failed,
+                failed_refs=list(items.failed_refs[:FAILED_REFS_SHOWN]),
+            )
+            if items
+            else None,
+            location=summary.location,
+            content=read.content if read else None,
+            preview=read.preview if read else None,
+            note=note,
+        )
+
+    async def list_jobs(self, state: str | None = None, limit: int = 20) -> JobList:
+        try:
+            states = [State(state)] if state else []
+        except ValueError:
+            raise InvalidInput(
+                f"unknown state {state!r}; use one of {', '.join(s.value for s in State)}"
+            ) from None
+        ops = await self.ledger.store.list_operations(
+            states=states, limit=min(max(limit, 1), LIST_CAP)
+        )
+        jobs = [
+            JobSummary(
+                operation_id=op.operation_id,
+                key=op.key,
+                provider=op.provider,
+                state=op.state.value,
+                remote_job_id=op.remote_job_id,
+                remote_state=op.remote_state,
+                actor=op.actor,
+                created_at=iso(op.created_at),
+            )
+            for op in ops
+        ]
+        return JobList(jobs=jobs, count=len(jobs))
+
+    async def explain_job(self, operation_id: str) -> Explanation:
+        op = await self._get(operation_id)
+        store = self.ledger.store
+        text = explain_text(
+            op,
+            await store.history(operation_id),
+            await store.attempts(operation_id),
+            await store.observations(operation_id),
+            self.ledger.clock(),
+        )
+        return Explanation(operation_id=op.operation_id, state=op.state.value, explanation=text)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    async def _get(self, operation_id: str) -> Operation:
+        try:
+            return await self.ledger.get(operation_id)
+        except NotFound:
+            raise NotFound(
+                f"no operation {operation_id[:80]!r} in this ledger; list_jobs shows the "
+                "operations it holds"
+            ) from None
+
+    async def _view(self, op: Operation) -> JobView:
+        doc = operation_json(op, self.ledger.clock())
+        history = await self.ledger.store.history(op.operation_id)
+        intent = op.cancel_intent
+        return JobView(
+            operation_id=op.operation_id,
+            key=op.key,
+            provider=op.provider,
+            state=doc["state"],
+            ends_automation=doc["ends_automation"],
+            remote_job_id=op.remote_job_id,
+            remote_state=op.remote_state,
+            progress=op.progress,
+            next_poll_at=doc["next_poll_at"],
+            waiting_for=doc["waiting_for"],
+            remote_may_still_run=doc["remote_may_still_run"],
+            has_result=op.result is not None,
+            cancel_requested_by=intent.actor if intent else None,
+            actor=op.actor,
+            reason=op.reason,
+            created_at=doc["created_at"],
+            result_deadline=doc["result_deadline"],
+            recent_transitions=[_transition(tr) for tr in history[-RECENT_TRANSITIONS:]],
+        )
+
+
+def _transition(tr: Transition) -> TransitionView:
+    doc = transition_json(tr)
+    return TransitionView(
+        at=doc["at"],
+        actor=doc["actor"],
+        from_state=doc["from"],
+        to_state=doc["to"],
+        evidence=doc["evidence"],
+        cause=doc["cause"],
+    )
+
+
+def _no_result(op: Operation, now: datetime) -> ResultView:
+    if op.state.ends_automation:
+        note = f"there is no result: the operation ended {op.state}"
+    else:
+        note = (
+            f"no result yet: the operation is {op.state}; wait_job follows it "
+            f"(next: {operation_json(op, now)['waiting_for']})"
+        )
+    return ResultView(
+        operation_id=op.operation_id,
+        state=op.state.value,
+        available=False,
+        valid=None,
+        problems=[],
+        checks=[],
+        content_type=None,
+        size=None,
+        sha256=None,
+        records=None,
+        items=None,
+        location=None,
+        content=None,
+        preview=None,
+        note=note,
+    )

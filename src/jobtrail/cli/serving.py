@@ -1,0 +1,139 @@
+"""`jobtrail serve`: the worker and the webhook receiver in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import click
+from aiohttp import web
+
+from jobtrail.cli.context import Settings
+from jobtrail.core.redact import Redactor
+from jobtrail.errors import JobtrailError, ProviderConfigError
+from jobtrail.logs import install_json_logging
+from jobtrail.providers.config import load_provider_file
+from jobtrail.runtime import Runtime, runtime
+from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
+from jobtrail.worker.loop import WorkerStats
+
+log = logging.getLogger("jobtrail.serve")
+pass_settings = click.make_pass_decorator(Settings)
+
+
+def secrets_redactor(folder: Path) -> Redactor:
+    """A redactor holding every secret the provider files in `folder` name, and the audit
+    key: read once, at start."""
+    values = [os.environ.get("JOBTRAIL_AUDIT_KEY", "")]
+    for file in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
+        try:
+            values.extend(load_provider_file(file).secret_values())
+        except ProviderConfigError:
+            continue
+    return Redactor().extended(values=values)
+
+
+class Health:
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.worker: asyncio.Task[WorkerStats] | None = None
+
+    async def handle(self, request: web.Request) -> web.Response:
+        alive = self.worker is not None and not self.worker.done()
+        document: dict[str, Any] = {"ok": alive, "worker_id": self.rt.worker.worker_id}
+        try:
+            counts = await self.rt.ledger.store.count_by_state()
+        except JobtrailError as exc:
+            document |= {"ok": False, "error": str(exc)}
+        else:
+            document["states"] = {state.value: n for state, n in sorted(counts.items())}
+        return web.json_response(document, status=200 if document["ok"] else 503)
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    default=8080,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (0: any free port, logged at start).",
+)
+@click.option(
+    "--concurrency",
+    default=50,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Operations driven at once.",
+)
+@click.option("--worker-id", help="Name recorded as the actor of this worker's steps.")
+@pass_settings
+def serve(
+    settings: Settings, host: str, port: int, concurrency: int, worker_id: str | None
+) -> None:
+    """Run the worker and the webhook receiver (POST /webhooks/PROVIDER, GET /healthz) in
+    one process. Logs are JSON lines on stderr. SIGINT/SIGTERM stop it gracefully: no new
+    requests, in-flight steps finish."""
+    folder = providers_folder()
+    install_json_logging(secrets_redactor(folder))
+    try:
+        asyncio.run(_serve(settings, folder, host, port, concurrency, worker_id))
+    except (JobtrailError, OSError) as exc:
+        log.error("serve stopped: %s", exc)
+        raise SystemExit(1) from None
+
+
+async def _serve(
+    settings: Settings,
+    folder: Path,
+    host: str,
+    port: int,
+    concurrency: int,
+    worker_id: str | None,
+) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with runtime(
+        settings.db,
+        settings.data_dir,
+        audit_key=settings.audit_key,
+        worker_id=worker_id,
+        concurrency=concurrency,
+    ) as rt:
+        health = Health(rt)
+        app = web.Application(client_max_size=MAX_EVENT_BYTES)
+        WebhookReceiver(rt.ledger, folder, on_recorded=rt.worker.wake).add_routes(app)
+        app.router.add_get("/healthz", health.handle)
+        server = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=10)
+        await server.setup()
+        try:
+            await web.TCPSite(server, host, port).start()
+            bound_host, bound_port = server.addresses[0][:2]
+            health.worker = worker = asyncio.create_task(rt.worker.run())
+            log.info(
+                "serving on http://%s:%d",
+                bound_host,
+                bound_port,
+                extra={"worker_id": rt.worker.worker_id, "db": settings.db, "port": bound_port},
+            )
+            stopper = asyncio.create_task(stop.wait())
+            await asyncio.wait([worker, stopper], return_when=asyncio.FIRST_COMPLETED)
+            stopper.cancel()
+            log.info("stopping: no new requests; in-flight steps finish")
+        finally:
+            await server.cleanup()  # stop listening, let requests in flight finish
+        rt.worker.stop.set()
+        stats = await worker  # drains: in-flight calls finish, or stay recorded as sent
+    log.info(
+        "stopped",
+        extra={"claimed": stats.claimed, "finished": stats.finished, "lost": stats.lost},
+    )
+
+
+COMMANDS = [serve]

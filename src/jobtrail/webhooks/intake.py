@@ -1,0 +1,141 @@
+"""Recording a verified webhook event in the ledger.
+
+An event is an observation, never a transition: it is stored with its event id (deduplicated
+by the store's UNIQUE column, so a redelivery, even to another process, changes nothing) and
+makes the operation due for a status read now. The worker's read is what moves the operation,
+so an old event arriving late can never move it backwards, and success is declared only after
+that read (DESIGN rule 8). The operation's `remote_state` keeps the last *read* word.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from jobtrail.audit import AuditEntry
+from jobtrail.core.canonical import canonical_json
+from jobtrail.core.model import Observation, Operation
+from jobtrail.errors import ConcurrentUpdate, NotFound
+from jobtrail.ledger import Ledger
+from jobtrail.providers.config import ProviderSpec
+from jobtrail.store.base import Change, Verdict
+from jobtrail.webhooks.event import Event
+
+log = logging.getLogger("jobtrail.webhooks")
+
+_MAX_RETRIES = 8
+_MAX_AUDITED_EVENT = 4096  # bytes of canonical JSON kept in the audit entry
+
+
+class Recorded(StrEnum):
+    ACCEPTED = "accepted"
+    DUPLICATE = "duplicate"
+
+
+class StatusRead(StrEnum):
+    """What the event did to the operation's schedule."""
+
+    SCHEDULED = "scheduled_now"
+    ALREADY_DUE = "already_due"
+    LEFT_TO_OWNER = "left_to_lease_owner"  # a worker holds it and is acting on it now
+    NOT_NEEDED = "not_needed"  # automation ended for this operation
+
+
+def stored_event_id(spec: ProviderSpec, event: Event) -> str:
+    """Event ids are unique per provider; the store's column is shared by all providers."""
+    return f"{spec.name}:{event.event_id}"
+
+
+async def record_event(ledger: Ledger, spec: ProviderSpec, event: Event) -> str:
+    """Record `event` for the operation holding its remote job; "accepted" or "duplicate".
+
+    Raises NotFound when no operation of this provider holds the job, and ConcurrentUpdate
+    when the operation kept changing under us (the sender retries later)."""
+    actor = f"webhook:{spec.name}"
+    for _ in range(_MAX_RETRIES):
+        op = await ledger.store.find_by_remote_job(spec.name, event.job_id)
+        if op is None:
+            raise NotFound(
+                f"no operation of provider {spec.name!r} holds remote job {event.job_id!r}"
+            )
+        now = ledger.clock()
+        read = _status_read(op, now)
+        # `now` even when leased: the store keeps a leased operation's poll time, and should
+        # the lease be given back before this commit, the read still happens now.
+        keep = read in (StatusRead.NOT_NEEDED, StatusRead.ALREADY_DUE)
+        scheduled = op.next_poll_at if keep else now
+        observation = Observation(
+            operation_id=op.operation_id,
+            source="webhook",
+            observed_at=now,
+            remote_state=event.remote_state,
+            remote_status=event.remote_status,
+            provider_updated_at=event.provider_updated_at,
+            ref=event.event_id,
+            event_id=stored_event_id(spec, event),
+        )
+        entry = AuditEntry(
+            at=now,
+            operation_id=op.operation_id,
+            kind="webhook.received",
+            actor=actor,
+            data=_audit_data(spec, event, read),
+        )
+        change = Change(
+            # A non-owner write: it never moves the poll time of a leased operation.
+            operation=replace(op, next_poll_at=scheduled, updated_at=now),
+            observations=[observation],
+            audit=[entry],
+        )
+        (result,) = await ledger.store.commit([change])
+        if result.verdict is Verdict.DUPLICATE_EVENT:
+            log.info("webhook event seen before", extra=_fields(op, spec, event))
+            return Recorded.DUPLICATE.value
+        if result.verdict is Verdict.OK:
+            log.info("webhook event recorded: %s", read.value, extra=_fields(op, spec, event))
+            return Recorded.ACCEPTED.value
+    raise ConcurrentUpdate(
+        f"the operation holding remote job {event.job_id!r} kept changing; deliver again"
+    )
+
+
+def _status_read(op: Operation, now: datetime) -> StatusRead:
+    if op.state.ends_automation:
+        return StatusRead.NOT_NEEDED
+    if op.lease_owner is not None and op.lease_expires_at is not None and op.lease_expires_at > now:
+        return StatusRead.LEFT_TO_OWNER
+    if op.next_poll_at is not None and op.next_poll_at <= now:
+        return StatusRead.ALREADY_DUE
+    return StatusRead.SCHEDULED
+
+
+def _audit_data(spec: ProviderSpec, event: Event, read: StatusRead) -> dict[str, Any]:
+    redactor = spec.redactor.extended(values=spec.secret_values())
+    document = redactor.json(event.document)
+    size = len(canonical_json(document).encode("utf-8"))
+    return {
+        "provider": spec.name,
+        "event_id": event.event_id,
+        "delivery_id": event.delivery_id,
+        "remote_job_id": event.job_id,
+        "remote_state": event.remote_state,
+        "remote_status": event.remote_status.value,
+        "provider_updated_at": event.provider_updated_at,
+        "status_read": read.value,
+        "event": document if size <= _MAX_AUDITED_EVENT else {"bytes": size, "kept": False},
+    }
+
+
+def _fields(op: Operation, spec: ProviderSpec, event: Event) -> dict[str, Any]:
+    return {
+        "operation_id": op.operation_id,
+        "trace_id": op.trace_id,
+        "remote_job_id": op.remote_job_id,
+        "state": op.state.value,
+        "provider": spec.name,
+        "event_id": event.event_id,
+        "remote_state": event.remote_state,
+    }
