@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from jobtrail.simulator import SimulatorThread
-
-from cliutil import Workspace, make_workspace, raw_bytes
+from cliutil import Workspace, raw_bytes
 from harness import SECRET
 
 REQUIRED = {
@@ -22,17 +19,6 @@ REQUIRED = {
     "idempotency_token",
     "request_fingerprint",
 }
-
-
-@pytest.fixture(scope="module")
-def simulator() -> Iterator[SimulatorThread]:
-    with SimulatorThread(token=SECRET) as sim:
-        yield sim
-
-
-@pytest.fixture
-def ws(tmp_path: Path, simulator: SimulatorThread) -> Workspace:
-    return make_workspace(tmp_path, simulator.base_url)
 
 
 def test_submit_then_run_to_success(ws: Workspace) -> None:

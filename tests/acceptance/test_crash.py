@@ -6,28 +6,15 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from jobtrail.simulator import SimulatorThread
 
-from cliutil import Workspace, make_workspace
-from harness import SECRET
+from cliutil import Workspace
 
 CRASHPOINT = str(Path(__file__).resolve().parents[1] / "crashpoint.py")
-
-
-@pytest.fixture(scope="module")
-def simulator() -> Iterator[SimulatorThread]:
-    with SimulatorThread(token=SECRET) as sim:
-        yield sim
-
-
-@pytest.fixture
-def ws(tmp_path: Path, simulator: SimulatorThread) -> Workspace:
-    return make_workspace(tmp_path, simulator.base_url)
 
 
 def crash(ws: Workspace, point: str) -> str:

@@ -8,11 +8,17 @@ import os
 import click
 
 from jobtrail.audit import verify
-from jobtrail.cli.context import Settings, emit_json, fail, opened, run_async
+from jobtrail.cli.context import (
+    Settings,
+    emit_json,
+    fail,
+    json_option,
+    opened,
+    pass_settings,
+    run_async,
+)
 from jobtrail.core.durations import format_duration
 from jobtrail.providers.config import ProviderSpec, find_provider
-
-pass_settings = click.make_pass_decorator(Settings)
 
 
 @click.group()
@@ -26,7 +32,7 @@ def audit() -> None:
     metavar="COUNT:HASH",
     help="A head printed earlier by `audit head`: also detects entries cut off the end.",
 )
-@click.option("--json", "as_json", is_flag=True)
+@json_option
 @pass_settings
 @run_async
 async def audit_verify(settings: Settings, anchor: str | None, as_json: bool) -> None:
@@ -165,7 +171,7 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
 
 @provider.command("check")
 @click.argument("file")
-@click.option("--json", "as_json", is_flag=True)
+@json_option
 def provider_check(file: str, as_json: bool) -> None:
     """Load a provider file and say in plain words what jobtrail can guarantee with it."""
     from jobtrail.errors import JobtrailError

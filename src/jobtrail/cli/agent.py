@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import click
 
-from jobtrail.cli.context import Settings, fail, run_async
-
-pass_settings = click.make_pass_decorator(Settings)
+from jobtrail.cli.context import Settings, concurrency_option, fail, pass_settings, run_async
 
 
 @click.command()
@@ -21,13 +19,7 @@ pass_settings = click.make_pass_decorator(Settings)
     is_flag=True,
     help="Only record and read; leave sending and observing to a separate `jobtrail worker`.",
 )
-@click.option(
-    "--concurrency",
-    default=50,
-    show_default=True,
-    type=click.IntRange(1, 10_000),
-    help="Operations the in-process worker drives at once.",
-)
+@concurrency_option
 @pass_settings
 @run_async
 async def mcp(settings: Settings, actor: str | None, no_worker: bool, concurrency: int) -> None:

@@ -90,3 +90,18 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 def emit_json(document: Any) -> None:
     click.echo(json.dumps(document, indent=2, ensure_ascii=False, default=str))
+
+
+# Options and decorators shared by several commands.
+pass_settings = click.make_pass_decorator(Settings)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (for agents).")
+concurrency_option = click.option(
+    "--concurrency",
+    default=50,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Operations the worker drives at once.",
+)
+worker_id_option = click.option(
+    "--worker-id", help="Name recorded as the actor of this worker's steps."
+)

@@ -12,7 +12,16 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from jobtrail.cli.context import Settings, default_actor, emit_json, fail, opened, run_async
+from jobtrail.cli.context import (
+    Settings,
+    default_actor,
+    emit_json,
+    fail,
+    json_option,
+    opened,
+    pass_settings,
+    run_async,
+)
 from jobtrail.core import outcomes as o
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.ids import short_id
@@ -27,8 +36,6 @@ from jobtrail.views import (
     transition_json,
 )
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (for agents).")
-pass_settings = click.make_pass_decorator(Settings)
 console = Console(highlight=False)
 
 

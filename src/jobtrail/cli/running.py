@@ -13,14 +13,21 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from jobtrail.cli.context import Settings, default_actor, emit_json, run_async
+from jobtrail.cli.context import (
+    Settings,
+    concurrency_option,
+    default_actor,
+    emit_json,
+    json_option,
+    pass_settings,
+    run_async,
+    worker_id_option,
+)
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.runtime import Runtime, runtime
 from jobtrail.views import iso, operation_json, waiting_for
-
-pass_settings = click.make_pass_decorator(Settings)
 
 
 def _stop_on_signals(rt: Runtime) -> None:
@@ -30,19 +37,13 @@ def _stop_on_signals(rt: Runtime) -> None:
 
 
 @click.command()
-@click.option(
-    "--concurrency",
-    default=50,
-    show_default=True,
-    type=click.IntRange(1, 10_000),
-    help="Operations driven at once.",
-)
+@concurrency_option
 @click.option(
     "--until-idle",
     is_flag=True,
     help="Exit once no operation has anything left to do (all ended or waiting for a human).",
 )
-@click.option("--worker-id", help="Name recorded as the actor of this worker's steps.")
+@worker_id_option
 @click.option(
     "--lease",
     default="60s",
@@ -91,7 +92,7 @@ def _panel(op: Operation, now: datetime) -> Table:
 
 @click.command()
 @click.argument("operation_id")
-@click.option("--json", "as_json", is_flag=True, help="Print the final record as JSON.")
+@json_option
 @pass_settings
 @run_async
 async def run(settings: Settings, operation_id: str, as_json: bool) -> None:

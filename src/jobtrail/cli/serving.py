@@ -12,7 +12,7 @@ from typing import Any
 import click
 from aiohttp import web
 
-from jobtrail.cli.context import Settings
+from jobtrail.cli.context import Settings, concurrency_option, pass_settings, worker_id_option
 from jobtrail.core.redact import Redactor
 from jobtrail.errors import JobtrailError, ProviderConfigError
 from jobtrail.logs import install_json_logging
@@ -22,7 +22,6 @@ from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers
 from jobtrail.worker.loop import WorkerStats
 
 log = logging.getLogger("jobtrail.serve")
-pass_settings = click.make_pass_decorator(Settings)
 
 
 def secrets_redactor(folder: Path) -> Redactor:
@@ -63,14 +62,8 @@ class Health:
     type=click.IntRange(0, 65535),
     help="Port to listen on (0: any free port, logged at start).",
 )
-@click.option(
-    "--concurrency",
-    default=50,
-    show_default=True,
-    type=click.IntRange(1, 10_000),
-    help="Operations driven at once.",
-)
-@click.option("--worker-id", help="Name recorded as the actor of this worker's steps.")
+@concurrency_option
+@worker_id_option
 @pass_settings
 def serve(
     settings: Settings, host: str, port: int, concurrency: int, worker_id: str | None
