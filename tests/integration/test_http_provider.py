@@ -263,3 +263,40 @@ async def test_status_url_on_another_origin_is_not_followed(rig: Rig) -> None:
     evil = replace(op, status_url="http://attacker.invalid/steal")
     described = rig.provider.describe(K.STATUS, evil)
     assert described["url"].startswith(rig.doc["base_url"])
+
+
+async def test_token_and_reference_in_body_fields(rig: Rig) -> None:
+    """A provider that takes the token and reference in the body gets them there."""
+    create = rig.doc["create"] | {
+        "idempotency": {"field": "idempotency_key"},
+        "client_reference": {"field": "client_reference"},
+    }
+    provider = HttpProvider(parse_provider(rig.doc | {"create": create}), rig.provider.session)
+    op = rig.op({"account": "a"})
+    first = (await provider.call(K.CREATE, op)).outcome
+    again = (await provider.call(K.CREATE, op)).outcome
+    assert isinstance(first, o.Accepted) and isinstance(again, o.Accepted)
+    assert first.job_id == again.job_id  # the body token made the retry idempotent
+    (job,) = rig.sim.jobs.values()
+    assert job.idempotency_key == op.idempotency_token and job.client_reference == op.operation_id
+
+
+async def test_failed_and_timed_jobs_are_observed_as_such(rig: Rig) -> None:
+    """A failing job is observed failed; a job of N seconds is running until then."""
+    failing = await rig.created({"_sim": {"outcome": "failed", "duration_polls": 1}})
+    seen = (await rig.call(K.STATUS, failing)).outcome
+    assert isinstance(seen, o.Observed) and seen.remote_status is RemoteStatus.FAILED
+    timed = await rig.created({"_sim": {"duration_seconds": 30}})
+    seen = (await rig.call(K.STATUS, timed)).outcome
+    assert isinstance(seen, o.Observed) and seen.remote_status is RemoteStatus.RUNNING
+
+
+async def test_a_provider_answering_one_token_with_two_ids(rig: Rig) -> None:
+    """The contract violation is visible at the provider level: two ids, one token."""
+    op = rig.op({"_sim": {"different_id_on_retry": True}})
+    first = (await rig.call(K.CREATE, op)).outcome
+    second = (await rig.call(K.CREATE, op)).outcome
+    assert isinstance(first, o.Accepted) and isinstance(second, o.Accepted)
+    assert first.job_id != second.job_id
+    found = (await rig.call(K.RECONCILE, op)).outcome
+    assert isinstance(found, o.Found) and set(found.job_ids) == {first.job_id, second.job_id}
