@@ -22,14 +22,11 @@ from jobtrail.cli.context import (
     pass_settings,
     run_async,
 )
-from jobtrail.core import outcomes as o
 from jobtrail.core.durations import parse_duration
-from jobtrail.core.ids import short_id
 from jobtrail.core.states import State
 from jobtrail.errors import InvalidInput
 from jobtrail.providers.config import find_provider
 from jobtrail.views import (
-    escalation_bundle,
     explain_text,
     iso,
     operation_json,
@@ -62,7 +59,7 @@ def _headers(values: tuple[str, ...]) -> dict[str, str]:
     return headers
 
 
-def _show(document: dict[str, Any]) -> None:
+def show(document: dict[str, Any]) -> None:
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
@@ -153,7 +150,7 @@ async def submit(
     if as_json:
         emit_json(document)
     else:
-        _show(document)
+        show(document)
         console.print(
             f"\nRecorded. `jobtrail run {op.operation_id}` sends it now; "
             "a running `jobtrail worker` picks it up by itself."
@@ -169,7 +166,7 @@ async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show one operation's record."""
     async with opened(settings) as ledger:
         document = operation_json(await ledger.get(operation_id), ledger.clock())
-    emit_json(document) if as_json else _show(document)
+    emit_json(document) if as_json else show(document)
 
 
 @click.command("list")
@@ -286,7 +283,7 @@ async def cancel(
             operation_id, actor=actor, reason=reason, expected_effect=expected_effect
         )
         document = operation_json(op, ledger.clock())
-    emit_json(document) if as_json else _show(document)
+    emit_json(document) if as_json else show(document)
 
 
 @click.command()
@@ -329,109 +326,4 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
     console.print(table)
 
 
-@click.command()
-@click.argument("operation_id")
-@pass_settings
-@run_async
-async def escalation(settings: Settings, operation_id: str) -> None:
-    """Print the escalation bundle (JSON) for a person or the provider's support: remote job
-    id, trace id, request history and provider request ids."""
-    async with opened(settings) as ledger:
-        op = await ledger.get(operation_id)
-        bundle = escalation_bundle(
-            op,
-            await ledger.store.history(operation_id),
-            await ledger.store.attempts(operation_id),
-            ledger.clock(),
-        )
-    emit_json(bundle)
-
-
-@click.command()
-@click.argument("operation_id")
-@click.option(
-    "--decision",
-    required=True,
-    type=click.Choice(["adopt", "mark-failed", "retry-as-new"]),
-    help="adopt one of the job ids seen, mark the operation failed, or mark it failed "
-    "and submit the same request as a new operation (new key and token).",
-)
-@click.option("--job-id", help="With adopt: the remote job id to adopt.")
-@click.option("--actor", required=True, help="Who decides.")
-@click.option("--reason", required=True, help="Why.")
-@json_option
-@pass_settings
-@run_async
-async def resolve(
-    settings: Settings,
-    operation_id: str,
-    decision: str,
-    job_id: str | None,
-    actor: str,
-    reason: str,
-    as_json: bool,
-) -> None:
-    """Record a human decision for an operation that needs one."""
-    choice = o.Decision(decision.replace("-", "_"))
-    async with opened(settings) as ledger:
-        request_id = short_id("req_", ledger.rand)
-        human = o.HumanDecision(
-            decision=choice, actor=actor, reason=reason, job_id=job_id, request_id=request_id
-        )
-        op = await ledger.decide(operation_id, human)
-        document = operation_json(op, ledger.clock())
-        if choice is o.Decision.RETRY_AS_NEW:
-            new = await ledger.resubmit(op, actor=actor, reason=reason)
-            document["replaced_by"] = new.operation_id
-    if as_json:
-        emit_json(document)
-    else:
-        _show(document)
-        if "replaced_by" in document:
-            console.print(f"submitted again as {document['replaced_by']}")
-
-
-@click.command()
-@click.argument("operation_id")
-@click.option(
-    "--result-deadline",
-    metavar="DURATION",
-    help="Resume observing a result_timed_out operation until now + DURATION.",
-)
-@click.option(
-    "--cancel-deadline",
-    metavar="DURATION",
-    help="Keep waiting for a cancellation until now + DURATION.",
-)
-@click.option("--actor", required=True)
-@click.option("--reason", required=True)
-@json_option
-@pass_settings
-@run_async
-async def extend(
-    settings: Settings,
-    operation_id: str,
-    result_deadline: str | None,
-    cancel_deadline: str | None,
-    actor: str,
-    reason: str,
-    as_json: bool,
-) -> None:
-    """Extend a deadline and resume automation (a recorded human decision)."""
-    if (result_deadline is None) == (cancel_deadline is None):
-        fail("give exactly one of --result-deadline or --cancel-deadline")
-    duration = parse_duration(result_deadline or cancel_deadline or "")
-    async with opened(settings) as ledger:
-        human = o.HumanDecision(
-            decision=o.Decision.EXTEND,
-            actor=actor,
-            reason=reason,
-            new_deadline=ledger.clock() + duration,
-            request_id=short_id("req_", ledger.rand),
-        )
-        op = await ledger.decide(operation_id, human)
-        document = operation_json(op, ledger.clock())
-    emit_json(document) if as_json else _show(document)
-
-
-COMMANDS = [submit, status, list_, history, explain, cancel, result, escalation, resolve, extend]
+COMMANDS = [submit, status, list_, history, explain, cancel, result]

@@ -1,0 +1,128 @@
+"""Commands for people in charge: escalation bundles and recorded human decisions."""
+
+from __future__ import annotations
+
+import click
+
+from jobtrail.cli.context import (
+    Settings,
+    emit_json,
+    fail,
+    json_option,
+    opened,
+    pass_settings,
+    run_async,
+)
+from jobtrail.cli.ops import console, show
+from jobtrail.core import outcomes as o
+from jobtrail.core.durations import parse_duration
+from jobtrail.core.ids import short_id
+from jobtrail.views import escalation_bundle, operation_json
+
+
+@click.command()
+@click.argument("operation_id")
+@pass_settings
+@run_async
+async def escalation(settings: Settings, operation_id: str) -> None:
+    """Print the escalation bundle (JSON) for a person or the provider's support: remote job
+    id, trace id, request history and provider request ids."""
+    async with opened(settings) as ledger:
+        op = await ledger.get(operation_id)
+        bundle = escalation_bundle(
+            op,
+            await ledger.store.history(operation_id),
+            await ledger.store.attempts(operation_id),
+            ledger.clock(),
+        )
+    emit_json(bundle)
+
+
+@click.command()
+@click.argument("operation_id")
+@click.option(
+    "--decision",
+    required=True,
+    type=click.Choice(["adopt", "mark-failed", "retry-as-new"]),
+    help="adopt one of the job ids seen, mark the operation failed, or mark it failed "
+    "and submit the same request as a new operation (new key and token).",
+)
+@click.option("--job-id", help="With adopt: the remote job id to adopt.")
+@click.option("--actor", required=True, help="Who decides.")
+@click.option("--reason", required=True, help="Why.")
+@json_option
+@pass_settings
+@run_async
+async def resolve(
+    settings: Settings,
+    operation_id: str,
+    decision: str,
+    job_id: str | None,
+    actor: str,
+    reason: str,
+    as_json: bool,
+) -> None:
+    """Record a human decision for an operation that needs one."""
+    choice = o.Decision(decision.replace("-", "_"))
+    async with opened(settings) as ledger:
+        request_id = short_id("req_", ledger.rand)
+        human = o.HumanDecision(
+            decision=choice, actor=actor, reason=reason, job_id=job_id, request_id=request_id
+        )
+        op = await ledger.decide(operation_id, human)
+        document = operation_json(op, ledger.clock())
+        if choice is o.Decision.RETRY_AS_NEW:
+            new = await ledger.resubmit(op, actor=actor, reason=reason)
+            document["replaced_by"] = new.operation_id
+    if as_json:
+        emit_json(document)
+    else:
+        show(document)
+        if "replaced_by" in document:
+            console.print(f"submitted again as {document['replaced_by']}")
+
+
+@click.command()
+@click.argument("operation_id")
+@click.option(
+    "--result-deadline",
+    metavar="DURATION",
+    help="Resume observing a result_timed_out operation until now + DURATION.",
+)
+@click.option(
+    "--cancel-deadline",
+    metavar="DURATION",
+    help="Keep waiting for a cancellation until now + DURATION.",
+)
+@click.option("--actor", required=True)
+@click.option("--reason", required=True)
+@json_option
+@pass_settings
+@run_async
+async def extend(
+    settings: Settings,
+    operation_id: str,
+    result_deadline: str | None,
+    cancel_deadline: str | None,
+    actor: str,
+    reason: str,
+    as_json: bool,
+) -> None:
+    """Extend a deadline and resume automation (a recorded human decision)."""
+    if (result_deadline is None) == (cancel_deadline is None):
+        fail("give exactly one of --result-deadline or --cancel-deadline")
+    duration = parse_duration(result_deadline or cancel_deadline or "")
+    async with opened(settings) as ledger:
+        human = o.HumanDecision(
+            decision=o.Decision.EXTEND,
+            actor=actor,
+            reason=reason,
+            new_deadline=ledger.clock() + duration,
+            request_id=short_id("req_", ledger.rand),
+        )
+        op = await ledger.decide(operation_id, human)
+        document = operation_json(op, ledger.clock())
+    emit_json(document) if as_json else show(document)
+
+
+COMMANDS = [escalation, resolve, extend]
