@@ -245,3 +245,31 @@ async def test_an_empty_commit_does_nothing(store: Store) -> None:
     """commit([]) returns no results and writes nothing."""
     assert await store.commit([]) == []
     assert await store.audit_rows() == []
+
+
+async def test_a_status_read_asked_for_during_a_lease_happens_on_release(store: Store) -> None:
+    """A non-owner asking for a read while a worker holds the operation: the owner's
+    releasing write makes it due at once instead of at the owner's own next time."""
+    op = await _leased(store, 1)
+    nudge = Change(operation=replace(op, next_poll_at=at(3), updated_at=at(3)), request_poll=True)
+    (nudged,) = await store.commit([nudge])
+    assert nudged.verdict is Verdict.OK and nudged.operation is not None
+    assert nudged.operation.next_poll_at == op.lease_expires_at  # the lease still decides
+    later = replace(nudged.operation, next_poll_at=at(60), updated_at=at(4))
+    (released,) = await store.commit([Change(operation=later, owner_fence=op.fence, release=True)])
+    assert released.operation is not None and released.operation.next_poll_at == at(4)
+    again = replace(released.operation, next_poll_at=at(90), updated_at=at(5))
+    (claim,) = await store.claim_due("worker:b", at(5), 1, LEASE)
+    done = replace(again, version=claim.operation.version, fence=claim.operation.fence)
+    (plain,) = await store.commit([Change(operation=done, owner_fence=done.fence, release=True)])
+    assert plain.operation is not None and plain.operation.next_poll_at == at(90)  # used once
+
+
+async def test_an_ended_operation_stays_unscheduled_despite_a_request(store: Store) -> None:
+    """A requested read never reschedules an operation whose owner ended it."""
+    op = await _leased(store, 1)
+    (nudged,) = await store.commit([Change(operation=op, request_poll=True)])
+    assert nudged.operation is not None
+    ended = replace(nudged.operation, state=State.FAILED, next_poll_at=None, updated_at=at(4))
+    (released,) = await store.commit([Change(operation=ended, owner_fence=op.fence, release=True)])
+    assert released.operation is not None and released.operation.next_poll_at is None

@@ -107,7 +107,7 @@ async def test_renew_fails_after_a_takeover(store: Store) -> None:
     (old,) = await store.claim_due("worker:a", at(1), 1, LEASE)
     (new,) = await store.claim_due("worker:b", at(1) + LEASE, 1, LEASE)
     assert await store.renew(ids[1], old.operation.fence, at(40), LEASE) is False
-    assert await store.release(ids[1], old.operation.fence, at(40)) is False
+    assert await store.release(ids[1], old.operation.fence, at(40), at(40)) is False
     assert await store.get(ids[1]) == new.operation
 
 
@@ -116,17 +116,26 @@ async def test_release_makes_the_operation_due_now(store: Store) -> None:
     it is refused for a fence that is not the current one, or twice."""
     ids = await _create_due(store, {1: 0})
     (claim,) = await store.claim_due("worker:a", at(1), 1, LEASE)
-    assert await store.release(ids[1], claim.operation.fence, at(5)) is True
+    assert await store.release(ids[1], claim.operation.fence, at(5), at(5)) is True
     released = await store.get(ids[1])
     assert released is not None
     assert (released.lease_owner, released.lease_expires_at) == (None, None)
     assert released.next_poll_at == at(5) and released.fence == claim.operation.fence
+    assert released.version == claim.operation.version + 1  # a stale writer sees the change
     (lease,) = await store.leases(ids[1])
     assert lease.released_at == at(5)
-    assert await store.release(ids[1], claim.operation.fence, at(6)) is False
+    assert await store.release(ids[1], claim.operation.fence, at(6), at(6)) is False
     assert await store.next_due() == at(5)
     (again,) = await store.claim_due("worker:b", at(5), 1, LEASE)
     assert again.was_due == at(5) and again.operation.fence == claim.operation.fence + 1
+
+
+async def test_release_with_nothing_left_to_do_is_never_due(store: Store) -> None:
+    """An operation released with no next time is never claimed again."""
+    ids = await _create_due(store, {1: 0})
+    (claim,) = await store.claim_due("worker:a", at(1), 1, LEASE)
+    assert await store.release(ids[1], claim.operation.fence, at(2), None) is True
+    assert await store.claim_due("worker:b", at(10_000), 10, LEASE) == []
 
 
 async def test_concurrent_claimers_never_share_an_operation(ledger_db: LedgerDb) -> None:

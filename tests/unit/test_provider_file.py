@@ -57,6 +57,8 @@ def base() -> dict[str, Any]:
         (lambda d: d["create"].pop("client_reference"), "list needs create.client_reference"),
         (lambda d: d["deadlines"].update(create="soon"), "cannot read the duration"),
         (lambda d: d.pop("create"), "[create] table is required"),
+        (lambda d: d["reconcile"].update(same_tokn=True), "unknown key 'same_tokn' in [reconcile]"),
+        (lambda d: d.update(timout="5s"), "unknown key 'timout' in the top level"),
     ],
 )
 def test_mistakes_are_explained(change: Any, message: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers.config import ListSpec, ProviderSpec
+from jobtrail.providers.spec import ListSpec, ProviderSpec
 
 MAX_ID_LENGTH = 512
 _NOT_FOUND = object()
@@ -32,13 +32,18 @@ def lookup(document: Any, path: str) -> Any:
     return node
 
 
+def _not_json(word: str) -> Any:
+    raise ValueError(f"{word} is not JSON")
+
+
 def read_json(body: bytes) -> tuple[Any, str | None]:
-    """(document, None) or (None, why it is not readable JSON)."""
+    """(document, None) or (None, why it is not readable JSON). NaN and Infinity, which
+    Python would accept, are refused: they cannot be stored as JSON."""
     try:
-        return json.loads(body.decode("utf-8")), None
+        return json.loads(body.decode("utf-8"), parse_constant=_not_json), None
     except UnicodeDecodeError:
         return None, "the answer is not UTF-8 text"
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         return None, "the answer is not JSON"
 
 

@@ -31,6 +31,9 @@ class Change:
     attempt_finished: Attempt | None = None
     audit: Sequence[AuditEntry] = ()
     release: bool = False
+    # A non-owner asking for a status read now: if a worker holds the operation, its
+    # releasing write makes the operation due at once rather than at its own next time.
+    request_poll: bool = False
 
 
 class Verdict(StrEnum):
@@ -116,8 +119,11 @@ class Store(Protocol):
         """Extend a held lease; False if the fence moved on."""
         ...
 
-    async def release(self, operation_id: str, fence: int, now: datetime) -> bool:
-        """Give a lease back without changing anything else; False if the fence moved on."""
+    async def release(
+        self, operation_id: str, fence: int, now: datetime, due: datetime | None
+    ) -> bool:
+        """Give a lease back at `now`, next due at `due` (None: nothing left to do), without
+        changing anything else; False if the fence moved on."""
         ...
 
     async def next_due(self) -> datetime | None:

@@ -211,8 +211,10 @@ class PostgresStore:
         args = {"expires": now + lease_for, "id": operation_id, "fence": fence}
         return bool((await self._rows("renew", args))[0]["n"] == 1)
 
-    async def release(self, operation_id: str, fence: int, now: datetime) -> bool:
-        args = {"now": now, "id": operation_id, "fence": fence}
+    async def release(
+        self, operation_id: str, fence: int, now: datetime, due: datetime | None
+    ) -> bool:
+        args = {"now": now, "due": due, "id": operation_id, "fence": fence}
         return bool((await self._rows("release", args))[0]["n"] == 1)
 
     async def next_due(self) -> datetime | None:
@@ -345,7 +347,11 @@ def _update_params(change: Change) -> dict[str, Any]:
     op, fence = change.operation, change.owner_fence
     params = CODEC.mutable_row(op)
     params.update(operation_id=op.operation_id, version=op.version, fence=fence)
-    return params | {"owner": fence is not None, "release": change.release}
+    return params | {
+        "owner": fence is not None,
+        "release": change.release,
+        "request_poll": change.request_poll,
+    }
 
 
 async def _fetch(query: str, args: Any, conn: Conn) -> list[DictRow]:

@@ -76,7 +76,13 @@ _POLL_UNLESS_LEASED = (
 # An owner keeps next_poll_at at its lease expiry until it releases the operation; only the
 # releasing write stores the next poll time the step decided.
 _POLL_WHILE_LEASED = "next_poll_at = COALESCE(lease_expires_at, :next_poll_at)"
-_POLL_ON_RELEASE = "next_poll_at = :next_poll_at"
+_POLL_ON_RELEASE = (
+    "next_poll_at = CASE WHEN poll_requested = 1 AND :next_poll_at IS NOT NULL "
+    "THEN min(:next_poll_at, :updated_at) ELSE :next_poll_at END, poll_requested = 0"
+)
+_REQUEST_POLL = (
+    ", poll_requested = CASE WHEN lease_owner IS NOT NULL THEN 1 ELSE poll_requested END"
+)
 _FINISH_ATTEMPT = (
     "UPDATE attempts SET finished_at = :finished_at, outcome = :outcome, "
     "http_status = :http_status, provider_request_id = :provider_request_id, "
@@ -306,6 +312,8 @@ class SqliteStore:
         params["operation_id"], params["version"] = op.operation_id, op.version
         if change.owner_fence is None:
             poll, guard = _POLL_UNLESS_LEASED, ""
+            if change.request_poll:
+                poll += _REQUEST_POLL
         else:
             poll = _POLL_ON_RELEASE if change.release else _POLL_WHILE_LEASED
             guard = " AND fence = :fence"
@@ -410,12 +418,16 @@ class SqliteStore:
 
         return await self._call(self._write, run)
 
-    async def release(self, operation_id: str, fence: int, now: datetime) -> bool:
+    async def release(
+        self, operation_id: str, fence: int, now: datetime, due: datetime | None
+    ) -> bool:
         def run(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
                 "UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL, "
-                "next_poll_at = ? WHERE operation_id = ? AND fence = ? AND lease_owner IS NOT NULL",
-                (_t_out(now), operation_id, fence),
+                "next_poll_at = CASE WHEN poll_requested = 1 AND ?1 IS NOT NULL THEN ?2 ELSE ?1 "
+                "END, poll_requested = 0, version = version + 1 "
+                "WHERE operation_id = ?3 AND fence = ?4 AND lease_owner IS NOT NULL",
+                (_t_out(due), _t_out(now), operation_id, fence),
             )
             if cur.rowcount:
                 conn.execute(

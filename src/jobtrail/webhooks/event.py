@@ -68,10 +68,8 @@ def read_event(spec: ProviderSpec, delivery: Delivery) -> Event:
 
 def updated_at_path(spec: ProviderSpec) -> str:
     """Where the provider's timestamp is: `updated_at` in [webhooks], else beside the state."""
-    table = spec.document.get("webhooks", {})
-    path = table.get("updated_at") if isinstance(table, dict) else None
-    if isinstance(path, str) and path:
-        return path
+    if spec.webhooks and spec.webhooks.updated_at:
+        return spec.webhooks.updated_at
     state = spec.webhooks.state if spec.webhooks else "state"
     parent, dot, _ = state.rpartition(".")
     return f"{parent}{dot}updated_at"

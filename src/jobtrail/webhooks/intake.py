@@ -89,6 +89,7 @@ async def record_event(ledger: Ledger, spec: ProviderSpec, event: Event) -> str:
             operation=replace(op, next_poll_at=scheduled, updated_at=now),
             observations=[observation],
             audit=[entry],
+            request_poll=read is not StatusRead.NOT_NEEDED,
         )
         (result,) = await ledger.store.commit([change])
         if result.verdict is Verdict.DUPLICATE_EVENT:

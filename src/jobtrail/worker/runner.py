@@ -52,7 +52,7 @@ class Runner:
         action = plan(op, now)
         if isinstance(action, Nothing | Wait):
             due = action.until if isinstance(action, Wait) else None
-            await self.ledger.store.release(op.operation_id, op.fence, due or now)
+            await self.ledger.store.release(op.operation_id, op.fence, now, due)
             return replace(op, lease_owner=None)
         if isinstance(action, Decide):
             return await self.ledger.settle(op, action.outcome, self.actor)
@@ -75,15 +75,16 @@ class Runner:
         else:
             reply = await provider.call(action.kind, op)
         outcome = await self._outcome(op, reply)
+        after = await self.ledger.finish_call(
+            op, attempt, outcome, detail=reply.detail, actor=self.actor
+        )
         log.info(
             "%s: %s",
             action.describe(),
             type(outcome).__name__,
-            extra=_fields(op) | {"attempt_id": attempt.attempt_id},
+            extra=_fields(after) | {"attempt_id": attempt.attempt_id},
         )
-        return await self.ledger.finish_call(
-            op, attempt, outcome, detail=reply.detail, actor=self.actor
-        )
+        return after
 
     async def _renew_if_short(self, op: Operation) -> Operation:
         """A call must finish inside the lease: renew first if less than its timeout is left."""

@@ -14,8 +14,14 @@ UPDATE operations SET {set_mutable},
     next_poll_at = CASE
         WHEN %(owner)s AND NOT %(release)s
             THEN coalesce(lease_expires_at, %(next_poll_at)s::timestamptz)
+        WHEN %(owner)s AND poll_requested AND %(next_poll_at)s::timestamptz IS NOT NULL
+            THEN least(%(next_poll_at)s::timestamptz, %(updated_at)s::timestamptz)
         WHEN %(owner)s OR lease_owner IS NULL THEN %(next_poll_at)s::timestamptz
         ELSE next_poll_at END,
+    poll_requested = CASE
+        WHEN %(owner)s AND %(release)s THEN false
+        WHEN NOT %(owner)s AND %(request_poll)s AND lease_owner IS NOT NULL THEN true
+        ELSE poll_requested END,
     version = version + 1,
     lease_owner = CASE WHEN %(release)s THEN NULL ELSE lease_owner END,
     lease_expires_at = CASE WHEN %(release)s THEN NULL ELSE lease_expires_at END
@@ -119,7 +125,10 @@ SELECT count(*) AS n FROM op;
 
 -- name: release
 WITH op AS (
-    UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL, next_poll_at = %(now)s
+    UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL,
+        next_poll_at = CASE WHEN poll_requested AND %(due)s::timestamptz IS NOT NULL
+            THEN %(now)s ELSE %(due)s::timestamptz END,
+        poll_requested = false, version = version + 1
     WHERE operation_id = %(id)s AND fence = %(fence)s AND lease_owner IS NOT NULL
     RETURNING operation_id
 ), lease AS (

@@ -1,0 +1,143 @@
+"""What a provider file declares, as records: the parsed form of docs/providers.md."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from jobtrail.core.model import Capabilities, Idempotency, ResultMode
+from jobtrail.core.redact import Redactor
+from jobtrail.core.states import RemoteStatus
+
+
+@dataclass(frozen=True, kw_only=True)
+class Placement:
+    """Where a value goes in a request: a header or a top-level body field."""
+
+    header: str | None = None
+    field: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Auth:
+    header: str
+    env: str
+    prefix: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ItemsRule:
+    """How to read per-item outcomes out of a batch result."""
+
+    path: str | None = None  # JSON results: where the item list is
+    status: str = "status"  # CSV column or JSON field with the item's outcome
+    ref: str = "id"  # CSV column or JSON field naming the item
+    success: tuple[str, ...] = ("succeeded", "success", "ok")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResultSpec:
+    path: str | None = None
+    content_type: str | None = None
+    checksum_header: str | None = None
+    checksum_field: str | None = None
+    count_header: str | None = None
+    max_bytes: int = 100 * 1000**2
+    schema: Any = None
+    items: ItemsRule | None = None
+    expected_items_from_request: str | None = None
+    inline_field: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListSpec:
+    path: str
+    items: str = "data"
+    job_id: str = "job_id"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebhookSpec:
+    signing: str  # "standard" or "hmac"
+    secret_env: str
+    job_id: str = "data.job_id"
+    state: str = "data.state"
+    updated_at: str | None = None  # default: `updated_at` beside the state
+    event_id: str = "id"
+    tolerance: timedelta = timedelta(minutes=5)
+    signature_header: str = "X-Webhook-Signature"
+    id_header: str = "X-Webhook-Id"
+    timestamp_header: str = "X-Webhook-Timestamp"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderSpec:
+    name: str
+    base_url: str
+    document: dict[str, Any]  # the file's content, secret-free, stored with each operation
+    auth: Auth | None = None
+    trace_header: str | None = None
+    request_id_headers: tuple[str, ...] = ("X-Request-ID", "Request-Id", "X-Request-Id")
+    timeout: timedelta = timedelta(seconds=30)
+    max_response_bytes: int = 1000**2
+    headers: dict[str, str] = field(default_factory=dict)
+    create_method: str = "POST"
+    create_path: str = "/"
+    idempotency: Placement | None = None
+    client_reference: Placement | None = None
+    create_job_id: str = "job_id"
+    create_state: str | None = "state"
+    create_status_url: str | None = "status_url"
+    status_path: str | None = None
+    status_state: str = "state"
+    status_progress: str | None = "progress"
+    status_updated_at: str | None = "updated_at"
+    status_error: str | None = "error"
+    states: dict[str, RemoteStatus] = field(default_factory=dict)
+    cancel_method: str = "POST"
+    cancel_path: str | None = None
+    result: ResultSpec = field(default_factory=ResultSpec)
+    same_token: bool = False
+    listing: ListSpec | None = None
+    webhooks: WebhookSpec | None = None
+    deadlines: dict[str, timedelta] = field(default_factory=dict)
+    poll_initial: float = 2.0
+    poll_cap: float = 60.0
+    redactor: Redactor = field(default_factory=Redactor)
+
+    @property
+    def target(self) -> str:
+        """What the fingerprint binds a token to: this provider's create endpoint."""
+        return f"{self.name}:{self.create_method} {self.create_path}"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        if self.idempotency is None:
+            idem = Idempotency.NONE
+        else:
+            idem = Idempotency.HEADER if self.idempotency.header else Idempotency.BODY
+        if self.result.path:
+            mode = ResultMode.ENDPOINT
+        elif self.result.inline_field:
+            mode = ResultMode.INLINE
+        else:
+            mode = ResultMode.NONE
+        return Capabilities(
+            idempotency=idem,
+            same_token_retry=self.same_token,
+            list_by_reference=self.listing is not None,
+            cancel=self.cancel_path is not None,
+            result=mode,
+            webhooks=self.webhooks is not None,
+        )
+
+    def secret_values(self) -> list[str]:
+        """The secrets this provider uses, read now from the environment (for redaction)."""
+        values = []
+        if self.auth and os.environ.get(self.auth.env):
+            values.append(os.environ[self.auth.env])
+        if self.webhooks and os.environ.get(self.webhooks.secret_env):
+            values.append(os.environ[self.webhooks.secret_env])
+        return values
