@@ -142,3 +142,13 @@ async def _run_mix(folder: Path, mp: pytest.MonkeyPatch, mix: list[tuple[dict, b
             if stored.state is State.CANCELLED:
                 seen = await store.observations(op.operation_id)
                 assert any(ob.remote_status is RemoteStatus.CANCELLED for ob in seen)
+
+
+async def test_equal_results_stored_at_once_both_succeed(tmp_path: Path) -> None:
+    """Two concurrent stores of the same content (two operations, same result) both land."""
+    from jobtrail.worker.blobs import BlobStore
+
+    blobs = BlobStore(tmp_path)
+    content = b"id,status\nitem-1,succeeded\n" * 1000
+    locations = await asyncio.gather(*(blobs.put(content) for _ in range(16)))
+    assert len(set(locations)) == 1 and Path(locations[0]).read_bytes() == content

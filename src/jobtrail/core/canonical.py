@@ -29,8 +29,15 @@ def _number(value: float) -> str:
     return text
 
 
+# One encoder for every string: json.dumps(text, ensure_ascii=False) builds a new encoder on
+# each call, and a canonical document is mostly small strings (same output either way).
+_string = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _encode(value: Any, out: list[str]) -> None:
-    if value is None:
+    if isinstance(value, str):
+        out.append(_string(value))
+    elif value is None:
         out.append("null")
     elif value is True:
         out.append("true")
@@ -40,8 +47,6 @@ def _encode(value: Any, out: list[str]) -> None:
         out.append(str(value))
     elif isinstance(value, float):
         out.append(_number(value))
-    elif isinstance(value, str):
-        out.append(json.dumps(value, ensure_ascii=False))
     elif isinstance(value, list | tuple):
         out.append("[")
         for i, item in enumerate(value):
@@ -51,17 +56,25 @@ def _encode(value: Any, out: list[str]) -> None:
         out.append("]")
     elif isinstance(value, dict):
         out.append("{")
-        for i, key in enumerate(sorted(value, key=_utf16_key)):
+        for i, key in enumerate(_sorted_keys(value)):
             if not isinstance(key, str):
                 raise InvalidInput(f"JSON object keys must be strings, got {key!r}")
             if i:
                 out.append(",")
-            out.append(json.dumps(key, ensure_ascii=False))
+            out.append(_string(key))
             out.append(":")
             _encode(value[key], out)
         out.append("}")
     else:
         raise InvalidInput(f"{type(value).__name__} is not a JSON value")
+
+
+def _sorted_keys(value: dict[Any, Any]) -> list[Any]:
+    """Keys in UTF-16 code unit order. For ASCII keys (the usual case) that is plain string
+    order, which needs no re-encoding of every key to compare."""
+    if all(isinstance(key, str) and key.isascii() for key in value):
+        return sorted(value)
+    return sorted(value, key=_utf16_key)
 
 
 def _utf16_key(key: object) -> bytes:

@@ -54,9 +54,17 @@ class HttpProvider:
         self.name: str = spec.name
         self.capabilities: Capabilities = spec.capabilities
         self._rand = secrets.SystemRandom()
+        self._base_origin = _origin(spec.base_url)
+        self._redactors: dict[tuple[str, ...], Redactor] = {}
 
     def _redactor(self) -> Redactor:
-        return self.spec.redactor.extended(values=self.spec.secret_values())
+        """Secrets are read from the environment on every call (they may be rotated); the
+        redactor for a set of them is built once, not twice per call."""
+        values = tuple(self.spec.secret_values())
+        redactor = self._redactors.get(values)
+        if redactor is None:
+            redactor = self._redactors[values] = self.spec.redactor.extended(values=values)
+        return redactor
 
     # -- building requests --------------------------------------------------------------
 
@@ -69,7 +77,7 @@ class HttpProvider:
     def _status_url(self, op: Operation) -> str | None:
         if op.status_url:
             url = urljoin(self.spec.base_url + "/", op.status_url)
-            if _origin(url) == _origin(self.spec.base_url):
+            if _origin(url) == self._base_origin:
                 return url
         return self._url(self.spec.status_path, op) if self.spec.status_path else None
 

@@ -3,9 +3,11 @@ any worker can rebuild the provider it needs without the file itself."""
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 import aiohttp
 
-from jobtrail.core.canonical import canonical_json, sha256_text
 from jobtrail.core.model import Operation
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.providers.http import HttpProvider
@@ -17,7 +19,7 @@ class ProviderRegistry:
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
         self._built: dict[str, Provider] = {}
-        self._specs: dict[str, ProviderSpec] = {}
+        self._specs: dict[str, list[tuple[Any, ProviderSpec]]] = {}
         self._code: dict[str, Provider] = {}
 
     def register(self, provider: Provider) -> None:
@@ -31,11 +33,15 @@ class ProviderRegistry:
         return self._session
 
     def spec(self, op: Operation) -> ProviderSpec:
-        """The parsed provider file an operation was submitted with (cached)."""
-        key = op.provider + ":" + sha256_text(canonical_json(op.provider_config))
-        spec = self._specs.get(key)
-        if spec is None:
-            spec = self._specs[key] = parse_provider(op.provider_config)
+        """The parsed provider file an operation was submitted with (cached). Each operation
+        carries its own copy of the document, so the cache compares documents: far cheaper,
+        on every call, than encoding one to hash it."""
+        known = self._specs.setdefault(op.provider, [])
+        for document, spec in known:
+            if document == op.provider_config:
+                return spec
+        spec = parse_provider(op.provider_config)
+        known.append((copy.deepcopy(op.provider_config), spec))
         return spec
 
     def for_operation(self, op: Operation) -> Provider:

@@ -68,6 +68,7 @@ MUTABLE = (
 )
 LEASE = ("fence", "lease_owner", "lease_expires_at", "version")
 COLUMNS = IMMUTABLE + MUTABLE + LEASE
+CHANGING = MUTABLE + LEASE  # what an update may change: all an update needs to return
 
 
 def dump(value: Any) -> str | None:
@@ -144,11 +145,8 @@ class Codec:
         return doc
 
     def operation(self, row: Any) -> Operation:
-        t = self.t_in
         caps = load(row["capabilities"])
         request = load(row["request"])
-        intent = load(row["cancel_intent"])
-        result = load(row["result"])
         return Operation(
             operation_id=row["operation_id"],
             key=row["op_key"],
@@ -171,36 +169,68 @@ class Codec:
             created_at=self._t(row["created_at"]),
             create_deadline=self._t(row["create_deadline"]),
             cancel_timeout=timedelta(seconds=float(row["cancel_timeout_s"])),
-            result_deadline=self._t(row["result_deadline"]),
-            state=State(row["state"]),
-            remote_job_id=row["remote_job_id"],
-            remote_state=row["remote_state"],
-            remote_status=RemoteStatus(row["remote_status"]) if row["remote_status"] else None,
-            progress=load(row["progress"]),
-            status_url=row["status_url"],
-            candidate_job_id=row["candidate_job_id"],
-            conflicting_job_ids=tuple(load(row["conflicting_job_ids"]) or ()),
-            next_poll_at=t(row["next_poll_at"]),
-            poll_count=row["poll_count"],
-            create_attempts=row["create_attempts"],
-            inflight_attempt=row["inflight_attempt"],
-            cancel_intent=(
+            **self._changing(row),
+        )
+
+    def updated(self, op: Operation, row: Any) -> Operation:
+        """The record as stored by an update of `op` that returned the CHANGING columns.
+        The other columns are written once, at the insert, so they are `op`'s: decoding
+        them again (the provider file above all) would cost more than the update."""
+        return Operation(
+            operation_id=op.operation_id,
+            key=op.key,
+            provider=op.provider,
+            provider_config=op.provider_config,
+            capabilities=op.capabilities,
+            request=op.request,
+            fingerprint=op.fingerprint,
+            idempotency_token=op.idempotency_token,
+            trace_id=op.trace_id,
+            actor=op.actor,
+            authorized_by=op.authorized_by,
+            reason=op.reason,
+            created_at=op.created_at,
+            create_deadline=op.create_deadline,
+            cancel_timeout=op.cancel_timeout,
+            **self._changing(row),
+        )
+
+    def _changing(self, row: Any) -> dict[str, Any]:
+        """The fields of the CHANGING columns."""
+        t = self.t_in
+        intent = load(row["cancel_intent"])
+        result = load(row["result"])
+        return {
+            "result_deadline": self._t(row["result_deadline"]),
+            "state": State(row["state"]),
+            "remote_job_id": row["remote_job_id"],
+            "remote_state": row["remote_state"],
+            "remote_status": RemoteStatus(row["remote_status"]) if row["remote_status"] else None,
+            "progress": load(row["progress"]),
+            "status_url": row["status_url"],
+            "candidate_job_id": row["candidate_job_id"],
+            "conflicting_job_ids": tuple(load(row["conflicting_job_ids"]) or ()),
+            "next_poll_at": t(row["next_poll_at"]),
+            "poll_count": row["poll_count"],
+            "create_attempts": row["create_attempts"],
+            "inflight_attempt": row["inflight_attempt"],
+            "cancel_intent": (
                 CancelIntent(
                     **intent | {"requested_at": datetime.fromisoformat(intent["requested_at"])}
                 )
                 if intent
                 else None
             ),
-            cancel_deadline=t(row["cancel_deadline"]),
-            cancel_sent=bool(row["cancel_sent"]),
-            inline_result=row["inline_result"],
-            result=result_summary(result) if result else None,
-            fence=row["fence"],
-            lease_owner=row["lease_owner"],
-            lease_expires_at=t(row["lease_expires_at"]),
-            version=row["version"],
-            updated_at=t(row["updated_at"]),
-        )
+            "cancel_deadline": t(row["cancel_deadline"]),
+            "cancel_sent": bool(row["cancel_sent"]),
+            "inline_result": row["inline_result"],
+            "result": result_summary(result) if result else None,
+            "fence": row["fence"],
+            "lease_owner": row["lease_owner"],
+            "lease_expires_at": t(row["lease_expires_at"]),
+            "version": row["version"],
+            "updated_at": t(row["updated_at"]),
+        }
 
     def transition_row(self, tr: Transition) -> dict[str, Any]:
         return {
@@ -236,6 +266,17 @@ class Codec:
             "actor": at.actor,
             "started_at": self.t_out(at.started_at),
             "request": dump(at.request),
+            "finished_at": self.t_out(at.finished_at),
+            "outcome": at.outcome,
+            "http_status": at.http_status,
+            "provider_request_id": at.provider_request_id,
+            "detail": dump(at.detail),
+        }
+
+    def attempt_outcome_row(self, at: Attempt) -> dict[str, Any]:
+        """The columns a finished attempt adds to its recorded intent."""
+        return {
+            "attempt_id": at.attempt_id,
             "finished_at": self.t_out(at.finished_at),
             "outcome": at.outcome,
             "http_status": at.http_status,

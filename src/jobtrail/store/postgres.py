@@ -63,6 +63,7 @@ def _load_queries() -> dict[str, str]:
 _FILL = {  # the operation's columns come from the codec, shared with SQLite
     "columns": ", ".join(c.COLUMNS),
     "values": ", ".join(f"%({col})s" for col in c.COLUMNS),
+    "changing": ", ".join(c.CHANGING),
     "set_mutable": ", ".join(f"{col} = %({col})s" for col in c.MUTABLE if col != "next_poll_at"),
     "only": "",
 }
@@ -317,14 +318,16 @@ class _Batch:
                 fenced = now is not None and change.owner_fence not in (None, now.fence)
                 self.verdicts[i] = Verdict.FENCED_OUT if fenced else Verdict.STALE
                 if fenced and change.attempt_finished is not None:
-                    writes["finish_attempt"].append(CODEC.attempt_row(change.attempt_finished))
+                    writes["finish_attempt"].append(
+                        CODEC.attempt_outcome_row(change.attempt_finished)
+                    )
                 continue
-            self.verdicts[i], self.stored[i] = Verdict.OK, CODEC.operation(row)
+            self.verdicts[i], self.stored[i] = Verdict.OK, CODEC.updated(change.operation, row)
             seen |= self.events[i]
             if change.attempt_started is not None:
                 writes["insert_attempt"].append(CODEC.attempt_row(change.attempt_started))
             if change.attempt_finished is not None:
-                writes["finish_attempt"].append(CODEC.attempt_row(change.attempt_finished))
+                writes["finish_attempt"].append(CODEC.attempt_outcome_row(change.attempt_finished))
             writes["insert_transition"] += map(CODEC.transition_row, change.transitions)
             writes["insert_observation"] += map(CODEC.observation_row, change.observations)
             if change.release:

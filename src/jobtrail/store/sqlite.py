@@ -34,7 +34,9 @@ BUSY_TIMEOUT_MS = 30_000
 def _t_out(value: datetime | None) -> str | None:
     if value is None:
         return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat gives the same fixed-width text as strftime("%Y-%m-%dT%H:%M:%S.%fZ") for
+    # every year from 1000 on, in a third less time; a step formats a dozen times.
+    return value.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def _t_in(value: Any) -> datetime | None:
@@ -46,6 +48,7 @@ def _t(value: Any) -> datetime:
 
 
 CODEC = c.Codec(_t_out, _t_in)
+_CHANGING = ", ".join(c.CHANGING)
 _SET_MUTABLE = ", ".join(f"{col} = :{col}" for col in c.MUTABLE if col != "next_poll_at")
 _INSERT_OP = (
     f"INSERT INTO operations ({', '.join(c.COLUMNS)}) "
@@ -321,20 +324,23 @@ class SqliteStore:
         release = ", lease_owner = NULL, lease_expires_at = NULL" if change.release else ""
         row = conn.execute(
             f"UPDATE operations SET {_SET_MUTABLE}, {poll}, version = version + 1{release} "
-            f"WHERE operation_id = :operation_id AND version = :version{guard} RETURNING *",
+            f"WHERE operation_id = :operation_id AND version = :version{guard} "
+            f"RETURNING {_CHANGING}",
             params,
         ).fetchone()
         if row is None:
             current = self._get(op.operation_id)
             if current is not None and change.owner_fence not in (None, current.fence):
                 if change.attempt_finished is not None:
-                    conn.execute(_FINISH_ATTEMPT, CODEC.attempt_row(change.attempt_finished))
+                    conn.execute(
+                        _FINISH_ATTEMPT, CODEC.attempt_outcome_row(change.attempt_finished)
+                    )
                 return CommitResult(verdict=Verdict.FENCED_OUT, operation=current)
             return CommitResult(verdict=Verdict.STALE, operation=current)
         if change.attempt_started is not None:
             conn.execute(_INSERT_ATTEMPT, CODEC.attempt_row(change.attempt_started))
         if change.attempt_finished is not None:
-            conn.execute(_FINISH_ATTEMPT, CODEC.attempt_row(change.attempt_finished))
+            conn.execute(_FINISH_ATTEMPT, CODEC.attempt_outcome_row(change.attempt_finished))
         if change.transitions:
             conn.executemany(
                 _INSERT_TRANSITION, [CODEC.transition_row(t) for t in change.transitions]
@@ -348,7 +354,7 @@ class SqliteStore:
                 "UPDATE leases SET released_at = ? WHERE operation_id = ? AND fence = ?",
                 (_t_out(op.updated_at), op.operation_id, change.owner_fence),
             )
-        return CommitResult(verdict=Verdict.OK, operation=CODEC.operation(row))
+        return CommitResult(verdict=Verdict.OK, operation=CODEC.updated(op, row))
 
     # -- leases ----------------------------------------------------------------------------
 

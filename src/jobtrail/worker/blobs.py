@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 
@@ -22,7 +23,10 @@ class BlobStore:
         if final.exists() and final.stat().st_size == len(content):
             return str(final)
         final.parent.mkdir(parents=True, exist_ok=True)
-        temporary = final.with_name(f".{digest}.{os.getpid()}.tmp")
+        # One temporary name per writing thread: the same content may be stored by two
+        # threads at once (equal results of different jobs), and they must not share it.
+        writer = f"{os.getpid()}.{threading.get_ident()}"
+        temporary = final.with_name(f".{digest}.{writer}.tmp")
         with open(temporary, "wb") as handle:
             handle.write(content)
             handle.flush()

@@ -8,7 +8,8 @@ ON CONFLICT (op_key) DO NOTHING RETURNING operation_id;
 -- One statement for every kind of change, so it is prepared once per connection. An owner
 -- (fence given) must still hold the fence. While leased, next_poll_at is the lease expiry
 -- that makes a dead worker's work due again: only the owner's releasing write stores the
--- next poll time the step decided, and anyone else never moves it.
+-- next poll time the step decided, and anyone else never moves it. It returns only what it
+-- may change: the rest of the record is the caller's, as written at the insert.
 -- name: update_operation
 UPDATE operations SET {set_mutable},
     next_poll_at = CASE
@@ -27,7 +28,7 @@ UPDATE operations SET {set_mutable},
     lease_expires_at = CASE WHEN %(release)s THEN NULL ELSE lease_expires_at END
 WHERE operation_id = %(operation_id)s AND version = %(version)s
     AND (%(fence)s::bigint IS NULL OR fence = %(fence)s::bigint)
-RETURNING *;
+RETURNING {changing};
 
 -- name: get
 SELECT * FROM operations WHERE operation_id = %s;
