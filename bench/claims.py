@@ -1,0 +1,89 @@
+"""The claim query's cost with a million operations in the table (part of benchmark 3).
+
+The ledger holds 100,000 live operations (all due at the `now` used here) and 900,000 that
+ended (no next poll time, so outside the partial due index). On PostgreSQL two claim shapes
+are compared on the same rows, each claim run in a transaction that is rolled back:
+
+- A, jobtrail's: a claim moves next_poll_at to the lease expiry, so `next_poll_at <= now`
+  on the due index alone decides what is claimable;
+- B, the usual alternative: next_poll_at keeps the due time and the claim also filters
+  `lease_expires_at IS NULL OR lease_expires_at < now`, stepping over every leased row
+  that is past due.
+
+Both run with some operations already leased by another worker (in flight), as in a busy
+ledger: in A they sit outside the due range; in B they sit at its head.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import statistics
+import time
+from datetime import datetime, timedelta
+
+import psycopg
+
+from jobtrail.store.postgres import Q
+from jobtrail.store.sqlite import _t_out
+
+# What SqliteStore.claim_due selects before leasing (jobtrail/store/sqlite.py).
+SQLITE_DUE = (
+    "SELECT operation_id, next_poll_at FROM operations WHERE next_poll_at <= ? "
+    "ORDER BY next_poll_at LIMIT ?"
+)
+CLAIM_A = Q["claim_due"]
+_WHERE = "WHERE next_poll_at <= %(now)s ORDER BY"
+_MOVE = ", next_poll_at = %(expires)s"
+assert _WHERE in CLAIM_A and _MOVE in CLAIM_A, "the claim query changed: update bench/claims.py"
+CLAIM_B = CLAIM_A.replace(
+    _WHERE,
+    "WHERE next_poll_at <= %(now)s AND (lease_expires_at IS NULL OR lease_expires_at < %(now)s) "
+    "ORDER BY",
+).replace(_MOVE, "")
+
+
+def sqlite_plan(path: str, now: datetime) -> str:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("EXPLAIN QUERY PLAN " + SQLITE_DUE, (_t_out(now), 100)).fetchall()
+    return "\n".join(str(row[-1]) for row in rows)
+
+
+def pg_explain(url: str, query: str, args: dict[str, object]) -> str:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + query, args).fetchall()
+        conn.rollback()
+    return "\n".join(str(row[0]) for row in rows)
+
+
+def pg_claim_ms(url: str, query: str, args: dict[str, object], repeat: int) -> tuple[float, int]:
+    """(median ms per claim, rows it claimed), each claim rolled back so all see one state."""
+    times, claimed = [], 0
+    with psycopg.connect(url) as conn:
+        for _ in range(repeat):
+            started = time.perf_counter()
+            claimed = len(conn.execute(query, args).fetchall())
+            times.append((time.perf_counter() - started) * 1000)
+            conn.rollback()
+    return statistics.median(times), claimed
+
+
+def pg_lease_some(url: str, count: int, now: datetime, representation: str) -> None:
+    """Make every live operation due at its last update, then leave the `count` earliest
+    leased by another worker for a day, in representation A (next_poll_at = lease expiry) or
+    B (next_poll_at = due time)."""
+    expires = now + timedelta(days=1)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL, "
+            "next_poll_at = updated_at WHERE next_poll_at IS NOT NULL"
+        )
+        if count:
+            target = "%(expires)s" if representation == "A" else "o.next_poll_at"
+            conn.execute(
+                "UPDATE operations o SET lease_owner = 'other-worker', "
+                f"lease_expires_at = %(expires)s, next_poll_at = {target} "
+                "FROM (SELECT operation_id FROM operations WHERE next_poll_at <= %(now)s "
+                "ORDER BY next_poll_at LIMIT %(n)s) d WHERE o.operation_id = d.operation_id",
+                {"expires": expires, "now": now, "n": count},
+            )
+        conn.execute("VACUUM ANALYZE operations")

@@ -1,0 +1,75 @@
+"""`python -m bench.workerproc`: one worker process (the real `Worker`, as `jobtrail worker`
+assembles it) run for a fixed time, recording lateness; prints one JSON line of what it did:
+claims, lateness percentiles after the warmup and its resident memory, sampled every half second."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import time
+from datetime import timedelta
+
+from jobtrail.runtime import runtime
+
+from bench.common import percentile, rss_mb
+
+
+async def work(args: argparse.Namespace) -> dict[str, float]:
+    peak = 0.0
+    async with runtime(
+        args.db,
+        args.data,
+        worker_id="bench-worker",
+        concurrency=args.concurrency,
+        lease_for=timedelta(seconds=60),
+        record_lateness=True,
+    ) as rt:
+        task = asyncio.create_task(rt.worker.run())
+        started = time.monotonic()
+        ready = rt.worker.stats.claimed
+        first = 0  # lateness is counted after the warmup
+        while time.monotonic() - started < args.seconds and not task.done():
+            await asyncio.sleep(0.5)
+            peak = max(peak, rss_mb()[0])
+            if time.monotonic() - started < args.warmup:
+                ready = rt.worker.stats.claimed
+                first = len(rt.worker.stats.lateness)
+        measured = time.monotonic() - started - args.warmup
+        claimed = rt.worker.stats.claimed - ready
+        rt.worker.stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        stats = rt.worker.stats
+    late = stats.lateness[first:]
+    rss, hwm = rss_mb()
+    return {
+        "claimed": stats.claimed,
+        "claimed_measured": claimed,
+        "measured_seconds": measured,
+        "finished": stats.finished,
+        "lost": stats.lost,
+        "late_count": len(late),
+        "late_p50": percentile(late, 50),
+        "late_p90": percentile(late, 90),
+        "late_p99": percentile(late, 99),
+        "late_max": max(late, default=float("nan")),
+        "rss_mb": rss,
+        "rss_peak_mb": max(peak, hwm),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--seconds", type=float, required=True)
+    parser.add_argument("--warmup", type=float, default=0.0)
+    parser.add_argument("--concurrency", type=int, default=50)
+    args = parser.parse_args()
+    print(json.dumps(asyncio.run(work(args))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
