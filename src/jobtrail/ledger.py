@@ -10,17 +10,16 @@ from __future__ import annotations
 import random
 import secrets
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from jobtrail.audit import AuditEntry
 from jobtrail.core import outcomes as o
 from jobtrail.core.apply import Applied, Policy, apply
-from jobtrail.core.canonical import canonical_json, fingerprint
+from jobtrail.core.canonical import fingerprint
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
-from jobtrail.core.model import Attempt, AttemptKind, CancelIntent, JobRequest, Operation
+from jobtrail.core.model import Attempt, AttemptKind, CancelIntent, JobRequest, Operation, evolve
 from jobtrail.core.plan import Call, Decide, plan
 from jobtrail.core.schedule import Backoff
 from jobtrail.core.states import REMOTE_MAY_RUN, State
@@ -103,16 +102,13 @@ class Ledger:
                     "credentials: name the environment variable holding it in the provider "
                     "file's `auth` instead"
                 )
-        canonical_json(body)  # refuses what is not JSON before anything is written
         request = JobRequest(
             method=provider.create_method, target=provider.target, body=body, headers=headers
         )
+        # The fingerprint is computed first: it refuses what is not JSON before any write.
         print_ = fingerprint(request.method, request.target, body, headers)
         if key is not None:
-            _check_key(key)
-            existing = await self._by_key(key)
-            if existing is not None:
-                return _same_request(existing, print_, key)
+            _check_key(key)  # an existing key is found by create_operation, atomically
         now = self.clock()
         op_id = operation_id(now, self.rand)
         deadlines = provider.deadlines
@@ -155,9 +151,6 @@ class Ledger:
         )
         stored = await self.store.create_operation(op, [entry])
         return stored if stored.operation_id == op_id else _same_request(stored, print_, op.key)
-
-    async def _by_key(self, key: str) -> Operation | None:
-        return await self.store.get_by_key(key)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -206,11 +199,11 @@ class Ledger:
             else:
                 # No remote job id yet: keep the intent; it is acted on as soon as one is known.
                 applied = Applied(
-                    operation=replace(op, cancel_intent=intent, next_poll_at=now, updated_at=now),
+                    operation=evolve(op, cancel_intent=intent, next_poll_at=now, updated_at=now),
                     transitions=(),
                     observations=(),
                 )
-            result = await self._commit(self._change(applied, None, [entry]))
+            result = await self._commit(self._change(op, applied, None, [entry]))
             if result.verdict is Verdict.OK and result.operation is not None:
                 return result.operation
         raise ConcurrentUpdate(f"{operation_id} kept changing; try the cancel again")
@@ -245,7 +238,7 @@ class Ledger:
                     else None,
                 },
             )
-            result = await self._commit(self._change(applied, None, [entry]))
+            result = await self._commit(self._change(op, applied, None, [entry]))
             if result.verdict is Verdict.OK and result.operation is not None:
                 return result.operation
         raise ConcurrentUpdate(f"{operation_id} kept changing; try again")
@@ -279,7 +272,7 @@ class Ledger:
             started_at=now,
             request=request,
         )
-        marked = replace(op, inflight_attempt=attempt.attempt_id, updated_at=now)
+        marked = evolve(op, inflight_attempt=attempt.attempt_id, updated_at=now)
         entry = self._entry(
             op,
             now,
@@ -288,7 +281,11 @@ class Ledger:
             {"attempt_id": attempt.attempt_id, "kind": kind.value, "request": request},
         )
         change = Change(
-            operation=marked, owner_fence=op.fence, attempt_started=attempt, audit=[entry]
+            operation=marked,
+            owner_fence=op.fence,
+            before=op,
+            attempt_started=attempt,
+            audit=[entry],
         )
         result = await self._commit(change)
         if result.verdict is Verdict.OK and result.operation is not None:
@@ -310,8 +307,8 @@ class Ledger:
         """Record a call's outcome and what it changes. Re-applied if someone else (a cancel
         request, a webhook) changed the record meanwhile; refused if the lease moved on."""
         now = self.clock()
-        outcome = replace(outcome, ref=attempt.attempt_id)  # every cause names its attempt
-        finished = replace(
+        outcome = evolve(outcome, ref=attempt.attempt_id)  # every cause names its attempt
+        finished = evolve(
             attempt,
             finished_at=now,
             outcome=type(outcome).__name__,
@@ -356,11 +353,11 @@ class Ledger:
                     self._entry(op, now, "decision", actor, {"outcome": type(outcome).__name__})
                 )
             keep = not release and isinstance(plan(applied.operation, now), Call | Decide)
-            change = self._change(applied, fence, audit, finished=finished, release=not keep)
+            change = self._change(op, applied, fence, audit, finished=finished, release=not keep)
             result = await self._commit(change)
             if result.verdict is Verdict.OK and result.operation is not None:
                 if keep:  # the stored poll time is the lease expiry; carry the decided one
-                    return replace(result.operation, next_poll_at=applied.operation.next_poll_at)
+                    return evolve(result.operation, next_poll_at=applied.operation.next_poll_at)
                 return result.operation
             if result.verdict is Verdict.FENCED_OUT or result.operation is None:
                 raise LostOwnership(f"lease on {op.operation_id} was taken over (fence {fence})")
@@ -369,6 +366,7 @@ class Ledger:
 
     def _change(
         self,
+        before: Operation,
         applied: Applied,
         fence: int | None,
         audit: list[AuditEntry],
@@ -396,6 +394,7 @@ class Ledger:
         return Change(
             operation=op,
             owner_fence=fence,
+            before=before,
             transitions=applied.transitions,
             observations=applied.observations,
             attempt_finished=finished,

@@ -228,3 +228,18 @@ def test_sync_result_goes_straight_to_collection() -> None:
     )
     op = step(make_op(), sync).operation
     assert op.state is State.RESULT_COLLECTING and op.inline_result == "/r/ab"
+
+
+def test_evolve_is_replace_without_the_cost() -> None:
+    """evolve gives what dataclasses.replace gives, and refuses unknown fields."""
+    from dataclasses import replace as dc_replace
+
+    from jobtrail.core.model import evolve
+
+    op = make_op()
+    assert evolve(op, poll_count=3, state=State.ACCEPTED) == dc_replace(
+        op, poll_count=3, state=State.ACCEPTED
+    )
+    assert op.poll_count == 0  # the original is untouched
+    with pytest.raises(TypeError, match="no field 'polls'"):
+        evolve(op, polls=1)

@@ -8,12 +8,12 @@ state (a running observation, a throttled call) only update the record and the s
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from jobtrail.core import outcomes as o
-from jobtrail.core.model import Observation, Operation, Transition
+from jobtrail.core.model import Observation, Operation, Transition, evolve
 from jobtrail.core.schedule import Backoff, next_call_at
 from jobtrail.core.states import (
     ENDS_AUTOMATION,
@@ -68,10 +68,10 @@ class _Step:
                 remote_job_id=self.op.remote_job_id,
             )
         )
-        self.op = replace(self.op, state=to)
+        self.op = evolve(self.op, state=to)
 
     def set(self, **changes: Any) -> None:
-        self.op = replace(self.op, **changes)
+        self.op = evolve(self.op, **changes)
 
     def now_next(self) -> None:
         self.set(next_poll_at=self.now)
@@ -120,9 +120,9 @@ class _Step:
         self.set(**changes)
 
     def result(self) -> Applied:
-        op = replace(self.op, updated_at=self.now)
+        op = evolve(self.op, updated_at=self.now)
         if op.state.ends_automation:
-            op = replace(op, next_poll_at=None)
+            op = evolve(op, next_poll_at=None)
         return Applied(
             operation=op,
             transitions=tuple(self.transitions),

@@ -3,7 +3,6 @@ any worker can rebuild the provider it needs without the file itself."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import aiohttp
@@ -33,15 +32,15 @@ class ProviderRegistry:
         return self._session
 
     def spec(self, op: Operation) -> ProviderSpec:
-        """The parsed provider file an operation was submitted with (cached). Each operation
-        carries its own copy of the document, so the cache compares documents: far cheaper,
-        on every call, than encoding one to hash it."""
+        """The parsed provider file an operation was submitted with (cached). Operations
+        read from the store share one decoded document per provider file, so the cache
+        compares identities first and documents only when those differ."""
         known = self._specs.setdefault(op.provider, [])
         for document, spec in known:
-            if document == op.provider_config:
+            if document is op.provider_config or document == op.provider_config:
                 return spec
         spec = parse_provider(op.provider_config)
-        known.append((copy.deepcopy(op.provider_config), spec))
+        known.append((op.provider_config, spec))
         return spec
 
     def for_operation(self, op: Operation) -> Provider:

@@ -25,6 +25,7 @@ class Change:
 
     operation: Operation
     owner_fence: int | None = None
+    before: Operation | None = None  # the record `operation` was derived from, if known
     transitions: Sequence[Transition] = ()
     observations: Sequence[Observation] = ()
     attempt_started: Attempt | None = None

@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
-from jobtrail.core.canonical import canonical_json
 from jobtrail.core.model import (
     Attempt,
     AttemptKind,
@@ -22,6 +22,7 @@ from jobtrail.core.model import (
     ResultMode,
     ResultSummary,
     Transition,
+    evolve,
 )
 from jobtrail.core.states import Evidence, RemoteStatus, State
 
@@ -69,19 +70,56 @@ MUTABLE = (
 LEASE = ("fence", "lease_owner", "lease_expires_at", "version")
 COLUMNS = IMMUTABLE + MUTABLE + LEASE
 CHANGING = MUTABLE + LEASE  # what an update may change: all an update needs to return
+STORE_DECIDED = ("version", "next_poll_at", "fence", "lease_owner", "lease_expires_at")
+_ALWAYS = frozenset({"next_poll_at", "updated_at"})
+
+
+# Stored JSON needs to be deterministic and readable, not RFC 8785 (fingerprints use that):
+# the C encoder with sorted keys is several times faster on this hot path.
+_ENCODE = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
 
 
 def dump(value: Any) -> str | None:
-    return None if value is None else canonical_json(value)
+    return None if value is None else _ENCODE(value)
 
 
 def load(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+def _fields_of(record: Any) -> dict[str, Any]:
+    """A flat record's fields as a dict: what asdict gives, without its deep copy."""
+    return dict(record.__dict__)
+
+
+_last_shared: tuple[Any, str | None] = (None, None)
+
+
+def _shared_text(document: Any) -> str | None:
+    """dump() of a document many operations share (the provider file), remembered for the
+    last one seen: submitting a batch under one provider file encodes it once."""
+    global _last_shared
+    last = _last_shared  # one read of a tuple: safe if another thread replaces it meanwhile
+    if last[0] is document:
+        return last[1]
+    text = dump(document)
+    _last_shared = (document, text)
+    return text
+
+
+@lru_cache(maxsize=64)
+def load_shared(text: str) -> Any:
+    """Documents that many operations share (provider file, capabilities), decoded once.
+    The result is shared: callers must treat it as read-only, as they treat all records."""
+    return json.loads(text)
+
+
 class Codec:
     def __init__(self, time_out: TimeOut, time_in: TimeIn) -> None:
         self.t_out, self.t_in = time_out, time_in
+        self._mutable = self._mutable_encoders()
 
     def _t(self, value: Any) -> datetime:
         when = self.t_in(value)
@@ -94,9 +132,9 @@ class Codec:
             "operation_id": op.operation_id,
             "op_key": op.key,
             "provider": op.provider,
-            "provider_config": dump(op.provider_config),
-            "capabilities": dump(asdict(op.capabilities)),
-            "request": dump(asdict(op.request)),
+            "provider_config": _shared_text(op.provider_config),
+            "capabilities": dump(_fields_of(op.capabilities)),
+            "request": dump(_fields_of(op.request)),
             "fingerprint": op.fingerprint,
             "idempotency_token": op.idempotency_token,
             "trace_id": op.trace_id,
@@ -113,29 +151,53 @@ class Codec:
             "version": op.version,
         }
 
-    def mutable_row(self, op: Operation) -> dict[str, Any]:
+    def mutable_row(self, op: Operation, before: Operation | None = None) -> dict[str, Any]:
+        """The mutable columns of `op`; given the record it was derived from, only those
+        that changed (plus the poll and update times, which every step writes)."""
+        row = {}
+        for column, field, encode in self._mutable:
+            value = getattr(op, field)
+            if before is None or column in _ALWAYS or value != getattr(before, field):
+                row[column] = encode(value)
+        return row
+
+    def _mutable_encoders(self) -> list[tuple[str, str, Callable[[Any], Any]]]:
+        """(column, field, encoder) for every mutable column, in MUTABLE order."""
         t = self.t_out
-        return {
-            "result_deadline": t(op.result_deadline),
-            "state": op.state.value,
-            "remote_job_id": op.remote_job_id,
-            "remote_state": op.remote_state,
-            "remote_status": op.remote_status.value if op.remote_status else None,
-            "progress": dump(op.progress),
-            "status_url": op.status_url,
-            "candidate_job_id": op.candidate_job_id,
-            "conflicting_job_ids": dump(list(op.conflicting_job_ids)),
-            "next_poll_at": t(op.next_poll_at),
-            "poll_count": op.poll_count,
-            "create_attempts": op.create_attempts,
-            "inflight_attempt": op.inflight_attempt,
-            "cancel_intent": dump(self._intent(op.cancel_intent)) if op.cancel_intent else None,
-            "cancel_deadline": t(op.cancel_deadline),
-            "cancel_sent": int(op.cancel_sent),
-            "inline_result": op.inline_result,
-            "result": dump(result_doc(op.result)) if op.result else None,
-            "updated_at": t(op.updated_at),
-        }
+        same: Callable[[Any], Any] = lambda value: value  # noqa: E731
+        return [
+            ("result_deadline", "result_deadline", t),
+            ("state", "state", lambda state: state.value),
+            ("remote_job_id", "remote_job_id", same),
+            ("remote_state", "remote_state", same),
+            ("remote_status", "remote_status", lambda status: status.value if status else None),
+            ("progress", "progress", dump),
+            ("status_url", "status_url", same),
+            ("candidate_job_id", "candidate_job_id", same),
+            ("conflicting_job_ids", "conflicting_job_ids", lambda ids: dump(list(ids))),
+            ("next_poll_at", "next_poll_at", t),
+            ("poll_count", "poll_count", same),
+            ("create_attempts", "create_attempts", same),
+            ("inflight_attempt", "inflight_attempt", same),
+            ("cancel_intent", "cancel_intent", lambda i: dump(self._intent(i)) if i else None),
+            ("cancel_deadline", "cancel_deadline", t),
+            ("cancel_sent", "cancel_sent", int),
+            ("inline_result", "inline_result", same),
+            ("result", "result", lambda result: dump(result_doc(result)) if result else None),
+            ("updated_at", "updated_at", t),
+        ]
+
+    def after_update(self, op: Operation, row: Any) -> Operation:
+        """The record an update of `op` stored, from the columns the store itself decides
+        (version, poll time, lease): everything else is what `op` says."""
+        return evolve(
+            op,
+            version=row["version"],
+            next_poll_at=self.t_in(row["next_poll_at"]),
+            fence=row["fence"],
+            lease_owner=row["lease_owner"],
+            lease_expires_at=self.t_in(row["lease_expires_at"]),
+        )
 
     def _intent(self, intent: CancelIntent | None) -> dict[str, Any] | None:
         if intent is None:
@@ -145,13 +207,13 @@ class Codec:
         return doc
 
     def operation(self, row: Any) -> Operation:
-        caps = load(row["capabilities"])
+        caps = load_shared(row["capabilities"])
         request = load(row["request"])
         return Operation(
             operation_id=row["operation_id"],
             key=row["op_key"],
             provider=row["provider"],
-            provider_config=load(row["provider_config"]),
+            provider_config=load_shared(row["provider_config"]),
             capabilities=Capabilities(
                 **caps
                 | {

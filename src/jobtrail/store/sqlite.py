@@ -34,9 +34,18 @@ BUSY_TIMEOUT_MS = 30_000
 def _t_out(value: datetime | None) -> str | None:
     if value is None:
         return None
+    global _last
+    last = _last  # one read of a tuple: safe if another thread replaces it meanwhile
+    if value is last[0]:  # a step stamps many columns with the same `now`
+        return last[1]
     # isoformat gives the same fixed-width text as strftime("%Y-%m-%dT%H:%M:%S.%fZ") for
     # every year from 1000 on, in a third less time; a step formats a dozen times.
-    return value.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+    text = value.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+    _last = (value, text)
+    return text
+
+
+_last: tuple[datetime | None, str] = (None, "")
 
 
 def _t_in(value: Any) -> datetime | None:
@@ -48,8 +57,7 @@ def _t(value: Any) -> datetime:
 
 
 CODEC = c.Codec(_t_out, _t_in)
-_CHANGING = ", ".join(c.CHANGING)
-_SET_MUTABLE = ", ".join(f"{col} = :{col}" for col in c.MUTABLE if col != "next_poll_at")
+_STORE_DECIDED = ", ".join(c.STORE_DECIDED)
 _INSERT_OP = (
     f"INSERT INTO operations ({', '.join(c.COLUMNS)}) "
     f"VALUES ({', '.join(':' + col for col in c.COLUMNS)})"
@@ -311,7 +319,8 @@ class SqliteStore:
             return CommitResult(
                 verdict=Verdict.DUPLICATE_EVENT, operation=self._get(op.operation_id)
             )
-        params = CODEC.mutable_row(op)
+        params = CODEC.mutable_row(op, change.before)
+        assigned = ", ".join(f"{col} = :{col}" for col in params if col != "next_poll_at")
         params["operation_id"], params["version"] = op.operation_id, op.version
         if change.owner_fence is None:
             poll, guard = _POLL_UNLESS_LEASED, ""
@@ -323,9 +332,9 @@ class SqliteStore:
             params["fence"] = change.owner_fence
         release = ", lease_owner = NULL, lease_expires_at = NULL" if change.release else ""
         row = conn.execute(
-            f"UPDATE operations SET {_SET_MUTABLE}, {poll}, version = version + 1{release} "
+            f"UPDATE operations SET {assigned}, {poll}, version = version + 1{release} "
             f"WHERE operation_id = :operation_id AND version = :version{guard} "
-            f"RETURNING {_CHANGING}",
+            f"RETURNING {_STORE_DECIDED}",
             params,
         ).fetchone()
         if row is None:
@@ -354,7 +363,7 @@ class SqliteStore:
                 "UPDATE leases SET released_at = ? WHERE operation_id = ? AND fence = ?",
                 (_t_out(op.updated_at), op.operation_id, change.owner_fence),
             )
-        return CommitResult(verdict=Verdict.OK, operation=CODEC.updated(op, row))
+        return CommitResult(verdict=Verdict.OK, operation=CODEC.after_update(op, row))
 
     # -- leases ----------------------------------------------------------------------------
 

@@ -87,6 +87,7 @@ async def record_event(ledger: Ledger, spec: ProviderSpec, event: Event) -> str:
         change = Change(
             # A non-owner write: it never moves the poll time of a leased operation.
             operation=replace(op, next_poll_at=scheduled, updated_at=now),
+            before=op,
             observations=[observation],
             audit=[entry],
             request_poll=read is not StatusRead.NOT_NEEDED,

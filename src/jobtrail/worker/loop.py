@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from jobtrail.clock import Clock
-from jobtrail.core.model import Operation
+from jobtrail.core.model import Operation, evolve
 from jobtrail.store.base import Claim
 from jobtrail.worker.runner import Runner
 
 log = logging.getLogger("jobtrail.worker")
+BUSY_POLL = 0.25  # seconds between looks for due work while steps are in flight
 
 
 @dataclass
@@ -84,7 +85,7 @@ class Worker:
         if self.record_lateness:
             self.stats.lateness.append((self.clock.now() - claim.was_due).total_seconds())
         # The claim moved next_poll_at to the lease expiry; the plan needs the real due time.
-        op = replace(claim.operation, next_poll_at=claim.was_due)
+        op = evolve(claim.operation, next_poll_at=claim.was_due)
         task = asyncio.create_task(self._drive(op))
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
@@ -104,11 +105,15 @@ class Worker:
             self.stats.finished += 1
 
     async def _wait(self, stopper: asyncio.Task[bool]) -> None:
-        """Sleep until something may be due: a task finishing, the next due time, or a stop."""
-        next_due = await self.runner.ledger.store.next_due()
-        delay = self.idle_poll
-        if next_due is not None:
-            delay = min(delay, max(0.0, (next_due - self.clock.now()).total_seconds()))
+        """Sleep until something may be due: a task finishing, the next due time, or a stop.
+        While steps are in flight their ends wake us often, so the next due time is only
+        asked of the store when the worker is otherwise idle."""
+        delay = min(self.idle_poll, BUSY_POLL)
+        if not self._inflight:
+            next_due = await self.runner.ledger.store.next_due()
+            delay = self.idle_poll
+            if next_due is not None:
+                delay = min(delay, max(0.0, (next_due - self.clock.now()).total_seconds()))
         if self._wake.is_set():
             self._wake.clear()
             return

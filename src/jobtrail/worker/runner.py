@@ -4,12 +4,11 @@ while there is something to do now; the last write gives the lease back."""
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
-from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary
+from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary, evolve
 from jobtrail.core.plan import Call, Decide, Nothing, Wait, plan
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ConcurrentUpdate, LostOwnership
@@ -53,7 +52,7 @@ class Runner:
         if isinstance(action, Nothing | Wait):
             due = action.until if isinstance(action, Wait) else None
             await self.ledger.store.release(op.operation_id, op.fence, now, due)
-            return replace(op, lease_owner=None)
+            return evolve(op, lease_owner=None)
         if isinstance(action, Decide):
             return await self.ledger.settle(op, action.outcome, self.actor)
         return await self._call(op, action)
@@ -69,7 +68,7 @@ class Runner:
             op, attempt = await self.ledger.begin_call(op, action.kind, request, self.actor)
         except ConcurrentUpdate:
             fresh = await self.ledger.get(op.operation_id)
-            return replace(fresh, next_poll_at=op.next_poll_at)
+            return evolve(fresh, next_poll_at=op.next_poll_at)
         if local:
             reply = self._collect_locally(op)
         else:
@@ -98,7 +97,7 @@ class Runner:
         ):
             raise LostOwnership(f"lease on {op.operation_id} was taken over")
         if left < timeout + RENEW_MARGIN:
-            return replace(op, lease_expires_at=now + self.lease_for)
+            return evolve(op, lease_expires_at=now + self.lease_for)
         return op
 
     async def _outcome(self, op: Operation, reply: Reply) -> o.CallOutcome:
@@ -116,7 +115,7 @@ class Runner:
         outcome = reply.outcome
         assert outcome is not None
         if isinstance(outcome, o.SyncResult):
-            return replace(outcome, location=await self.blobs.put(outcome.content))
+            return evolve(outcome, location=await self.blobs.put(outcome.content))
         return outcome
 
     def _collect_locally(self, op: Operation) -> Reply:
