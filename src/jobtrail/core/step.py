@@ -1,0 +1,119 @@
+"""One application of an outcome: the working copy of a record, and the only way to move it.
+
+Every state change goes through `Step.move`, which checks the transition table, so no outcome
+can move an operation without the evidence the table asks for.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from jobtrail.core import outcomes as o
+from jobtrail.core.model import Observation, Operation, Transition, evolve
+from jobtrail.core.schedule import Backoff, next_call_at
+from jobtrail.core.states import Evidence, State, check_transition
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    """Scheduling choices. `rand` is the only source of randomness the core uses."""
+
+    rand: random.Random
+    poll: Backoff = field(default_factory=Backoff)
+    retry: Backoff = field(default_factory=lambda: Backoff(base=1.0, cap=30.0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Applied:
+    operation: Operation
+    transitions: tuple[Transition, ...]
+    observations: tuple[Observation, ...]
+
+
+class Step:
+    def __init__(self, op: Operation, now: datetime, actor: str, policy: Policy) -> None:
+        self.op, self.now, self.actor, self.policy = op, now, actor, policy
+        self.transitions: list[Transition] = []
+        self.observations: list[Observation] = []
+
+    def move(self, to: State, evidence: Evidence, cause: str, actor: str | None = None) -> None:
+        check_transition(self.op.state, to, evidence)
+        self.transitions.append(
+            Transition(
+                operation_id=self.op.operation_id,
+                at=self.now,
+                actor=actor or self.actor,
+                from_state=self.op.state,
+                to_state=to,
+                evidence=evidence,
+                cause=cause,
+                remote_job_id=self.op.remote_job_id,
+            )
+        )
+        self.op = evolve(self.op, state=to)
+
+    def set(self, **changes: Any) -> None:
+        self.op = evolve(self.op, **changes)
+
+    def now_next(self) -> None:
+        self.set(next_poll_at=self.now)
+
+    def schedule_poll(self, retry_after: str | None) -> None:
+        when = next_call_at(
+            now=self.now,
+            attempt=self.op.poll_count,
+            retry_after=retry_after,
+            backoff=self.policy.poll,
+            rand=self.policy.rand,
+        )
+        self.set(next_poll_at=when, poll_count=self.op.poll_count + 1)
+
+    def schedule_retry(self, retry_after: str | None, attempt: int) -> None:
+        when = next_call_at(
+            now=self.now,
+            attempt=attempt,
+            retry_after=retry_after,
+            backoff=self.policy.retry,
+            rand=self.policy.rand,
+        )
+        self.set(next_poll_at=when)
+
+    def observe(self, source: str, outcome: o.Observed | o.Accepted, ref: str | None) -> None:
+        progress = outcome.progress if isinstance(outcome, o.Observed) else None
+        updated = outcome.provider_updated_at if isinstance(outcome, o.Observed) else None
+        self.observations.append(
+            Observation(
+                operation_id=self.op.operation_id,
+                source=source,
+                observed_at=self.now,
+                remote_state=outcome.remote_state,
+                remote_status=outcome.remote_status,
+                provider_updated_at=updated,
+                progress=progress,
+                ref=ref,
+            )
+        )
+        changes: dict[str, Any] = {
+            "remote_state": outcome.remote_state,
+            "remote_status": outcome.remote_status,
+        }
+        if progress is not None:
+            changes["progress"] = progress
+        self.set(**changes)
+
+    def result(self) -> Applied:
+        op = evolve(self.op, updated_at=self.now)
+        if op.state.ends_automation:
+            op = evolve(op, next_poll_at=None)
+        return Applied(
+            operation=op,
+            transitions=tuple(self.transitions),
+            observations=tuple(self.observations),
+        )
+
+
+def cause_of(kind: str, ref: str | None) -> str:
+    return f"{kind}:{ref}" if ref else kind
