@@ -15,7 +15,7 @@ from jobtrail.simulator.answers import (
     unauthorized,
 )
 from jobtrail.simulator.lifecycle import request_cancel
-from jobtrail.simulator.records import iso_utc
+from jobtrail.simulator.records import SimJob, iso_utc
 from jobtrail.simulator.results import result_csv
 from jobtrail.simulator.state import SimState
 
@@ -26,17 +26,26 @@ class JobEndpoints:
     def __init__(self, state: SimState) -> None:
         self.state = state
 
-    async def status(self, request: web.Request) -> web.Response:
+    def _find(
+        self, request: web.Request, kind: str
+    ) -> tuple[float, tuple[bool, bool], SimJob | web.Response]:
+        """Count the call, check auth and find the job: (now, auth, job or the refusal)."""
         st = self.state
-        st.counts["status"] += 1
+        st.counts[kind] += 1
         now = st.clock()
         job_id = request.match_info["job_id"]
         auth = st.check_auth(request)
-        job = st.jobs.get(job_id) if auth[1] else None
         if not auth[1]:
-            response = unauthorized()
-        elif job is None:
-            response = not_found(job_id)
+            return now, auth, unauthorized()
+        job = st.jobs.get(job_id)
+        return now, auth, job if job is not None else not_found(job_id)
+
+    async def status(self, request: web.Request) -> web.Response:
+        st = self.state
+        now, auth, job = self._find(request, "status")
+        job_id = request.match_info["job_id"]
+        if isinstance(job, web.Response):
+            response = job
         else:
             job.status_reads += 1
             faults = job.faults
@@ -58,15 +67,10 @@ class JobEndpoints:
 
     async def cancel(self, request: web.Request) -> web.Response:
         st = self.state
-        st.counts["cancel"] += 1
-        now = st.clock()
+        now, auth, job = self._find(request, "cancel")
         job_id = request.match_info["job_id"]
-        auth = st.check_auth(request)
-        job = st.jobs.get(job_id) if auth[1] else None
-        if not auth[1]:
-            response = unauthorized()
-        elif job is None:
-            response = not_found(job_id)
+        if isinstance(job, web.Response):
+            response = job
         elif request_cancel(job):
             response = json_response(202, {"job_id": job_id, "state": "cancelling"})
         else:
@@ -78,15 +82,10 @@ class JobEndpoints:
 
     async def result(self, request: web.Request) -> web.Response:
         st = self.state
-        st.counts["result"] += 1
-        now = st.clock()
+        now, auth, job = self._find(request, "result")
         job_id = request.match_info["job_id"]
-        auth = st.check_auth(request)
-        job = st.jobs.get(job_id) if auth[1] else None
-        if not auth[1]:
-            response = unauthorized()
-        elif job is None:
-            response = not_found(job_id)
+        if isinstance(job, web.Response):
+            response = job
         else:
             job.result_reads += 1
             faults = job.faults
