@@ -163,7 +163,7 @@ class SqliteStore:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor, partial(fn, *args))
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:  # locked, full, corrupt, or a constraint refused the write
             raise StoreError(f"the ledger database refused the operation: {exc}") from None
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
