@@ -10,10 +10,11 @@ from __future__ import annotations
 import random
 import secrets
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from jobtrail.audit import AuditEntry
+from jobtrail.clock import SystemClock
 from jobtrail.core import outcomes as o
 from jobtrail.core.apply import Applied, Policy, apply
 from jobtrail.core.canonical import fingerprint
@@ -35,12 +36,8 @@ from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.store.base import Change, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
 
-Clock = Callable[[], datetime]
+Clock = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
 _MAX_RETRIES = 8
-
-
-def system_clock() -> datetime:
-    return datetime.now(UTC)
 
 
 class Ledger:
@@ -48,11 +45,12 @@ class Ledger:
         self,
         store: Store,
         *,
-        clock: Clock = system_clock,
+        clock: Clock | None = None,
         rand: random.Random | None = None,
         group_commit: bool = False,
     ) -> None:
-        self.store, self.clock = store, clock
+        self.store = store
+        self.clock: Clock = clock or SystemClock().now
         self.rand = rand or secrets.SystemRandom()
         self._group = GroupCommitter(store) if group_commit else None
         self._policies: dict[tuple[str, str], Policy] = {}

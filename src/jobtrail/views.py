@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
-from jobtrail.core.plan import Call, Decide, Nothing, Wait, plan
+from jobtrail.core.plan import Nothing, Wait, plan
 from jobtrail.core.states import EVIDENCE_MEANING, REMOTE_MAY_RUN, State
 
 
@@ -288,7 +288,3 @@ def _escalation_summary(op: Operation) -> str:
             )
         case _:
             return f"Operation is {op.state}."
-
-
-def action_label(action: Call | Decide | Wait | Nothing) -> str:
-    return action.describe()

@@ -69,7 +69,6 @@ MUTABLE = (
 )
 LEASE = ("fence", "lease_owner", "lease_expires_at", "version")
 COLUMNS = IMMUTABLE + MUTABLE + LEASE
-CHANGING = MUTABLE + LEASE  # what an update may change: all an update needs to return
 STORE_DECIDED = ("version", "next_poll_at", "fence", "lease_owner", "lease_expires_at")
 _ALWAYS = frozenset({"next_poll_at", "updated_at"})
 
@@ -94,19 +93,27 @@ def _fields_of(record: Any) -> dict[str, Any]:
     return dict(record.__dict__)
 
 
-_last_shared: tuple[Any, str | None] = (None, None)
+class LastOne:
+    """`fn` that remembers its result for the last argument it saw (by identity). A step
+    stamps many columns with one `now` and a batch submits under one provider file, so the
+    last one is all worth remembering. The pair is swapped as one tuple: threads may share
+    an instance."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self._fn = fn
+        self._last: tuple[Any, Any] = (object(), None)
+
+    def __call__(self, value: Any) -> Any:
+        last = self._last
+        if last[0] is value:
+            return last[1]
+        result = self._fn(value)
+        self._last = (value, result)
+        return result
 
 
-def _shared_text(document: Any) -> str | None:
-    """dump() of a document many operations share (the provider file), remembered for the
-    last one seen: submitting a batch under one provider file encodes it once."""
-    global _last_shared
-    last = _last_shared  # one read of a tuple: safe if another thread replaces it meanwhile
-    if last[0] is document:
-        return last[1]
-    text = dump(document)
-    _last_shared = (document, text)
-    return text
+# The provider file is shared by every operation submitted under it.
+_shared_text = LastOne(dump)
 
 
 @lru_cache(maxsize=64)
@@ -234,31 +241,8 @@ class Codec:
             **self._changing(row),
         )
 
-    def updated(self, op: Operation, row: Any) -> Operation:
-        """The record as stored by an update of `op` that returned the CHANGING columns.
-        The other columns are written once, at the insert, so they are `op`'s: decoding
-        them again (the provider file above all) would cost more than the update."""
-        return Operation(
-            operation_id=op.operation_id,
-            key=op.key,
-            provider=op.provider,
-            provider_config=op.provider_config,
-            capabilities=op.capabilities,
-            request=op.request,
-            fingerprint=op.fingerprint,
-            idempotency_token=op.idempotency_token,
-            trace_id=op.trace_id,
-            actor=op.actor,
-            authorized_by=op.authorized_by,
-            reason=op.reason,
-            created_at=op.created_at,
-            create_deadline=op.create_deadline,
-            cancel_timeout=op.cancel_timeout,
-            **self._changing(row),
-        )
-
     def _changing(self, row: Any) -> dict[str, Any]:
-        """The fields of the CHANGING columns."""
+        """The fields of the mutable and lease columns."""
         t = self.t_in
         intent = load(row["cancel_intent"])
         result = load(row["result"])

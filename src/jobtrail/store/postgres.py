@@ -63,7 +63,7 @@ def _load_queries() -> dict[str, str]:
 _FILL = {  # the operation's columns come from the codec, shared with SQLite
     "columns": ", ".join(c.COLUMNS),
     "values": ", ".join(f"%({col})s" for col in c.COLUMNS),
-    "changing": ", ".join(c.CHANGING),
+    "store_decided": ", ".join(c.STORE_DECIDED),
     "set_mutable": ", ".join(f"{col} = %({col})s" for col in c.MUTABLE if col != "next_poll_at"),
     "only": "",
 }
@@ -322,7 +322,7 @@ class _Batch:
                         CODEC.attempt_outcome_row(change.attempt_finished)
                     )
                 continue
-            self.verdicts[i], self.stored[i] = Verdict.OK, CODEC.updated(change.operation, row)
+            self.verdicts[i], self.stored[i] = Verdict.OK, CODEC.after_update(change.operation, row)
             seen |= self.events[i]
             if change.attempt_started is not None:
                 writes["insert_attempt"].append(CODEC.attempt_row(change.attempt_started))

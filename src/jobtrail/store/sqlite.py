@@ -31,21 +31,15 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
 
 
-def _t_out(value: datetime | None) -> str | None:
+def _format_time(value: datetime | None) -> str | None:
     if value is None:
         return None
-    global _last
-    last = _last  # one read of a tuple: safe if another thread replaces it meanwhile
-    if value is last[0]:  # a step stamps many columns with the same `now`
-        return last[1]
     # isoformat gives the same fixed-width text as strftime("%Y-%m-%dT%H:%M:%S.%fZ") for
     # every year from 1000 on, in a third less time; a step formats a dozen times.
-    text = value.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
-    _last = (value, text)
-    return text
+    return value.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
-_last: tuple[datetime | None, str] = (None, "")
+_t_out = c.LastOne(_format_time)
 
 
 def _t_in(value: Any) -> datetime | None:

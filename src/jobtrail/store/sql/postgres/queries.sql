@@ -28,7 +28,7 @@ UPDATE operations SET {set_mutable},
     lease_expires_at = CASE WHEN %(release)s THEN NULL ELSE lease_expires_at END
 WHERE operation_id = %(operation_id)s AND version = %(version)s
     AND (%(fence)s::bigint IS NULL OR fence = %(fence)s::bigint)
-RETURNING {changing};
+RETURNING {store_decided};
 
 -- name: get
 SELECT * FROM operations WHERE operation_id = %s;
