@@ -45,9 +45,10 @@ async def runtime(
     clock: Clock | None = None,
     idle_poll: float = 1.0,
     record_lateness: bool = False,
+    create: bool = True,
 ) -> AsyncIterator[Runtime]:
     clock = clock or SystemClock()
-    store = await open_store(db, audit_key=audit_key)
+    store = await open_store(db, audit_key=audit_key, create=create)
     providers = ProviderRegistry(connections=max(10, concurrency))
     try:
         ledger = Ledger(store, clock=clock.now, group_commit=True)

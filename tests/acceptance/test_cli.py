@@ -70,12 +70,12 @@ def test_same_key_changed_body_is_refused_clearly(ws: Workspace) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["status", "op_missing"], "no operation"),
+        (["status", "op_missing"], "no ledger at"),
         (["submit", "simulator", "--body", "{not json"], "not valid JSON"),
         (["submit", "nowhere", "--body", "{}"], "no provider named"),
         (["submit", "simulator", "--body", "@missing.json"], "cannot read the body file"),
         (["submit", "simulator", "--body", "{}", "--result-deadline", "soon"], "duration"),
-        (["cancel", "op_missing", "--reason", "x"], "no operation"),
+        (["cancel", "op_missing", "--reason", "x"], "no ledger at"),
     ],
 )
 def test_errors_are_one_clear_sentence(ws: Workspace, args: list[str], message: str) -> None:

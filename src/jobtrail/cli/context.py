@@ -58,8 +58,12 @@ def default_actor() -> str:
 
 
 @asynccontextmanager
-async def opened(settings: Settings, **ledger_options: Any) -> AsyncIterator[Ledger]:
-    store: Store = await open_store(settings.db, audit_key=settings.audit_key)
+async def opened(
+    settings: Settings, *, create: bool = False, **ledger_options: Any
+) -> AsyncIterator[Ledger]:
+    """The ledger, opened for one command. Only commands that start work (`submit`) pass
+    `create`: the others never leave an empty ledger behind a mistyped path."""
+    store: Store = await open_store(settings.db, audit_key=settings.audit_key, create=create)
     try:
         yield Ledger(store, **ledger_options)
     finally:

@@ -133,7 +133,7 @@ async def submit(
     (`jobtrail worker`, or `jobtrail run OPERATION_ID`) sends it.
     """
     spec = find_provider(provider)
-    async with opened(settings) as ledger:
+    async with opened(settings, create=True) as ledger:
         op = await ledger.submit(
             spec,
             _body(body),

@@ -100,7 +100,12 @@ async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
     state, remote state, progress and next poll."""
     actor = f"run:{default_actor()}"
     async with runtime(
-        settings.db, settings.data_dir, audit_key=settings.audit_key, worker_id=actor, concurrency=1
+        settings.db,
+        settings.data_dir,
+        audit_key=settings.audit_key,
+        worker_id=actor,
+        concurrency=1,
+        create=False,  # the operation must already be recorded, so must its ledger
     ) as rt:
         _stop_on_signals(rt)
         op = await rt.ledger.get(operation_id)

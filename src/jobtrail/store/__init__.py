@@ -2,17 +2,43 @@
 
 from __future__ import annotations
 
+import re
+
+from jobtrail.errors import StoreError
 from jobtrail.store.base import Change, Claim, CommitResult, Lease, Store
 
 __all__ = ["Change", "Claim", "CommitResult", "Lease", "Store", "open_store"]
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_SECRET_PARAM = re.compile(r"((?:password|passwd|pwd|secret|token)=)[^&#]*", re.IGNORECASE)
 
-async def open_store(url: str, *, audit_key: bytes | None = None) -> Store:
-    """Open (and migrate) the ledger at `url`: a SQLite path, or a postgresql:// URL."""
+
+async def open_store(url: str, *, audit_key: bytes | None = None, create: bool = True) -> Store:
+    """Open (and migrate) the ledger at `url`: a SQLite path, or a postgresql:// URL.
+
+    With `create` False (every command that only reads or decides), a SQLite file that does
+    not exist is an error rather than a new, empty ledger that would answer "nothing here".
+    """
     if url.startswith(("postgresql://", "postgres://")):
         from jobtrail.store.postgres import PostgresStore
 
         return await PostgresStore.open(url, audit_key=audit_key)
+    if _SCHEME.match(url):  # never a file named "mysql:" with the URL as folders below it
+        raise StoreError(
+            f"unknown ledger URL {shown_url(url)}: a ledger is a SQLite file path or a "
+            "postgresql://user@host/dbname URL; set JOBTRAIL_DB / --db to one of those"
+        )
     from jobtrail.store.sqlite import SqliteStore
 
-    return await SqliteStore.open(url, audit_key=audit_key)
+    return await SqliteStore.open(url, audit_key=audit_key, create=create)
+
+
+def shown_url(url: str) -> str:
+    """`url` as a message may show it: the password (and any secret-looking query value)
+    masked. Everything up to the last "@" is taken as user info, so a password holding
+    "@" or "/" is masked whole."""
+    scheme, _, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if at and ":" in userinfo:
+        rest = f"{userinfo.split(':', 1)[0]}:***@{host}"
+    return _SECRET_PARAM.sub(r"\1***", f"{scheme}://{rest}")

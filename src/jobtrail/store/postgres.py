@@ -31,7 +31,7 @@ from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
 from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict
 from jobtrail.store.chain import AuditChain
-from jobtrail.store.migrations import migrations
+from jobtrail.store.migrations import migrations, refuse_newer
 
 T = TypeVar("T")
 Conn = AsyncConnection[DictRow]
@@ -106,6 +106,9 @@ class PostgresStore:
             async with await AsyncConnection.connect(conninfo, autocommit=True) as conn:
                 await _migrate(conn)
             await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        except StoreError:  # the ledger itself refused (a newer schema)
+            await pool.close()
+            raise
         except psycopg.Error as exc:
             await pool.close()
             raise StoreError(
@@ -369,6 +372,7 @@ async def _migrate(conn: AsyncConnection[Any]) -> None:
         await conn.execute(Q["begin_migrations"])
         cur = await conn.execute("SELECT version FROM schema_migrations")
         done = {row[0] for row in await cur.fetchall()}
+        refuse_newer("postgres", done)
         for version, script in migrations("postgres"):
             if version not in done:
                 await conn.execute(script)

@@ -9,6 +9,7 @@ survives power loss before the call it announces is made.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +26,7 @@ from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
 from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict
 from jobtrail.store.chain import AuditChain
-from jobtrail.store.migrations import migrations
+from jobtrail.store.migrations import migrations, refuse_newer
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
@@ -95,11 +96,25 @@ _FINISH_ATTEMPT = (
 )
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    if path != ":memory:":
+def _connect(path: str, create: bool) -> sqlite3.Connection:
+    if path == ":memory:":
+        target, uri = path, False
+    elif create:
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        target, uri = path, False
+    elif not Path(path).expanduser().exists():
+        raise StoreError(
+            f"no ledger at {Path(path).expanduser().absolute()}; `jobtrail submit` or "
+            "`jobtrail worker` creates one (or set JOBTRAIL_DB / --db to an existing ledger)"
+        )
+    else:  # mode=rw: a file that vanishes after the check above is not made again
+        target, uri = Path(path).expanduser().absolute().as_uri() + "?mode=rw", True
     conn = sqlite3.connect(
-        path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        target,
+        isolation_level=None,
+        check_same_thread=False,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        uri=uri,
     )
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -107,6 +122,14 @@ def _connect(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file behind `path` (device, inode), to notice it deleted or replaced later."""
+    if path == ":memory:":
+        return None
+    found = os.stat(Path(path).expanduser())
+    return found.st_dev, found.st_ino
 
 
 def _wal(conn: sqlite3.Connection) -> None:
@@ -136,20 +159,37 @@ def _split(script: str) -> list[str]:
 
 
 class SqliteStore:
-    def __init__(self, conn: sqlite3.Connection, executor: ThreadPoolExecutor, key: bytes | None):
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        executor: ThreadPoolExecutor,
+        key: bytes | None,
+        path: str = ":memory:",
+    ):
         self._conn, self._executor = conn, executor
         self._chain = AuditChain(key)
+        self._path = path if path == ":memory:" else str(Path(path).expanduser().absolute())
+        self._identity = _identity(path)
 
     @classmethod
-    async def open(cls, path: str, *, audit_key: bytes | None = None) -> SqliteStore:
+    async def open(
+        cls, path: str, *, audit_key: bytes | None = None, create: bool = True
+    ) -> SqliteStore:
+        """Open (and migrate) the ledger file at `path`; with `create` False, a missing file
+        is an error instead of a new, empty ledger."""
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobtrail-sqlite")
         loop = asyncio.get_running_loop()
+        conn: sqlite3.Connection | None = None
         try:
-            conn = await loop.run_in_executor(executor, _connect, path)
-            store = cls(conn, executor, audit_key)
-            await store._call(store._migrate)
-        except (sqlite3.Error, OSError) as exc:  # OSError: its folder cannot be made
+            conn = await loop.run_in_executor(executor, _connect, path, create)
+            store = cls(conn, executor, audit_key, path)
+            await loop.run_in_executor(executor, store._migrate)
+        except (sqlite3.Error, OSError, StoreError) as exc:  # OSError: no folder for it
+            if conn is not None:
+                await loop.run_in_executor(executor, conn.close)
             executor.shutdown(wait=False)
+            if isinstance(exc, StoreError):
+                raise
             raise StoreError(f"cannot open the ledger at {path}: {exc}") from None
         return store
 
@@ -161,6 +201,7 @@ class SqliteStore:
             raise StoreError(f"the ledger database refused the operation: {exc}") from None
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        self._check_same_file()
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -171,6 +212,26 @@ class SqliteStore:
         conn.execute("COMMIT")
         return result
 
+    def _check_same_file(self) -> None:
+        """Refuse to write once the ledger file was deleted or replaced under this process:
+        SQLite would go on writing to the unlinked file, and every later commit would be
+        lost with it. One stat per transaction is cheap next to its fsync."""
+        if self._identity is None:
+            return
+        try:
+            now = os.stat(self._path)
+        except FileNotFoundError:
+            what = "deleted"
+        else:
+            if (now.st_dev, now.st_ino) == self._identity:
+                return
+            what = "replaced by another file"
+        raise StoreError(
+            f"the ledger file {self._path} was {what} while this process had it open; "
+            "nothing more is written to it. Restore the ledger (or point JOBTRAIL_DB / --db "
+            "at the one in use) and start again"
+        )
+
     def _migrate(self) -> None:
         def run(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -178,6 +239,7 @@ class SqliteStore:
                 "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
             )
             done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            refuse_newer("sqlite", done)
             for version, script in migrations("sqlite"):
                 if version in done:
                     continue

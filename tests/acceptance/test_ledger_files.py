@@ -1,0 +1,98 @@
+"""The ledger file itself, as a user meets it: reading commands never create one, a newer
+schema is refused, a deleted or replaced file stops the worker."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cliutil import JOBTRAIL, Workspace
+
+# Every command that reads or decides: none of them may leave a ledger behind.
+READING = [
+    ["status", "op_missing"],
+    ["list"],
+    ["history", "op_missing"],
+    ["explain", "op_missing"],
+    ["result", "op_missing"],
+    ["escalation", "op_missing"],
+    ["audit", "verify"],
+    ["audit", "head"],
+    ["cancel", "op_missing", "--reason", "r"],
+    ["resolve", "op_missing", "--decision", "mark-failed", "--actor", "a", "--reason", "r"],
+    ["extend", "op_missing", "--result-deadline", "1h", "--actor", "a", "--reason", "r"],
+    ["run", "op_missing"],
+]
+
+
+def _jobtrail(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("JOBTRAIL_")}
+    return subprocess.run(
+        [JOBTRAIL, *args],
+        cwd=cwd,
+        env=clean | env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_reading_commands_never_create_a_ledger(tmp_path: Path) -> None:
+    """Every reading command in an empty folder fails naming the missing ledger's path and
+    leaves no file behind, for the default ledger and for --db in a folder not made yet."""
+    for args in READING:
+        default = _jobtrail(tmp_path, *args)
+        assert default.returncode != 0, args
+        assert f"no ledger at {tmp_path / 'jobtrail.db'}" in default.stderr, (args, default)
+        assert list(tmp_path.iterdir()) == [], args
+    nested = tmp_path / "not-made" / "ledger.db"
+    for args in (["list"], ["audit", "verify"]):
+        explicit = _jobtrail(tmp_path, "--db", str(nested), *args)
+        assert explicit.returncode != 0 and str(nested) in explicit.stderr, explicit.stderr
+        assert list(tmp_path.iterdir()) == [], args
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["list"], ["audit", "verify"], ["worker", "--until-idle"], ["submit", "simulator"]],
+)
+def test_an_unknown_url_scheme_is_refused_by_every_command(ws: Workspace, args: list[str]) -> None:
+    """A mysql:// ledger URL is an error naming the URL with its password masked, for
+    reading and writing commands alike, and no file or folder is made from it."""
+    before = sorted(ws.root.rglob("*"))
+    url = "mysql://bob:hunter2@db.example/ledger"
+    if args[0] == "submit":
+        args = [*args, "--body", "{}"]
+    done = ws.run("--db", url, *args, check=False)
+    assert done.returncode != 0
+    assert "mysql://bob:***@db.example/ledger" in done.stderr
+    assert "hunter2" not in done.stdout + done.stderr
+    assert sorted(ws.root.rglob("*")) == before
+
+
+def test_a_newer_ledger_is_refused_by_every_command(ws: Workspace) -> None:
+    """A ledger whose schema is newer than this jobtrail's is refused, with the sentence that
+    says to upgrade, by reading, deciding and writing commands alike."""
+    op = ws.json("submit", "simulator", "--body", "{}")["operation_id"]
+    conn = sqlite3.connect(ws.db)
+    try:
+        conn.execute("INSERT INTO schema_migrations VALUES (9999, '2030-01-01T00:00:00Z')")
+        conn.commit()
+    finally:
+        conn.close()
+    for args in (
+        ["list"],
+        ["status", op],
+        ["audit", "verify"],
+        ["cancel", op, "--reason", "r"],
+        ["worker", "--until-idle"],
+        ["submit", "simulator", "--body", '{"other": 1}'],
+    ):
+        done = ws.run(*args, check=False)
+        assert done.returncode != 0, args
+        assert "this ledger was migrated by a newer jobtrail (schema 9999" in done.stderr, args
+        assert "upgrade jobtrail" in done.stderr
