@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,51 @@ def test_a_newer_ledger_is_refused_by_every_command(ws: Workspace) -> None:
         assert done.returncode != 0, args
         assert "this ledger was migrated by a newer jobtrail (schema 9999" in done.stderr, args
         assert "upgrade jobtrail" in done.stderr
+
+
+def _state(db: Path, operation_id: str) -> str:
+    conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    try:
+        row = conn.execute(
+            "SELECT state FROM operations WHERE operation_id = ?", (operation_id,)
+        ).fetchone()
+    finally:
+        conn.close()
+    return str(row[0])
+
+
+def _replace(db: Path) -> None:
+    """Put another file at the ledger's path (a restore from a copy, say)."""
+    copy = db.with_name("copy.db")
+    copy.write_bytes(db.read_bytes())
+    os.replace(copy, db)
+
+
+@pytest.mark.parametrize("swap", [Path.unlink, _replace], ids=["deleted", "replaced"])
+def test_a_worker_stops_when_its_ledger_file_goes(ws: Workspace, swap: object) -> None:
+    """A worker whose ledger file is deleted or replaced while it observes a job stops with
+    a non-zero exit and an error naming the file, instead of writing on into the void."""
+    op = ws.json("submit", "simulator", "--body", '{"_sim": {"never_finish": true}}')
+    worker = subprocess.Popen(
+        [JOBTRAIL, "worker"],
+        cwd=ws.root,
+        env=ws.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(600):  # bounded: the job is observed within a few polls
+            if _state(ws.db, op["operation_id"]) == "observing" or worker.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert _state(ws.db, op["operation_id"]) == "observing"
+        assert callable(swap)
+        swap(ws.db)
+        _, stderr = worker.communicate(timeout=60)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.communicate()
+    assert worker.returncode not in (0, None)
+    assert f"the ledger file {ws.db} was" in stderr, stderr[-2000:]
