@@ -145,3 +145,49 @@ def test_a_worker_stops_when_its_ledger_file_goes(ws: Workspace, swap: object) -
             worker.communicate()
     assert worker.returncode not in (0, None)
     assert f"the ledger file {ws.db} was" in stderr, stderr[-2000:]
+
+
+def _count(db: Path, table: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_backup_of_a_live_ledger_holds_what_is_only_in_the_wal(ws: Workspace) -> None:
+    """`jobtrail backup` copies operations still only in the -wal file, which a plain copy
+    of the ledger file misses, and the copy passes `audit verify`."""
+    ws.json("submit", "simulator", "--body", '{"n": 0}')  # creates the ledger, checkpointed
+    # A reader holding a snapshot, as a live worker would: what is committed after it stays
+    # in the WAL (no checkpoint may copy it into the file past this reader).
+    holder = sqlite3.connect(ws.db, isolation_level=None)
+    try:
+        holder.execute("BEGIN")
+        holder.execute("SELECT count(*) FROM operations").fetchone()
+        for n in range(1, 4):
+            ws.json("submit", "simulator", "--body", f'{{"n": {n}}}')
+        plain = ws.root / "plain-copy.db"
+        plain.write_bytes(ws.db.read_bytes())
+        assert _count(plain, "operations") == 1  # stale: three operations live in the WAL
+        done = ws.run("backup", "backup.db")
+        assert "4 operations" in done.stdout
+    finally:
+        holder.close()
+    copy = ws.root / "backup.db"
+    assert _count(copy, "operations") == 4
+    assert _count(copy, "audit_log") == _count(ws.db, "audit_log")
+    assert ws.run("--db", str(copy), "audit", "verify").returncode == 0
+    again = ws.run("backup", "backup.db", check=False)
+    assert again.returncode != 0 and "already exists" in again.stderr
+    assert not list(ws.root.glob(".*.tmp"))
+
+
+def test_backup_of_a_postgres_ledger_points_to_pg_dump(tmp_path: Path) -> None:
+    """`jobtrail backup` on a PostgreSQL ledger refuses, points to pg_dump, shows no
+    password and writes nothing."""
+    url = "postgresql://ana:s3cr3t-pw@127.0.0.1:1/ledger"
+    done = _jobtrail(tmp_path, "--db", url, "backup", "out.db")
+    assert done.returncode != 0 and "pg_dump" in done.stderr
+    assert "s3cr3t" not in done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -24,6 +24,7 @@ from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
+from jobtrail.store.backup import backup
 from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.migrations import migrations, refuse_newer
@@ -551,6 +552,12 @@ class SqliteStore:
                 seq=row["seq"], entry=row["entry"], prev_hash=row["prev_hash"], hash=row["hash"]
             ),
         )
+
+    async def backup(self, destination: str | Path) -> tuple[int, int]:
+        """Copy a consistent snapshot of the ledger, with what is still only in its -wal file,
+        to a new file at `destination` (SQLite's online backup: writers may go on meanwhile).
+        Returns the copy's (operations, audit entries)."""
+        return await self._call(backup, self._conn, Path(destination))
 
     async def close(self) -> None:
         await self._call(self._conn.close)
