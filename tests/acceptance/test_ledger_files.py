@@ -3,6 +3,8 @@ schema is refused, a deleted or replaced file stops the worker."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sqlite3
 import subprocess
@@ -191,3 +193,38 @@ def test_backup_of_a_postgres_ledger_points_to_pg_dump(tmp_path: Path) -> None:
     assert done.returncode != 0 and "pg_dump" in done.stderr
     assert "s3cr3t" not in done.stdout + done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_result_is_rechecked_and_found_from_any_directory(ws: Workspace) -> None:
+    """A result stored by a worker started with a relative ledger path is found and
+    re-hashed by `result` run from another directory; once the file is edited, `result`
+    exits non-zero, says it changed since validation and no longer calls it valid."""
+    op = ws.json("submit", "simulator", "--body", "{}")["operation_id"]
+    ws.run("--db", "jobtrail.db", "worker", "--until-idle")
+    elsewhere = ws.root / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in ws.env().items() if k != "JOBTRAIL_DB"}
+    read = subprocess.run(
+        [JOBTRAIL, "--db", str(ws.db), "result", op, "--json"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert read.returncode == 0, read.stderr
+    summary = json.loads(read.stdout)["result"]
+    stored = Path(summary["location"])
+    assert stored.is_absolute() and stored.is_file() and summary["valid"] is True
+    stored.write_bytes(stored.read_bytes() + b"forged,row\n")
+    found = hashlib.sha256(stored.read_bytes()).hexdigest()
+    changed = ws.run("result", op, "--json", check=False)
+    assert changed.returncode != 0
+    summary = json.loads(changed.stdout)["result"]
+    assert summary["valid"] is False
+    assert summary["problems"][-1] == (
+        f"stored result changed since it was validated: expected sha256:{summary['sha256']}, "
+        f"found sha256:{found}"
+    )
+    text = ws.run("result", op, check=False)
+    assert text.returncode != 0 and "stored result changed since it was validated" in text.stderr

@@ -10,6 +10,8 @@ import codecs
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobtrail.worker.blobs import read_checked
+
 INLINE_LIMIT = 64 * 1024  # bytes returned whole
 PREVIEW_BYTES = 4 * 1024  # bytes shown of anything larger
 
@@ -19,6 +21,7 @@ class Read:
     content: str | None
     preview: str | None
     note: str
+    problem: str | None = None  # the stored content changed since it was validated, or is gone
 
 
 async def read_stored(location: str) -> Read:
@@ -26,16 +29,15 @@ async def read_stored(location: str) -> Read:
 
 
 def _read(path: Path) -> Read:
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
-            head = handle.read(INLINE_LIMIT + 1 if size <= INLINE_LIMIT else PREVIEW_BYTES)
+    try:  # the whole file is hashed: what was validated is served, or nothing is
+        stored = read_checked(path, None, keep=INLINE_LIMIT + 1)
     except OSError as exc:
-        return Read(
-            content=None,
-            preview=None,
-            note=f"the stored content cannot be read at {path} ({exc.strerror or exc})",
-        )
+        unreadable = f"the stored content cannot be read at {path} ({exc.strerror or exc})"
+        return Read(content=None, preview=None, note=unreadable, problem=unreadable)
+    if stored.problem:
+        return Read(content=None, preview=None, note=stored.problem, problem=stored.problem)
+    size = stored.size
+    head = stored.head if size <= INLINE_LIMIT else stored.head[:PREVIEW_BYTES]
     whole = size <= INLINE_LIMIT and len(head) == size
     try:
         text = codecs.getincrementaldecoder("utf-8")().decode(head, final=whole)

@@ -161,14 +161,16 @@ class AgentTools:
         items = summary.items
         read = await read_stored(summary.location) if summary.location else None
         note = read.note if read else "no stored content is recorded for this result"
-        if not summary.valid:
+        changed = [read.problem] if read and read.problem else []
+        valid = summary.valid and not changed
+        if not valid:
             note = "the result FAILED validation (see problems); " + note
         return ResultView(
             operation_id=op.operation_id,
             state=op.state.value,
             available=True,
-            valid=summary.valid,
-            problems=list(summary.problems),
+            valid=valid,
+            problems=[*summary.problems, *changed],
             checks=list(summary.checks),
             content_type=summary.content_type,
             size=summary.size,

@@ -3,6 +3,7 @@ escalation, resolve, extend."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ from jobtrail.views import (
     operation_json,
     transition_json,
 )
+from jobtrail.worker.blobs import BlobStore, read_checked
 
 console = Console(highlight=False)
 
@@ -296,8 +298,19 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
     async with opened(settings) as ledger:
         op = await ledger.get(operation_id)
     summary = operation_json(op, op.created_at)["result"]
+    problem = None
+    if op.result is not None and op.result.location:
+        path, problem = await asyncio.to_thread(
+            _recheck, BlobStore(settings.data_dir).locate(op.result.location), op.result.sha256
+        )
+        summary["location"] = str(path)
+        if problem:  # never shown as valid: what was validated is not what is stored now
+            summary["valid"] = False
+            summary["problems"] = [*summary["problems"], problem]
     if as_json:
         emit_json({"operation_id": op.operation_id, "state": op.state.value, "result": summary})
+        if problem:
+            raise SystemExit(1)
         return
     if summary is None:
         fail(f"{operation_id} has no result yet (state {op.state})")
@@ -324,6 +337,16 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
         if items["failed_refs"]:
             table.add_row("failed items", ", ".join(items["failed_refs"][:50]))
     console.print(table)
+    if problem:
+        fail(problem)
+
+
+def _recheck(path: Path, sha256: str | None) -> tuple[Path, str | None]:
+    """The stored file, re-hashed against the digest recorded when it was validated."""
+    try:
+        return path, read_checked(path, sha256).problem
+    except OSError as exc:
+        return path, f"the stored result cannot be read at {path} ({exc.strerror or exc})"
 
 
 COMMANDS = [submit, status, list_, history, explain, cancel, result]
