@@ -15,7 +15,7 @@ import pytest
 
 from jobtrail.agent.tools import AgentTools
 from jobtrail.core.states import State
-from jobtrail.worker.blobs import BlobStore, ResultChanged
+from jobtrail.worker.blobs import BlobStore, ResultChanged, is_file_location
 
 from harness import Harness, harness
 
@@ -68,7 +68,8 @@ def test_locations_are_absolute_whatever_the_working_directory(
     monkeypatch.chdir(tmp_path)
     blobs = BlobStore("jobtrail-data")
     location = blobs.put_sync(b"content")
-    assert Path(location).is_absolute()
+    assert Path(location).is_absolute() and is_file_location(location)
+    assert not is_file_location("db:1234") and not is_file_location("s3://bucket/key")
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")
     assert BlobStore.read(location) == b"content"

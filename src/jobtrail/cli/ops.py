@@ -33,7 +33,7 @@ from jobtrail.views import (
     operation_json,
     transition_json,
 )
-from jobtrail.worker.blobs import BlobStore, read_checked
+from jobtrail.worker.blobs import BlobStore, is_file_location, read_checked
 
 console = Console(highlight=False)
 
@@ -299,7 +299,7 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
         op = await ledger.get(operation_id)
     summary = operation_json(op, op.created_at)["result"]
     problem = None
-    if op.result is not None and op.result.location:
+    if op.result is not None and op.result.location and is_file_location(op.result.location):
         path, problem = await asyncio.to_thread(
             _recheck, BlobStore(settings.data_dir).locate(op.result.location), op.result.sha256
         )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _CHUNK = 1 << 20
 
 
@@ -128,6 +129,11 @@ def read_checked(path: Path, expected: str | None, keep: int = 0) -> StoredRead:
     return StoredRead(
         path=path, size=size, head=head, problem=changed(expected, digest.hexdigest())
     )
+
+
+def is_file_location(location: str) -> bool:
+    """Whether a recorded location is a path (not a `db:` or `s3://` one of another store)."""
+    return _SCHEME.match(location) is None
 
 
 def changed(expected: str | None, found: str) -> str | None:
