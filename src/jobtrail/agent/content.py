@@ -10,6 +10,9 @@ import codecs
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobtrail.errors import ResultError
+from jobtrail.results import ResultStore
+
 INLINE_LIMIT = 64 * 1024  # bytes returned whole
 PREVIEW_BYTES = 4 * 1024  # bytes shown of anything larger
 
@@ -21,8 +24,34 @@ class Read:
     note: str
 
 
-async def read_stored(location: str) -> Read:
-    return await asyncio.to_thread(_read, Path(location))
+async def read_stored(location: str, results: ResultStore | None = None) -> Read:
+    if results is None or not location.startswith(("db:", "s3://")):
+        return await asyncio.to_thread(_read, Path(location))
+    # Not a file: read it whole through its store, which re-checks its hash.
+    try:
+        content = await results.read(location)
+    except ResultError as exc:
+        return Read(content=None, preview=None, note=str(exc))
+    return _shown(content, location)
+
+
+def _shown(content: bytes, location: str) -> Read:
+    size = len(content)
+    head = content if size <= INLINE_LIMIT else content[:PREVIEW_BYTES]
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=size <= INLINE_LIMIT)
+    except UnicodeDecodeError:
+        return Read(content=None, preview=None, note=f"the content is binary ({size} bytes)")
+    if size <= INLINE_LIMIT:
+        return Read(content=text, preview=None, note=f"the whole content ({size} bytes)")
+    return Read(
+        content=None,
+        preview=text,
+        note=(
+            f"the content is {size} bytes, more than {INLINE_LIMIT} returned whole: the preview "
+            f"holds its first {len(head)} bytes, and the whole content is at {location}"
+        ),
+    )
 
 
 def _read(path: Path) -> Read:

@@ -28,6 +28,7 @@ T = TypeVar("T")
 class Settings:
     db: str
     data_dir: Path
+    results: str | None = None  # the result store's URL (jobtrail.results); None: files
 
     @property
     def audit_key(self) -> bytes | None:
@@ -39,14 +40,15 @@ class Settings:
         return self.db.startswith(("postgresql://", "postgres://"))
 
 
-def settings_from(db: str | None, data_dir: str | None) -> Settings:
+def settings_from(db: str | None, data_dir: str | None, results: str | None = None) -> Settings:
     db = db or os.environ.get("JOBTRAIL_DB") or "jobtrail.db"
     if data_dir is None:
         data_dir = os.environ.get("JOBTRAIL_DATA")
     if data_dir is None:
         base = Path.cwd() if db.startswith(("postgresql://", "postgres://")) else Path(db).parent
         data_dir = str(base / "jobtrail-data")
-    return Settings(db=db, data_dir=Path(data_dir))
+    results = results or os.environ.get("JOBTRAIL_RESULTS") or None
+    return Settings(db=db, data_dir=Path(data_dir), results=results)
 
 
 def default_actor() -> str:

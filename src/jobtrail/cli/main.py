@@ -24,16 +24,23 @@ from jobtrail.cli.context import settings_from
     help="Where fetched results are stored. [env JOBTRAIL_DATA; default jobtrail-data next to "
     "the SQLite file]",
 )
+@click.option(
+    "--results",
+    metavar="URL",
+    help="Where new results are stored: a directory (the default, --data-dir), db: (the "
+    "ledger's database; db:?max_bytes=N caps a result) or s3://BUCKET/PREFIX (endpoint and "
+    "credentials from the standard AWS settings). [env JOBTRAIL_RESULTS]",
+)
 @click.version_option(package_name="jobtrail")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None, data_dir: str | None) -> None:
+def cli(ctx: click.Context, db: str | None, data_dir: str | None, results: str | None) -> None:
     """jobtrail: run long jobs on third-party APIs without sending them twice, losing a
     result, or claiming a cancellation that never happened.
 
     Every operation is written down before anything is sent; every call, observation and
     decision is recorded, and `jobtrail explain` tells the story.
     """
-    ctx.obj = settings_from(db, data_dir)
+    ctx.obj = settings_from(db, data_dir, results)
 
 
 def _register() -> None:
