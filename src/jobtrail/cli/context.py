@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import json
 import os
@@ -12,13 +11,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 import click
 
 from jobtrail.errors import JobtrailError
-from jobtrail.ledger import Ledger
-from jobtrail.store import Store, open_store
+
+if TYPE_CHECKING:  # imported where used: `jobtrail --version` needs none of them
+    from jobtrail.ledger import Ledger
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -61,7 +61,10 @@ def default_actor() -> str:
 
 @asynccontextmanager
 async def opened(settings: Settings, **ledger_options: Any) -> AsyncIterator[Ledger]:
-    store: Store = await open_store(settings.db, audit_key=settings.audit_key)
+    from jobtrail.ledger import Ledger
+    from jobtrail.store import open_store
+
+    store = await open_store(settings.db, audit_key=settings.audit_key)
     try:
         yield Ledger(store, **ledger_options)
     finally:
@@ -73,6 +76,8 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
     @wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        import asyncio
+
         try:
             return asyncio.run(fn(*args, **kwargs))
         except JobtrailError as exc:
