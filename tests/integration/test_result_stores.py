@@ -192,3 +192,17 @@ async def test_an_agent_reads_a_result_kept_in_the_database(
         )
         assert view.location == location
         assert view.content == (await h.rt.results.read(location)).decode()
+
+
+async def test_an_oversize_synchronous_result_ends_result_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result returned by the create call itself and refused by the cap still records the
+    job, then ends the operation result_unavailable with the cap's reason."""
+    async with rig("sqlite", "db:?max_bytes=16", tmp_path, monkeypatch) as h:
+        body = {"account": "acct_1", "_sim": {"sync_result": True}}
+        op = await h.until(await h.submit(body), State.RESULT_UNAVAILABLE, State.SUCCEEDED)
+        assert op.state is State.RESULT_UNAVAILABLE
+        assert op.remote_job_id is not None
+        attempts = await h.rt.ledger.store.attempts(op.operation_id)
+        assert "more than the 16" in " ".join(str(a.detail) for a in attempts)
