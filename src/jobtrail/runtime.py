@@ -51,9 +51,9 @@ async def runtime(
     """`results` is the result store's URL (see jobtrail.results); files under `data_dir`
     when None."""
     clock = clock or SystemClock()
+    stored = open_results(results, data_dir=data_dir, ledger=db)  # a bad URL fails here first
     store = await open_store(db, audit_key=audit_key)
     providers = ProviderRegistry(connections=max(10, concurrency))
-    stored = open_results(results, data_dir=data_dir, ledger=db)
     try:
         ledger = Ledger(store, clock=clock.now, group_commit=True)
         runner = Runner(
