@@ -99,13 +99,17 @@ def _outcome(op: Operation) -> str:
             return op.state.value
 
 
-async def run_demo(db: str, data: Path, progress: Any = None) -> tuple[list[Row], Verdict]:
+async def run_demo(
+    db: str, data: Path, progress: Any = None, *, results: str | None = None
+) -> tuple[list[Row], Verdict]:
     token = os.environ.setdefault("REPORTS_API_TOKEN", "demo_" + secrets.token_hex(16))
     sim = Simulator(token=token)
     base_url = await sim.start()
     try:
         spec = parse_provider(_provider(base_url))
-        async with runtime(db, data, worker_id="demo-worker", concurrency=20, idle_poll=0.2) as rt:
+        async with runtime(
+            db, data, worker_id="demo-worker", concurrency=20, idle_poll=0.2, results=results
+        ) as rt:
             ops = [
                 await rt.ledger.submit(
                     spec,

@@ -9,7 +9,10 @@
     ├── ActionRefused         a human/agent action that does not fit the operation's state
     ├── LostOwnership         a worker's lease was taken over (fencing number moved on)
     ├── ConcurrentUpdate      someone else changed the operation first; reload and retry
-    └── StoreError            the ledger database could not be opened or migrated
+    ├── StoreError            the ledger database could not be opened or migrated
+    └── ResultError           a stored result cannot be written or read
+        ├── ResultTooLarge    past the result store's size cap
+        └── ResultCorrupted   the stored bytes no longer match their content hash
 
 Foreign errors (sqlite3, psycopg, aiohttp) are translated once, where they are caught.
 """
@@ -55,3 +58,18 @@ class ConcurrentUpdate(JobtrailError):
 
 class StoreError(JobtrailError):
     """The ledger database cannot be used."""
+
+
+# -- result stores (src/jobtrail/results) --------------------------------------------------
+
+
+class ResultError(JobtrailError):
+    """A result cannot be stored in, or read back from, the result store."""
+
+
+class ResultTooLarge(ResultError):
+    """The result is larger than the result store accepts."""
+
+
+class ResultCorrupted(ResultError):
+    """The stored bytes do not hash to the digest they were stored under."""

@@ -14,8 +14,8 @@ from pathlib import Path
 from jobtrail.clock import Clock, SystemClock
 from jobtrail.ledger import Ledger
 from jobtrail.providers.registry import ProviderRegistry
+from jobtrail.results import Results, open_results
 from jobtrail.store import open_store
-from jobtrail.worker.blobs import BlobStore
 from jobtrail.worker.loop import Worker
 from jobtrail.worker.runner import Runner
 
@@ -28,6 +28,7 @@ def default_worker_id() -> str:
 class Runtime:
     ledger: Ledger
     providers: ProviderRegistry
+    results: Results
     runner: Runner
     worker: Worker
     clock: Clock
@@ -46,8 +47,12 @@ async def runtime(
     idle_poll: float = 1.0,
     record_lateness: bool = False,
     create: bool = True,
+    results: str | None = None,
 ) -> AsyncIterator[Runtime]:
+    """`results` is the result store's URL (see jobtrail.results); files under `data_dir`
+    when None."""
     clock = clock or SystemClock()
+    stored = open_results(results, data_dir=data_dir, ledger=db)  # a bad URL fails here first
     store = await open_store(db, audit_key=audit_key, create=create)
     providers = ProviderRegistry(connections=max(10, concurrency))
     try:
@@ -55,7 +60,7 @@ async def runtime(
         runner = Runner(
             ledger,
             providers,
-            BlobStore(data_dir),
+            stored,
             actor=worker_id or default_worker_id(),
             lease_for=lease_for,
         )
@@ -66,7 +71,15 @@ async def runtime(
             idle_poll=idle_poll,
             record_lateness=record_lateness,
         )
-        yield Runtime(ledger=ledger, providers=providers, runner=runner, worker=worker, clock=clock)
+        yield Runtime(
+            ledger=ledger,
+            providers=providers,
+            results=stored,
+            runner=runner,
+            worker=worker,
+            clock=clock,
+        )
     finally:
         await providers.close()
+        await stored.close()
         await store.close()

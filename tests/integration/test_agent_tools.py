@@ -18,9 +18,9 @@ from jobtrail.errors import InvalidInput, KeyConflict, NotFound
 from jobtrail.ledger import Ledger
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.providers.registry import ProviderRegistry
+from jobtrail.results.files import FileResults
 from jobtrail.simulator import Simulator
 from jobtrail.store import open_store
-from jobtrail.worker.blobs import BlobStore
 from jobtrail.worker.loop import Worker
 from jobtrail.worker.runner import Runner
 
@@ -158,7 +158,7 @@ async def test_wait_returns_when_the_state_changes(
     await tools.cancel_job(sent.operation_id, reason="changed my mind", actor="agent:t")
     registry = ProviderRegistry()
     runner = Runner(
-        ledger, registry, BlobStore(tmp_path), actor="w1", lease_for=timedelta(seconds=30)
+        ledger, registry, FileResults(tmp_path), actor="w1", lease_for=timedelta(seconds=30)
     )
 
     async def worker_step() -> None:
@@ -229,7 +229,7 @@ async def test_results_whole_or_previewed_from_the_simulator(
     large = await ask(tools, {"account": "l", "_sim": {"items": 4000}}, key="large")
     registry = ProviderRegistry()
     runner = Runner(
-        ledger, registry, BlobStore(tmp_path), actor="w1", lease_for=timedelta(seconds=60)
+        ledger, registry, FileResults(tmp_path), actor="w1", lease_for=timedelta(seconds=60)
     )
     try:
         await Worker(runner, clock).run(until_idle=True)

@@ -24,9 +24,9 @@ from jobtrail.core.states import State
 from jobtrail.ledger import Ledger
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.providers.registry import ProviderRegistry
+from jobtrail.results.files import FileResults
 from jobtrail.simulator import CallRecord, Simulator
 from jobtrail.store import open_store
-from jobtrail.worker.blobs import BlobStore
 from jobtrail.worker.loop import Worker
 from jobtrail.worker.runner import Runner
 
@@ -75,7 +75,7 @@ async def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[
         ledger = Ledger(store, clock=clock.now, group_commit=True)
         document = tomllib.loads((REPO / "providers" / "simulator.toml").read_text())
         spec = parse_provider({**document, "base_url": sim.base_url})
-        runner = Runner(ledger, registry, BlobStore(tmp_path), actor="worker", lease_for=LEASE)
+        runner = Runner(ledger, registry, FileResults(tmp_path), actor="worker", lease_for=LEASE)
         worker = Worker(runner, clock, concurrency=4)
         yield Rig(sim, ledger, spec, runner, worker, clock)
     finally:

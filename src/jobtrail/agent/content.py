@@ -10,6 +10,8 @@ import codecs
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobtrail.errors import ResultError
+from jobtrail.results import ResultStore
 from jobtrail.worker.blobs import read_checked
 
 INLINE_LIMIT = 64 * 1024  # bytes returned whole
@@ -24,8 +26,34 @@ class Read:
     problem: str | None = None  # the stored content changed since it was validated, or is gone
 
 
-async def read_stored(location: str) -> Read:
-    return await asyncio.to_thread(_read, Path(location))
+async def read_stored(location: str, results: ResultStore | None = None) -> Read:
+    if results is None or not location.startswith(("db:", "s3://")):
+        return await asyncio.to_thread(_read, Path(location))
+    # Not a file: read it whole through its store, which re-checks its hash.
+    try:
+        content = await results.read(location)
+    except ResultError as exc:
+        return Read(content=None, preview=None, note=str(exc), problem=str(exc))
+    return _shown(content, location)
+
+
+def _shown(content: bytes, location: str) -> Read:
+    size = len(content)
+    head = content if size <= INLINE_LIMIT else content[:PREVIEW_BYTES]
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=size <= INLINE_LIMIT)
+    except UnicodeDecodeError:
+        return Read(content=None, preview=None, note=f"the content is binary ({size} bytes)")
+    if size <= INLINE_LIMIT:
+        return Read(content=text, preview=None, note=f"the whole content ({size} bytes)")
+    return Read(
+        content=None,
+        preview=text,
+        note=(
+            f"the content is {size} bytes, more than {INLINE_LIMIT} returned whole: the preview "
+            f"holds its first {len(head)} bytes, and the whole content is at {location}"
+        ),
+    )
 
 
 def _read(path: Path) -> Read:

@@ -180,6 +180,7 @@ async def serve(
     actor: str | None,
     run_worker: bool,
     concurrency: int,
+    results: str | None = None,
 ) -> None:
     """Serve until stdin closes, then stop the worker gracefully and close the ledger.
 
@@ -187,9 +188,13 @@ async def serve(
     default action: the SDK reads stdin in a thread that no cancellation can interrupt, so
     dying by the signal is the only clean end while the client still holds stdin open."""
     signals: list[signal.Signals] = []
-    async with runtime(db, data_dir, audit_key=audit_key, concurrency=concurrency) as rt:
+    async with runtime(
+        db, data_dir, audit_key=audit_key, concurrency=concurrency, results=results
+    ) as rt:
         rt.worker.grace = SHUTDOWN_GRACE
-        tools = AgentTools(rt.ledger, worker_running=run_worker, wake=rt.worker.wake)
+        tools = AgentTools(
+            rt.ledger, worker_running=run_worker, wake=rt.worker.wake, results=rt.results
+        )
         server = build_server(tools, actor=actor)
         worker = asyncio.create_task(rt.worker.run()) if run_worker else None
         if worker is not None:

@@ -33,6 +33,7 @@ from jobtrail.core.states import REMOTE_MAY_RUN, State
 from jobtrail.errors import InvalidInput, NotFound
 from jobtrail.ledger import Ledger
 from jobtrail.providers.config import ProviderSpec, find_provider_named
+from jobtrail.results import ResultStore
 from jobtrail.views import explain_text, iso, operation_json, transition_json, waiting_for
 
 WAIT_CAP_SECONDS = 120.0
@@ -54,8 +55,10 @@ class AgentTools:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         monotonic: Callable[[], float] = time.monotonic,
         wake: Callable[[], None] = lambda: None,
+        results: ResultStore | None = None,
     ) -> None:
         self.ledger = ledger
+        self.results = results  # reads results kept outside files (db:, s3://)
         self.worker_running = worker_running
         self._find, self._sleep, self._monotonic = find, sleep, monotonic
         self._wake = wake  # tells an in-process worker there is work now
@@ -159,7 +162,7 @@ class AgentTools:
         if summary is None:
             return _no_result(op, self.ledger.clock())
         items = summary.items
-        read = await read_stored(summary.location) if summary.location else None
+        read = await read_stored(summary.location, self.results) if summary.location else None
         note = read.note if read else "no stored content is recorded for this result"
         changed = [read.problem] if read and read.problem else []
         valid = summary.valid and not changed

@@ -41,6 +41,7 @@ async def mcp(settings: Settings, actor: str | None, no_worker: bool, concurrenc
         actor=actor,
         run_worker=not no_worker,
         concurrency=concurrency,
+        results=settings.results,
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import json
 import os
@@ -12,13 +11,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 import click
 
 from jobtrail.errors import JobtrailError
-from jobtrail.ledger import Ledger
-from jobtrail.store import Store, open_store
+
+if TYPE_CHECKING:  # imported where used: `jobtrail --version` needs none of them
+    from jobtrail.ledger import Ledger
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -28,6 +28,7 @@ T = TypeVar("T")
 class Settings:
     db: str
     data_dir: Path
+    results: str | None = None  # the result store's URL (jobtrail.results); None: files
 
     @property
     def audit_key(self) -> bytes | None:
@@ -39,14 +40,15 @@ class Settings:
         return self.db.startswith(("postgresql://", "postgres://"))
 
 
-def settings_from(db: str | None, data_dir: str | None) -> Settings:
+def settings_from(db: str | None, data_dir: str | None, results: str | None = None) -> Settings:
     db = db or os.environ.get("JOBTRAIL_DB") or "jobtrail.db"
     if data_dir is None:
         data_dir = os.environ.get("JOBTRAIL_DATA")
     if data_dir is None:
         base = Path.cwd() if db.startswith(("postgresql://", "postgres://")) else Path(db).parent
         data_dir = str(base / "jobtrail-data")
-    return Settings(db=db, data_dir=Path(data_dir))
+    results = results or os.environ.get("JOBTRAIL_RESULTS") or None
+    return Settings(db=db, data_dir=Path(data_dir), results=results)
 
 
 def default_actor() -> str:
@@ -63,7 +65,10 @@ async def opened(
 ) -> AsyncIterator[Ledger]:
     """The ledger, opened for one command. Only commands that start work (`submit`) pass
     `create`: the others never leave an empty ledger behind a mistyped path."""
-    store: Store = await open_store(settings.db, audit_key=settings.audit_key, create=create)
+    from jobtrail.ledger import Ledger
+    from jobtrail.store import open_store
+
+    store = await open_store(settings.db, audit_key=settings.audit_key, create=create)
     try:
         yield Ledger(store, **ledger_options)
     finally:
@@ -75,6 +80,8 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
     @wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        import asyncio
+
         try:
             return asyncio.run(fn(*args, **kwargs))
         except JobtrailError as exc:

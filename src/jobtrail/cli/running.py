@@ -65,6 +65,7 @@ async def worker(
         worker_id=worker_id,
         concurrency=concurrency,
         lease_for=parse_duration(lease),
+        results=settings.results,
     ) as rt:
         _stop_on_signals(rt)
         click.echo(
@@ -106,6 +107,7 @@ async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
         worker_id=actor,
         concurrency=1,
         create=False,  # the operation must already be recorded, so must its ledger
+        results=settings.results,
     ) as rt:
         _stop_on_signals(rt)
         op = await rt.ledger.get(operation_id)
@@ -160,7 +162,7 @@ async def demo(settings: Settings) -> None:
         def progress(counts: dict[State, int]) -> None:
             status.update(" ".join(f"{state}={n}" for state, n in sorted(counts.items())))
 
-        rows, verdict = await run_demo(db, data, progress)
+        rows, verdict = await run_demo(db, data, progress, results=settings.results)
     table = Table(
         "scenario",
         "operation",

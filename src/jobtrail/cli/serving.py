@@ -98,6 +98,7 @@ async def _serve(
         audit_key=settings.audit_key,
         worker_id=worker_id,
         concurrency=concurrency,
+        results=settings.results,
     ) as rt:
         health = Health(rt)
         app = web.Application(client_max_size=MAX_EVENT_BYTES)

@@ -11,12 +11,12 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary, evolve
 from jobtrail.core.plan import Call, Decide, Nothing, Wait, plan
 from jobtrail.core.validate import Candidate, Rules, validate
-from jobtrail.errors import ConcurrentUpdate, LostOwnership
+from jobtrail.errors import ConcurrentUpdate, LostOwnership, ResultError
 from jobtrail.ledger import Ledger
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.protocol import Reply
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.worker.blobs import BlobStore
+from jobtrail.results import UNSTORED, ResultStore
 
 log = logging.getLogger("jobtrail.worker")
 RENEW_MARGIN = 1.0  # seconds kept for recording the outcome after a call's own timeout
@@ -27,7 +27,7 @@ class Runner:
         self,
         ledger: Ledger,
         providers: ProviderRegistry,
-        blobs: BlobStore,
+        blobs: ResultStore,
         *,
         actor: str,
         lease_for: timedelta,
@@ -70,13 +70,14 @@ class Runner:
             fresh = await self.ledger.get(op.operation_id)
             return evolve(fresh, next_poll_at=op.next_poll_at)
         if local:
-            reply = self._collect_locally(op)
+            reply = await self._collect_locally(op)
         else:
             reply = await provider.call(action.kind, op)
         outcome = await self._outcome(op, reply)
-        after = await self.ledger.finish_call(
-            op, attempt, outcome, detail=reply.detail, actor=self.actor
-        )
+        detail = reply.detail
+        if isinstance(outcome, o.ResultMissing) and reply.fetched is not None:
+            detail = {**detail, "error": outcome.reason}  # fetched, but could not be stored
+        after = await self.ledger.finish_call(op, attempt, outcome, detail=detail, actor=self.actor)
         log.info(
             "%s: %s",
             action.describe(),
@@ -103,7 +104,10 @@ class Runner:
     async def _outcome(self, op: Operation, reply: Reply) -> o.CallOutcome:
         if reply.fetched is not None:
             fetched = reply.fetched
-            location = await self.blobs.put(fetched.content)
+            try:
+                location = await self.blobs.put(fetched.content)
+            except ResultError as exc:
+                return o.ResultMissing(reason=f"the result could not be stored: {exc}")
             candidate = Candidate(
                 content=fetched.content,
                 content_type=fetched.content_type,
@@ -115,17 +119,23 @@ class Runner:
         outcome = reply.outcome
         assert outcome is not None
         if isinstance(outcome, o.SyncResult):
-            return evolve(outcome, location=await self.blobs.put(outcome.content))
+            try:
+                location = await self.blobs.put(outcome.content)
+            except ResultError as exc:
+                # The job exists and answered: record that, and let collection end the
+                # operation `result_unavailable` with the reason.
+                location = f"{UNSTORED} the result could not be stored: {exc}"
+            return evolve(outcome, location=location)
         return outcome
 
-    def _collect_locally(self, op: Operation) -> Reply:
+    async def _collect_locally(self, op: Operation) -> Reply:
         if op.inline_result is None:
             summary = ResultSummary(valid=True, checks=("none declared",))
             return Reply(outcome=o.ResultChecked(summary=summary), detail={})
         try:
-            content = self.blobs.read(op.inline_result)
-        except OSError as exc:
-            reason = f"the stored synchronous result cannot be read: {exc.strerror}"
+            content = await self.blobs.read(op.inline_result)
+        except ResultError as exc:
+            reason = f"the stored synchronous result cannot be read: {exc}"
             return Reply(outcome=o.ResultMissing(reason=reason), detail={"error": reason})
         candidate = Candidate(content=content, content_type="application/json")
         summary = validate(candidate, _rules(op, self.providers.spec(op)), op.inline_result)

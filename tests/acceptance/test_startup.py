@@ -1,0 +1,45 @@
+"""CLI start-up: `jobtrail --version` and `jobtrail status` import only what they use."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from cliutil import Workspace
+
+HEAVY = ("aiohttp", "psycopg", "mcp", "jsonschema")
+
+
+def imported(ws: Workspace, *args: str) -> set[str]:
+    """The top-level packages `jobtrail ARGS` imports, from `python -X importtime`."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "jobtrail.cli.main", *args],
+        cwd=ws.root,
+        env=ws.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*([\w.]+)$", done.stderr, re.M)
+    return {name.split(".")[0] for name in names}
+
+
+def test_version_imports_no_heavy_package(ws: Workspace) -> None:
+    """`jobtrail --version` prints the version without importing the network or database
+    stacks, the schema validator or the MCP SDK."""
+    modules = imported(ws, "--version")
+    assert "click" in modules  # the parse above saw the imports
+    assert set(HEAVY) & modules == set()
+
+
+def test_status_on_sqlite_imports_no_heavy_package(ws: Workspace) -> None:
+    """`jobtrail status OP` on a SQLite ledger imports neither aiohttp, psycopg, mcp nor
+    jsonschema: only the store it reads and the printing it does."""
+    op = ws.json("submit", "simulator", "--body", '{"account": "acct_1"}')["operation_id"]
+    assert Path(ws.db).exists()
+    modules = imported(ws, "status", op)
+    assert "sqlite3" in modules
+    assert set(HEAVY) & modules == set()
