@@ -1,8 +1,10 @@
 """Keeping secrets out of everything we store or print.
 
 Two nets: by name (headers and body fields known to carry credentials, plus those a provider
-file names) and by value (the exact secret strings a provider used on this call, so that an
-echo of a token in an error body is caught too).
+file names) and by value (the secret strings a provider uses, so that an echo of a token in an
+error body is caught too). By value means the whole secret, and also what a truncation
+elsewhere may have left of one: a run of FRAGMENT or more of its characters anywhere, and a
+beginning of it (4 characters or more) that ends the text.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 REDACTED = "[redacted]"
+FRAGMENT = 16  # a run of this many characters of a secret is treated as the secret
+_PROBE = FRAGMENT // 2  # probes this long, every _PROBE characters, find every FRAGMENT run
+_MIN_SECRET = 4
 
 SENSITIVE_HEADERS = frozenset(
     {
@@ -49,6 +54,17 @@ class Redactor:
     headers: frozenset[str] = SENSITIVE_HEADERS
     fields: frozenset[str] = SENSITIVE_FIELDS
     values: tuple[str, ...] = field(default=())
+    # Derived from `values`: aligned probes (cheap to look for) and every window of the
+    # probe's length (to find where a fragment starts and ends once a probe matched).
+    _probes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _windows: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        long = [v for v in self.values if len(v) >= FRAGMENT]
+        probes = {v[i : i + _PROBE] for v in long for i in range(0, len(v) - _PROBE + 1, _PROBE)}
+        windows = {v[i : i + _PROBE] for v in long for i in range(len(v) - _PROBE + 1)}
+        object.__setattr__(self, "_probes", tuple(sorted(probes)))
+        object.__setattr__(self, "_windows", frozenset(windows))
 
     def extended(
         self,
@@ -60,7 +76,9 @@ class Redactor:
         return Redactor(
             self.headers | {h.lower() for h in headers},
             self.fields | {f.lower() for f in fields},
-            tuple(dict.fromkeys((*self.values, *(v for v in values if v and len(v) >= 4)))),
+            tuple(
+                dict.fromkeys((*self.values, *(v for v in values if v and len(v) >= _MIN_SECRET)))
+            ),
         )
 
     def is_sensitive_header(self, name: str) -> bool:
@@ -73,16 +91,58 @@ class Redactor:
         }
 
     def text(self, value: str) -> str:
+        if not self.values or len(value) < _MIN_SECRET:
+            return value
         for secret in self.values:
             if secret in value:
                 value = value.replace(secret, REDACTED)
+        if any(probe in value for probe in self._probes):
+            value = self._fragments(value)
+        return self._truncated_tail(value)
+
+    def _fragments(self, value: str) -> str:
+        """Replace every run of characters made of overlapping windows of a secret."""
+        spans: list[tuple[int, int]] = []
+        for i in range(len(value) - _PROBE + 1):
+            if value[i : i + _PROBE] in self._windows:
+                if spans and i <= spans[-1][1]:
+                    spans[-1] = (spans[-1][0], i + _PROBE)
+                else:
+                    spans.append((i, i + _PROBE))
+        for start, end in reversed(spans):
+            if end - start >= FRAGMENT:
+                value = value[:start] + REDACTED + value[end:]
         return value
+
+    def _truncated_tail(self, value: str) -> str:
+        """A text cut short elsewhere (`reason[:200]`) may end in the beginning of a secret."""
+        for secret in self.values:
+            tail = value[-(len(secret) - 1) :]
+            at = tail.find(secret[:_MIN_SECRET])
+            while at >= 0:
+                if secret.startswith(tail[at:]):
+                    return value[: len(value) - len(tail) + at] + REDACTED
+                at = tail.find(secret[:_MIN_SECRET], at + 1)
+        return value
+
+    def content(self, data: bytes) -> tuple[bytes, int]:
+        """`data` with every secret replaced, and how many were: for stored result files."""
+        found = 0
+        for secret in self.values:
+            raw = secret.encode("utf-8")
+            count = data.count(raw)
+            if count:
+                found += count
+                data = data.replace(raw, REDACTED.encode())
+        return data, found
 
     def json(self, value: Any) -> Any:
         """A copy of a JSON value with sensitive fields and secret values replaced."""
         if isinstance(value, dict):
             return {
-                key: REDACTED if str(key).lower() in self.fields else self.json(item)
+                self.text(key) if isinstance(key, str) else key: REDACTED
+                if str(key).lower() in self.fields
+                else self.json(item)
                 for key, item in value.items()
             }
         if isinstance(value, list | tuple):

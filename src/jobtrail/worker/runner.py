@@ -3,6 +3,7 @@ while there is something to do now; the last write gives the lease back."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from datetime import timedelta
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary, evolve
 from jobtrail.core.plan import Call, Decide, Nothing, Wait, plan
+from jobtrail.core.redact import REDACTED
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ConcurrentUpdate, LostOwnership
 from jobtrail.ledger import Ledger
@@ -103,7 +105,9 @@ class Runner:
     async def _outcome(self, op: Operation, reply: Reply) -> o.CallOutcome:
         if reply.fetched is not None:
             fetched = reply.fetched
-            location = await self.blobs.put(fetched.content)
+            # Checked as received; stored without the secrets it may echo (docs/guarantees.md).
+            stored, found = self.ledger.redactor(op).content(fetched.content)
+            location = await self.blobs.put(stored)
             candidate = Candidate(
                 content=fetched.content,
                 content_type=fetched.content_type,
@@ -111,11 +115,15 @@ class Runner:
                 stated_records=fetched.record_count,
             )
             rules = _rules(op, self.providers.spec(op))
-            return o.ResultChecked(summary=validate(candidate, rules, location))
+            summary = validate(candidate, rules, location)
+            if found:
+                summary = _stored_redacted(summary, stored, found)
+            return o.ResultChecked(summary=summary)
         outcome = reply.outcome
         assert outcome is not None
         if isinstance(outcome, o.SyncResult):
-            return evolve(outcome, location=await self.blobs.put(outcome.content))
+            stored, _ = self.ledger.redactor(op).content(outcome.content)
+            return evolve(outcome, content=stored, location=await self.blobs.put(stored))
         return outcome
 
     def _collect_locally(self, op: Operation) -> Reply:
@@ -130,6 +138,20 @@ class Runner:
         candidate = Candidate(content=content, content_type="application/json")
         summary = validate(candidate, _rules(op, self.providers.spec(op)), op.inline_result)
         return Reply(outcome=o.ResultChecked(summary=summary), detail={"inline": True})
+
+
+def _stored_redacted(summary: ResultSummary, stored: bytes, found: int) -> ResultSummary:
+    """The summary of the stored copy: its hash and size, and a check saying what changed."""
+    note = (
+        f"secrets_removed: {found} secret value(s) the provider echoed were replaced by "
+        f"{REDACTED} in the stored copy; the checks above ran on the content as received"
+    )
+    return evolve(
+        summary,
+        sha256=hashlib.sha256(stored).hexdigest(),
+        size=len(stored),
+        checks=(*summary.checks, note),
+    )
 
 
 def _collects_locally(op: Operation) -> bool:
