@@ -16,6 +16,7 @@ from typing import Any
 from jobtrail.audit import AuditEntry
 from jobtrail.clock import SystemClock
 from jobtrail.core import outcomes as o
+from jobtrail.core.admission import check_request
 from jobtrail.core.apply import Applied, Policy, apply
 from jobtrail.core.canonical import fingerprint
 from jobtrail.core.durations import parse_duration
@@ -107,13 +108,12 @@ class Ledger:
         """Write the operation record durably; nothing is sent here. The same key with the
         same request returns the existing operation."""
         headers = dict(headers or {})
-        for name in headers:
-            if provider.redactor.is_sensitive_header(name):
-                raise InvalidInput(
-                    f"header {name!r} carries a credential, and jobtrail never stores "
-                    "credentials: name the environment variable holding it in the provider "
-                    "file's `auth` instead"
-                )
+        check_request(
+            headers,
+            body,
+            provider.redactor.extended(values=provider.secret_values()),
+            own=_own_headers(provider),
+        )
         request = JobRequest(
             method=provider.create_method, target=provider.target, body=body, headers=headers
         )
@@ -420,6 +420,12 @@ class Ledger:
 
     def _entry(self, op: Operation, now: datetime, kind: str, actor: str, data: Any) -> AuditEntry:
         return AuditEntry(at=now, operation_id=op.operation_id, kind=kind, actor=actor, data=data)
+
+
+def _own_headers(provider: ProviderSpec) -> list[str]:
+    placed = (provider.idempotency, provider.client_reference)
+    names = [p.header for p in placed if p is not None and p.header]
+    return [*names, *([provider.trace_header] if provider.trace_header else []), "traceparent"]
 
 
 def _check_key(key: str) -> None:
