@@ -19,6 +19,7 @@ import click
 from jobtrail.errors import JobtrailError
 from jobtrail.ledger import Ledger
 from jobtrail.store import Store, open_store
+from jobtrail.store.urls import MASK, shown_url, url_passwords
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -84,8 +85,20 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {without_db_password(message)}", err=True)
     sys.exit(code)
+
+
+def without_db_password(text: str) -> str:
+    """`text` with the ledger URL's password masked, wherever an error put it."""
+    context = click.get_current_context(silent=True)
+    settings = context.find_object(Settings) if context is not None else None
+    if settings is not None:
+        text = text.replace(settings.db, shown_url(settings.db))
+        for password in url_passwords(settings.db):
+            if len(password) >= 3:  # shorter ones would mask every such letter pair, not a secret
+                text = text.replace(password, MASK)
+    return text
 
 
 def emit_json(document: Any) -> None:
