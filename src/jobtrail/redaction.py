@@ -34,6 +34,7 @@ from jobtrail.providers.config import parse_provider
 from jobtrail.store.base import Change
 
 _FALLBACK = Redactor()
+_SHAPES_KEPT = 4096
 OutcomeT = TypeVar("OutcomeT")
 
 
@@ -44,14 +45,24 @@ class Redactors:
     def __init__(self) -> None:
         self._bases: dict[str, tuple[Redactor, tuple[str, ...]]] = {}
         self._built: dict[tuple[str, tuple[str, ...]], Redactor] = {}
+        # The records of one operation share its provider document: its shape is worked out
+        # once per document object (the document is kept, so its id is not reused).
+        self._shapes: dict[int, tuple[Any, str]] = {}
 
     def for_operation(self, op: Operation) -> Redactor:
         doc = op.provider_config if isinstance(op.provider_config, dict) else {}
-        shape = json.dumps(
-            [op.provider, doc.get("auth"), doc.get("webhooks"), doc.get("redact")],
-            sort_keys=True,
-            default=str,
-        )
+        known_shape = self._shapes.get(id(doc))
+        if known_shape is not None and known_shape[0] is doc:
+            shape = known_shape[1]
+        else:
+            shape = json.dumps(
+                [op.provider, doc.get("auth"), doc.get("webhooks"), doc.get("redact")],
+                sort_keys=True,
+                default=str,
+            )
+            if len(self._shapes) >= _SHAPES_KEPT:
+                self._shapes.clear()
+            self._shapes[id(doc)] = (doc, shape)
         known = self._bases.get(shape)
         if known is None:
             known = self._bases[shape] = _base(doc)

@@ -9,11 +9,14 @@ beginning of it (4 characters or more) that ends the text.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 REDACTED = "[redacted]"
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=True).encode
 FRAGMENT = 16  # a run of this many characters of a secret is treated as the secret
 _PROBE = FRAGMENT // 2  # probes this long, every _PROBE characters, find every FRAGMENT run
 _MIN_SECRET = 4
@@ -58,13 +61,29 @@ class Redactor:
     # probe's length (to find where a fragment starts and ends once a probe matched).
     _probes: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _windows: frozenset[str] = field(init=False, repr=False, compare=False)
+    # Any text the rules touch holds a probe or the first _MIN_SECRET characters of a secret:
+    # one search for them all lets the common case (no secret in sight) cost one C call.
+    _suspect: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _suspects: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _quoted_fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _json_text_shows_secrets: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         long = [v for v in self.values if len(v) >= FRAGMENT]
         probes = {v[i : i + _PROBE] for v in long for i in range(0, len(v) - _PROBE + 1, _PROBE)}
         windows = {v[i : i + _PROBE] for v in long for i in range(len(v) - _PROBE + 1)}
+        starts = {v[:_MIN_SECRET] for v in self.values}
+        suspect = "|".join(re.escape(s) for s in sorted(probes | starts, key=len, reverse=True))
         object.__setattr__(self, "_probes", tuple(sorted(probes)))
         object.__setattr__(self, "_windows", frozenset(windows))
+        object.__setattr__(self, "_suspect", re.compile(suspect) if suspect else None)
+        object.__setattr__(self, "_suspects", tuple(sorted(probes | starts)))
+        object.__setattr__(self, "_quoted_fields", tuple(f'"{f}"' for f in sorted(self.fields)))
+        # JSON text shows a secret as it is unless encoding escapes one of its characters.
+        plain = not any(c in v for v in self.values for c in '"\\') and all(
+            v.isprintable() for v in self.values
+        )
+        object.__setattr__(self, "_json_text_shows_secrets", plain)
 
     def extended(
         self,
@@ -91,7 +110,7 @@ class Redactor:
         }
 
     def text(self, value: str) -> str:
-        if not self.values or len(value) < _MIN_SECRET:
+        if self._suspect is None or len(value) < _MIN_SECRET or not self._suspect.search(value):
             return value
         for secret in self.values:
             if secret in value:
@@ -137,16 +156,35 @@ class Redactor:
         return data, found
 
     def json(self, value: Any) -> Any:
-        """A copy of a JSON value with sensitive fields and secret values replaced."""
+        """A JSON value with sensitive fields and secret values replaced: a copy, or the value
+        itself when it holds neither (one encoding and two searches tell, in C)."""
+        if isinstance(value, dict | list | tuple) and self._clean(value):
+            return value
+        return self._json(value)
+
+    def _clean(self, value: Any) -> bool:
+        if not self._json_text_shows_secrets:
+            return False
+        try:
+            text = _ENCODE(value)
+        except (TypeError, ValueError):
+            return False
+        for suspect in self._suspects:
+            if suspect in text:
+                return False
+        low = text.lower()
+        return all(name not in low for name in self._quoted_fields)
+
+    def _json(self, value: Any) -> Any:
         if isinstance(value, dict):
             return {
                 self.text(key) if isinstance(key, str) else key: REDACTED
                 if str(key).lower() in self.fields
-                else self.json(item)
+                else self._json(item)
                 for key, item in value.items()
             }
         if isinstance(value, list | tuple):
-            return [self.json(item) for item in value]
+            return [self._json(item) for item in value]
         if isinstance(value, str):
             return self.text(value)
         return value
