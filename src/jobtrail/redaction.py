@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -172,8 +172,10 @@ def _attempt(a: Attempt | None, r: Redactor) -> Attempt | None:
 def redacted_outcome(outcome: OutcomeT, r: Redactor) -> OutcomeT:
     """An outcome with its provider-given texts redacted (bytes of a result excepted: those
     are handled where they are stored)."""
+    if not is_dataclass(outcome):
+        return outcome
     changes: dict[str, Any] = {}
-    for f in fields(outcome):  # type: ignore[arg-type]
+    for f in fields(outcome):
         value = getattr(outcome, f.name)
         new: Any = value
         if isinstance(value, str) and not isinstance(value, Enum):
