@@ -16,12 +16,14 @@ from typing import Any
 from jobtrail.audit import AuditEntry
 from jobtrail.clock import SystemClock
 from jobtrail.core import outcomes as o
+from jobtrail.core.admission import check_request
 from jobtrail.core.apply import Applied, Policy, apply
 from jobtrail.core.canonical import fingerprint
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
 from jobtrail.core.model import Attempt, AttemptKind, CancelIntent, JobRequest, Operation, evolve
 from jobtrail.core.plan import Call, Decide, plan
+from jobtrail.core.redact import Redactor
 from jobtrail.core.schedule import Backoff
 from jobtrail.core.states import REMOTE_MAY_RUN, State
 from jobtrail.errors import (
@@ -33,6 +35,7 @@ from jobtrail.errors import (
     NotFound,
 )
 from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
 
@@ -54,6 +57,7 @@ class Ledger:
         self.rand = rand or secrets.SystemRandom()
         self._group = GroupCommitter(store) if group_commit else None
         self._policies: dict[tuple[str, str], Policy] = {}
+        self._redactors = Redactors()
 
     def policy(self, op: Operation) -> Policy:
         """Scheduling for this operation, from the [poll] table of its provider file."""
@@ -68,7 +72,18 @@ class Ledger:
             policy = self._policies[shape] = Policy(rand=self.rand, poll=backoff)
         return policy
 
+    def redactor(self, op: Operation) -> Redactor:
+        """What keeps `op`'s secrets out of what is stored: its provider's sensitive names and
+        the secret values that provider uses now."""
+        return self._redactors.for_operation(op)
+
+    def scrub(self, change: Change) -> Change:
+        """The redaction chokepoint (jobtrail.redaction): every change the ledger writes, and
+        any other writer's (the webhook intake), passes here on its way to the store."""
+        return redacted(change, self._redactors.for_operation(change.operation))
+
     async def _commit(self, change: Change) -> CommitResult:
+        change = self.scrub(change)
         if self._group is not None:
             return await self._group.commit(change)
         (result,) = await self.store.commit([change])
@@ -93,13 +108,12 @@ class Ledger:
         """Write the operation record durably; nothing is sent here. The same key with the
         same request returns the existing operation."""
         headers = dict(headers or {})
-        for name in headers:
-            if provider.redactor.is_sensitive_header(name):
-                raise InvalidInput(
-                    f"header {name!r} carries a credential, and jobtrail never stores "
-                    "credentials: name the environment variable holding it in the provider "
-                    "file's `auth` instead"
-                )
+        check_request(
+            headers,
+            body,
+            provider.redactor.extended(values=provider.secret_values()),
+            own=_own_headers(provider),
+        )
         request = JobRequest(
             method=provider.create_method, target=provider.target, body=body, headers=headers
         )
@@ -147,7 +161,9 @@ class Ledger:
                 "body": provider.redactor.json(body),
             },
         )
-        stored = await self.store.create_operation(op, [entry])
+        stored = await self.store.create_operation(
+            op, redacted_entries([entry], self._redactors.for_operation(op))
+        )
         return stored if stored.operation_id == op_id else _same_request(stored, print_, op.key)
 
     # -- reading -------------------------------------------------------------------------
@@ -341,6 +357,8 @@ class Ledger:
         release: bool,
     ) -> Operation:
         fence = op.fence
+        # Redacted before it is applied, so the core compares stored words with clean ones.
+        outcome = redacted_outcome(outcome, self._redactors.for_operation(op))
         for _ in range(_MAX_RETRIES):
             applied = apply(op, outcome, now, actor=actor, policy=self.policy(op))
             audit = []
@@ -402,6 +420,12 @@ class Ledger:
 
     def _entry(self, op: Operation, now: datetime, kind: str, actor: str, data: Any) -> AuditEntry:
         return AuditEntry(at=now, operation_id=op.operation_id, kind=kind, actor=actor, data=data)
+
+
+def _own_headers(provider: ProviderSpec) -> list[str]:
+    placed = (provider.idempotency, provider.client_reference)
+    names = [p.header for p in placed if p is not None and p.header]
+    return [*names, *([provider.trace_header] if provider.trace_header else []), "traceparent"]
 
 
 def _check_key(key: str) -> None:

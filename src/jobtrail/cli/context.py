@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 import click
 
 from jobtrail.errors import JobtrailError
+from jobtrail.store.urls import MASK, shown_url, url_passwords
 
 if TYPE_CHECKING:  # imported where used: `jobtrail --version` needs none of them
     from jobtrail.ledger import Ledger
@@ -95,8 +96,20 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {without_db_password(message)}", err=True)
     sys.exit(code)
+
+
+def without_db_password(text: str) -> str:
+    """`text` with the ledger URL's password masked, wherever an error put it."""
+    context = click.get_current_context(silent=True)
+    settings = context.find_object(Settings) if context is not None else None
+    if settings is not None:
+        text = text.replace(settings.db, shown_url(settings.db))
+        for password in url_passwords(settings.db):
+            if len(password) >= 3:  # shorter ones would mask every such letter pair, not a secret
+                text = text.replace(password, MASK)
+    return text
 
 
 def emit_json(document: Any) -> None:

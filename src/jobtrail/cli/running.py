@@ -27,6 +27,7 @@ from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.runtime import Runtime, runtime
+from jobtrail.store.urls import shown_url
 from jobtrail.views import iso, operation_json, waiting_for
 
 
@@ -69,7 +70,8 @@ async def worker(
     ) as rt:
         _stop_on_signals(rt)
         click.echo(
-            f"{rt.runner.actor} working on {settings.db} (concurrency {concurrency})", err=True
+            f"{rt.runner.actor} working on {shown_url(settings.db)} (concurrency {concurrency})",
+            err=True,
         )
         stats = await rt.worker.run(until_idle=until_idle)
     click.echo(
@@ -185,7 +187,10 @@ async def demo(settings: Settings) -> None:
         )
     console.print(table)
     console.print(verdict.message())
-    console.print(f"\nledger: {db}\nexplore: jobtrail --db {db} explain {rows[1].op.operation_id}")
+    shown = shown_url(db)
+    console.print(
+        f"\nledger: {shown}\nexplore: jobtrail --db {shown} explain {rows[1].op.operation_id}"
+    )
     if not verdict.ok:
         raise SystemExit(1)
 

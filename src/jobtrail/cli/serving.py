@@ -18,16 +18,17 @@ from jobtrail.errors import JobtrailError, ProviderConfigError
 from jobtrail.logs import install_json_logging
 from jobtrail.providers.config import load_provider_file
 from jobtrail.runtime import Runtime, runtime
+from jobtrail.store.urls import shown_url, url_passwords
 from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
 from jobtrail.worker.loop import WorkerStats
 
 log = logging.getLogger("jobtrail.serve")
 
 
-def secrets_redactor(folder: Path) -> Redactor:
-    """A redactor holding every secret the provider files in `folder` name, and the audit
-    key: read once, at start."""
-    values = [os.environ.get("JOBTRAIL_AUDIT_KEY", "")]
+def secrets_redactor(folder: Path, db: str = "") -> Redactor:
+    """A redactor holding every secret the provider files in `folder` name, the audit key
+    and the ledger URL's password: read once, at start."""
+    values = [os.environ.get("JOBTRAIL_AUDIT_KEY", ""), *url_passwords(db)]
     for file in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
         try:
             values.extend(load_provider_file(file).secret_values())
@@ -72,7 +73,7 @@ def serve(
     one process. Logs are JSON lines on stderr. SIGINT/SIGTERM stop it gracefully: no new
     requests, in-flight steps finish."""
     folder = providers_folder()
-    install_json_logging(secrets_redactor(folder))
+    install_json_logging(secrets_redactor(folder, settings.db))
     try:
         asyncio.run(_serve(settings, folder, host, port, concurrency, worker_id))
     except (JobtrailError, OSError) as exc:
@@ -114,7 +115,11 @@ async def _serve(
                 "serving on http://%s:%d",
                 bound_host,
                 bound_port,
-                extra={"worker_id": rt.worker.worker_id, "db": settings.db, "port": bound_port},
+                extra={
+                    "worker_id": rt.worker.worker_id,
+                    "db": shown_url(settings.db),
+                    "port": bound_port,
+                },
             )
             stopper = asyncio.create_task(stop.wait())
             await asyncio.wait([worker, stopper], return_when=asyncio.FIRST_COMPLETED)

@@ -1,17 +1,25 @@
 """Keeping secrets out of everything we store or print.
 
 Two nets: by name (headers and body fields known to carry credentials, plus those a provider
-file names) and by value (the exact secret strings a provider used on this call, so that an
-echo of a token in an error body is caught too).
+file names) and by value (the secret strings a provider uses, so that an echo of a token in an
+error body is caught too). By value means the whole secret, and also what a truncation
+elsewhere may have left of one: a run of FRAGMENT or more of its characters anywhere, and a
+beginning of it (4 characters or more) that ends the text.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 REDACTED = "[redacted]"
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=True).encode
+FRAGMENT = 16  # a run of this many characters of a secret is treated as the secret
+_PROBE = FRAGMENT // 2  # probes this long, every _PROBE characters, find every FRAGMENT run
+_MIN_SECRET = 4
 
 SENSITIVE_HEADERS = frozenset(
     {
@@ -49,6 +57,33 @@ class Redactor:
     headers: frozenset[str] = SENSITIVE_HEADERS
     fields: frozenset[str] = SENSITIVE_FIELDS
     values: tuple[str, ...] = field(default=())
+    # Derived from `values`: aligned probes (cheap to look for) and every window of the
+    # probe's length (to find where a fragment starts and ends once a probe matched).
+    _probes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _windows: frozenset[str] = field(init=False, repr=False, compare=False)
+    # Any text the rules touch holds a probe or the first _MIN_SECRET characters of a secret:
+    # one search for them all lets the common case (no secret in sight) cost one C call.
+    _suspect: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _suspects: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _quoted_fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _json_text_shows_secrets: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        long = [v for v in self.values if len(v) >= FRAGMENT]
+        probes = {v[i : i + _PROBE] for v in long for i in range(0, len(v) - _PROBE + 1, _PROBE)}
+        windows = {v[i : i + _PROBE] for v in long for i in range(len(v) - _PROBE + 1)}
+        starts = {v[:_MIN_SECRET] for v in self.values}
+        suspect = "|".join(re.escape(s) for s in sorted(probes | starts, key=len, reverse=True))
+        object.__setattr__(self, "_probes", tuple(sorted(probes)))
+        object.__setattr__(self, "_windows", frozenset(windows))
+        object.__setattr__(self, "_suspect", re.compile(suspect) if suspect else None)
+        object.__setattr__(self, "_suspects", tuple(sorted(probes | starts)))
+        object.__setattr__(self, "_quoted_fields", tuple(f'"{f}"' for f in sorted(self.fields)))
+        # JSON text shows a secret as it is unless encoding escapes one of its characters.
+        plain = not any(c in v for v in self.values for c in '"\\') and all(
+            v.isprintable() for v in self.values
+        )
+        object.__setattr__(self, "_json_text_shows_secrets", plain)
 
     def extended(
         self,
@@ -60,7 +95,9 @@ class Redactor:
         return Redactor(
             self.headers | {h.lower() for h in headers},
             self.fields | {f.lower() for f in fields},
-            tuple(dict.fromkeys((*self.values, *(v for v in values if v and len(v) >= 4)))),
+            tuple(
+                dict.fromkeys((*self.values, *(v for v in values if v and len(v) >= _MIN_SECRET)))
+            ),
         )
 
     def is_sensitive_header(self, name: str) -> bool:
@@ -73,20 +110,81 @@ class Redactor:
         }
 
     def text(self, value: str) -> str:
+        if self._suspect is None or len(value) < _MIN_SECRET or not self._suspect.search(value):
+            return value
         for secret in self.values:
             if secret in value:
                 value = value.replace(secret, REDACTED)
+        if any(probe in value for probe in self._probes):
+            value = self._fragments(value)
+        return self._truncated_tail(value)
+
+    def _fragments(self, value: str) -> str:
+        """Replace every run of characters made of overlapping windows of a secret."""
+        spans: list[tuple[int, int]] = []
+        for i in range(len(value) - _PROBE + 1):
+            if value[i : i + _PROBE] in self._windows:
+                if spans and i <= spans[-1][1]:
+                    spans[-1] = (spans[-1][0], i + _PROBE)
+                else:
+                    spans.append((i, i + _PROBE))
+        for start, end in reversed(spans):
+            if end - start >= FRAGMENT:
+                value = value[:start] + REDACTED + value[end:]
         return value
 
+    def _truncated_tail(self, value: str) -> str:
+        """A text cut short elsewhere (`reason[:200]`) may end in the beginning of a secret."""
+        for secret in self.values:
+            tail = value[-(len(secret) - 1) :]
+            at = tail.find(secret[:_MIN_SECRET])
+            while at >= 0:
+                if secret.startswith(tail[at:]):
+                    return value[: len(value) - len(tail) + at] + REDACTED
+                at = tail.find(secret[:_MIN_SECRET], at + 1)
+        return value
+
+    def content(self, data: bytes) -> tuple[bytes, int]:
+        """`data` with every secret replaced, and how many were: for stored result files."""
+        found = 0
+        for secret in self.values:
+            raw = secret.encode("utf-8")
+            count = data.count(raw)
+            if count:
+                found += count
+                data = data.replace(raw, REDACTED.encode())
+        return data, found
+
     def json(self, value: Any) -> Any:
-        """A copy of a JSON value with sensitive fields and secret values replaced."""
+        """A JSON value with sensitive fields and secret values replaced: a copy, or the value
+        itself when it holds neither (one encoding and two searches tell, in C)."""
+        if isinstance(value, dict | list | tuple) and self._clean(value):
+            return value
+        return self._json(value)
+
+    def _clean(self, value: Any) -> bool:
+        if not self._json_text_shows_secrets:
+            return False
+        try:
+            text = _ENCODE(value)
+        except (TypeError, ValueError):
+            return False
+        for suspect in self._suspects:
+            if suspect in text:
+                return False
+        low = text.lower()
+        return all(name not in low for name in self._quoted_fields)
+
+    def _json(self, value: Any) -> Any:
         if isinstance(value, dict):
             return {
-                key: REDACTED if str(key).lower() in self.fields else self.json(item)
+                self.text(key) if isinstance(key, str) else key: REDACTED
+                if str(key).lower() in self.fields
+                else self._json(item)
                 for key, item in value.items()
             }
         if isinstance(value, list | tuple):
-            return [self.json(item) for item in value]
+            return [self._json(item) for item in value]
         if isinstance(value, str):
             return self.text(value)
         return value

@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from jobtrail.simulator import echo
 from jobtrail.simulator.answers import (
     compact_json,
     drop_connection,
@@ -246,11 +247,16 @@ class CreateEndpoint:
             return _json_answer(faults.create_status, {"job_id": 12345, "state": "queued"}, ())
         payload = {"job_id": job.job_id, "state": "queued", "status_url": status_url}
         headers: tuple[tuple[str, str], ...] = ()
+        if faults.echo_credentials:
+            token = echo.bearer(request)
+            status_url = echo.status_url(status_url, token)
+            payload = echo.create({**payload, "status_url": status_url}, token)
+            headers = tuple(echo.request_id(token).items())
         if faults.status_location == "Location":
-            headers = (("Location", status_url),)
+            headers += (("Location", status_url),)
         elif faults.status_location == "Operation-Location":
             # Azure-style: an absolute URL, unlike the article's relative Location
-            headers = (("Operation-Location", f"{request.url.origin()}{status_url}"),)
+            headers += (("Operation-Location", f"{request.url.origin()}{status_url}"),)
         return _json_answer(faults.create_status, payload, headers)
 
 

@@ -6,6 +6,7 @@ import hashlib
 
 from aiohttp import web
 
+from jobtrail.simulator import echo
 from jobtrail.simulator.answers import (
     error,
     json_response,
@@ -16,7 +17,7 @@ from jobtrail.simulator.answers import (
 )
 from jobtrail.simulator.lifecycle import request_cancel
 from jobtrail.simulator.records import SimJob, iso_utc
-from jobtrail.simulator.results import result_csv
+from jobtrail.simulator.results import echoed_csv, result_csv
 from jobtrail.simulator.state import SimState
 
 
@@ -57,11 +58,19 @@ class JobEndpoints:
             elif job.status_errors < faults.status_error:
                 job.status_errors += 1
                 response = server_error()
+            elif faults.echo_credentials and job.status_reads == 1:
+                token = echo.bearer(request)
+                response = json_response(500, echo.error_body(token), echo.request_id(token))
             else:
                 st.step(job, now, read=True)
                 hint = faults.status_retry_after
                 headers = None if hint is None or job.terminal else {"Retry-After": str(hint)}
-                response = json_response(200, job.status_json(), headers)
+                payload = job.status_json()
+                if faults.echo_credentials:
+                    token = echo.bearer(request)
+                    payload = echo.status(payload, token)
+                    headers = {**(headers or {}), **echo.request_id(token)}
+                response = json_response(200, payload, headers)
         st.record("status", request, response.status, at=now, auth=auth, job_id=job_id)
         return response
 
@@ -72,7 +81,12 @@ class JobEndpoints:
         if isinstance(job, web.Response):
             response = job
         elif request_cancel(job):
-            response = json_response(202, {"job_id": job_id, "state": "cancelling"})
+            answer = {"job_id": job_id, "state": "cancelling"}
+            if job.faults.echo_credentials:
+                token = echo.bearer(request)
+                response = json_response(202, {**answer, "echo": token}, echo.request_id(token))
+            else:
+                response = json_response(202, answer)
         else:
             response = error(
                 409, "not_cancellable", "the job cannot be cancelled now", state=job.state
@@ -100,6 +114,8 @@ class JobEndpoints:
                 response = error(faults.result_gone, "result_gone", "the result expired")
             else:
                 body, digest = result_csv(job)
+                if faults.echo_credentials:
+                    body, digest = echoed_csv(job, echo.bearer(request))
                 rows = faults.items + (1 if faults.record_count_mismatch else 0)
                 if faults.bad_checksum:
                     # the digest of a slightly different body: plausible, and wrong
@@ -110,6 +126,8 @@ class JobEndpoints:
                     content_type="application/json" if faults.wrong_content_type else "text/csv",
                     headers={"X-Checksum-SHA256": digest, "X-Record-Count": str(rows)},
                 )
+                if faults.echo_credentials:
+                    response.headers.update(echo.request_id(echo.bearer(request)))
         st.record("result", request, response.status, at=now, auth=auth, job_id=job_id)
         return response
 

@@ -83,6 +83,10 @@ class Faults:
     record_count_mismatch: bool = False
     # webhooks
     webhooks: WebhookMode = "normal"
+    # secrets (hostile providers): echo the bearer token the request carried into every
+    # field of every answer about the job (see simulator/echo.py); its first status read
+    # is a 500 whose error body holds the token
+    echo_credentials: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form, for the admin endpoints."""
@@ -260,4 +264,6 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "result_error": _int,
     "record_count_mismatch": _flag,
     "webhooks": _choice(_WEBHOOK_MODES),
+    # secrets (hostile providers)
+    "echo_credentials": _flag,
 }

@@ -31,3 +31,11 @@ def result_csv(job: SimJob) -> tuple[bytes, str]:
         body = ("\n".join(lines) + "\n").encode()
         job.result_cache = (body, hashlib.sha256(body).hexdigest())
     return job.result_cache
+
+
+def echoed_csv(job: SimJob, token: str) -> tuple[bytes, str]:
+    """The CSV body with `token` in every item id (the echo_credentials fault), not cached."""
+    lines = [CSV_HEADER]
+    lines.extend(f"{r['id']}-{token},{r['status']},{r['value']}" for r in result_rows(job))
+    body = ("\n".join(lines) + "\n").encode()
+    return body, hashlib.sha256(body).hexdigest()

@@ -110,7 +110,8 @@ class Simulator:
     async def _stamp_request_id(self, request: web.Request, response: web.StreamResponse) -> None:
         """Like real providers, name every answer so support can find it in their logs."""
         self._answers += 1
-        response.headers["X-Request-ID"] = f"req_sim_{self._answers:08d}"
+        # an echo_credentials answer carries its own (hostile) request id
+        response.headers.setdefault("X-Request-ID", f"req_sim_{self._answers:08d}")
 
     # -- inspection and control (same loop as the server) --------------------
 

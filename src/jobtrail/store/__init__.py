@@ -6,11 +6,11 @@ import re
 
 from jobtrail.errors import StoreError
 from jobtrail.store.base import Change, Claim, CommitResult, Lease, Store
+from jobtrail.store.urls import shown_url
 
-__all__ = ["Change", "Claim", "CommitResult", "Lease", "Store", "open_store"]
+__all__ = ["Change", "Claim", "CommitResult", "Lease", "Store", "open_store", "shown_url"]
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_SECRET_PARAM = re.compile(r"((?:password|passwd|pwd|secret|token)=)[^&#]*", re.IGNORECASE)
 
 
 async def open_store(url: str, *, audit_key: bytes | None = None, create: bool = True) -> Store:
@@ -31,14 +31,3 @@ async def open_store(url: str, *, audit_key: bytes | None = None, create: bool =
     from jobtrail.store.sqlite import SqliteStore
 
     return await SqliteStore.open(url, audit_key=audit_key, create=create)
-
-
-def shown_url(url: str) -> str:
-    """`url` as a message may show it: the password (and any secret-looking query value)
-    masked. Everything up to the last "@" is taken as user info, so a password holding
-    "@" or "/" is masked whole."""
-    scheme, _, rest = url.partition("://")
-    userinfo, at, host = rest.rpartition("@")
-    if at and ":" in userinfo:
-        rest = f"{userinfo.split(':', 1)[0]}:***@{host}"
-    return _SECRET_PARAM.sub(r"\1***", f"{scheme}://{rest}")

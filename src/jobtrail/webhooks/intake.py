@@ -92,7 +92,7 @@ async def record_event(ledger: Ledger, spec: ProviderSpec, event: Event) -> str:
             audit=[entry],
             request_poll=read is not StatusRead.NOT_NEEDED,
         )
-        (result,) = await ledger.store.commit([change])
+        (result,) = await ledger.store.commit([ledger.scrub(change)])
         if result.verdict is Verdict.DUPLICATE_EVENT:
             log.info("webhook event seen before", extra=_fields(op, spec, event))
             return Recorded.DUPLICATE.value

@@ -3,6 +3,7 @@ while there is something to do now; the last write gives the lease back."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from datetime import timedelta
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary, evolve
 from jobtrail.core.plan import Call, Decide, Nothing, Wait, plan
+from jobtrail.core.redact import REDACTED
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ConcurrentUpdate, LostOwnership, ResultError
 from jobtrail.ledger import Ledger
@@ -104,8 +106,10 @@ class Runner:
     async def _outcome(self, op: Operation, reply: Reply) -> o.CallOutcome:
         if reply.fetched is not None:
             fetched = reply.fetched
+            # Checked as received; stored without the secrets it may echo (docs/guarantees.md).
+            stored, found = self.ledger.redactor(op).content(fetched.content)
             try:
-                location = await self.blobs.put(fetched.content)
+                location = await self.blobs.put(stored)
             except ResultError as exc:
                 return o.ResultMissing(reason=f"the result could not be stored: {exc}")
             candidate = Candidate(
@@ -115,17 +119,21 @@ class Runner:
                 stated_records=fetched.record_count,
             )
             rules = _rules(op, self.providers.spec(op))
-            return o.ResultChecked(summary=validate(candidate, rules, location))
+            summary = validate(candidate, rules, location)
+            if found:
+                summary = _stored_redacted(summary, stored, found)
+            return o.ResultChecked(summary=summary)
         outcome = reply.outcome
         assert outcome is not None
         if isinstance(outcome, o.SyncResult):
+            stored, _ = self.ledger.redactor(op).content(outcome.content)
             try:
-                location = await self.blobs.put(outcome.content)
+                location = await self.blobs.put(stored)
             except ResultError as exc:
                 # The job exists and answered: record that, and let collection end the
                 # operation `result_unavailable` with the reason.
                 location = f"{UNSTORED} the result could not be stored: {exc}"
-            return evolve(outcome, location=location)
+            return evolve(outcome, content=stored, location=location)
         return outcome
 
     async def _collect_locally(self, op: Operation) -> Reply:
@@ -140,6 +148,20 @@ class Runner:
         candidate = Candidate(content=content, content_type="application/json")
         summary = validate(candidate, _rules(op, self.providers.spec(op)), op.inline_result)
         return Reply(outcome=o.ResultChecked(summary=summary), detail={"inline": True})
+
+
+def _stored_redacted(summary: ResultSummary, stored: bytes, found: int) -> ResultSummary:
+    """The summary of the stored copy: its hash and size, and a check saying what changed."""
+    note = (
+        f"secrets_removed: {found} secret value(s) the provider echoed were replaced by "
+        f"{REDACTED} in the stored copy; the checks above ran on the content as received"
+    )
+    return evolve(
+        summary,
+        sha256=hashlib.sha256(stored).hexdigest(),
+        size=len(stored),
+        checks=(*summary.checks, note),
+    )
 
 
 def _collects_locally(op: Operation) -> bool:

@@ -1,0 +1,48 @@
+"""How a ledger URL may be shown: never with its password.
+
+Every place that prints, logs or reports where the ledger is (the worker's banner, `serve`'s
+logs, `demo`, errors) shows `shown_url(url)`. The password is masked whether it sits in the
+user information (`postgresql://user:PASSWORD@host/db`, even unencoded with `@` or `/` in
+it) or in the query (`?password=...`, `?sslpassword=...`, `pwd`, `secret`, `token`). A
+SQLite path is shown as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+MASK = "***"
+_QUERY_PASSWORD = re.compile(r"(?i)([?&](?:(?:ssl)?password|passwd|pwd|secret|token)=)[^&#]*")
+
+
+def _split(url: str) -> tuple[str, str, str] | None:
+    """(scheme and `//`, user information, the rest) of a URL with user information."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    before_query = rest.split("?", 1)[0]
+    at = before_query.rfind("@")
+    if at < 0:
+        return None
+    return scheme + sep, rest[:at], rest[at:]
+
+
+def shown_url(url: str) -> str:
+    """`url` with any password replaced by ***."""
+    parts = _split(url)
+    if parts is not None:
+        head, userinfo, rest = parts
+        user, colon, _ = userinfo.partition(":")
+        url = head + (f"{user}:{MASK}" if colon else user) + rest
+    return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", url)
+
+
+def url_passwords(url: str) -> list[str]:
+    """The passwords `url` holds, as written and decoded: what a redactor must know."""
+    found = []
+    parts = _split(url)
+    if parts is not None and ":" in parts[1]:
+        found.append(parts[1].partition(":")[2])
+    found += [m.group(0).partition("=")[2] for m in _QUERY_PASSWORD.finditer(url)]
+    return [value for raw in found if raw for value in dict.fromkeys((raw, unquote(raw)))]

@@ -1,0 +1,104 @@
+"""A ledger URL's password never shows: not in the worker's banner, `serve`'s JSON logs,
+`status` or `list`, nor in the errors of a ledger that cannot be reached."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from subprocess import PIPE
+
+import pytest
+
+from cliutil import JOBTRAIL, Workspace
+from stores import fresh_ledger
+
+PASSWORD = "SECRETPW"
+pytestmark = pytest.mark.postgres
+
+
+def with_password(url: str) -> str:
+    """The test server's URL with a password in it (trust auth accepts any)."""
+    scheme, _, rest = url.partition("://")
+    userinfo, at, host = rest.partition("@")
+    assert at and ":" not in userinfo, "JOBTRAIL_TEST_PG should name a user and no password"
+    return f"{scheme}://{userinfo}:{PASSWORD}@{host}"
+
+
+@pytest.fixture
+async def db_url(tmp_path: Path) -> Iterator[str]:
+    async with fresh_ledger("postgres", tmp_path) as db:
+        yield with_password(db.url)
+
+
+def start(ws: Workspace, db: str, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [JOBTRAIL, *args], cwd=ws.root, env=ws.env(JOBTRAIL_DB=db), stdout=PIPE, stderr=PIPE
+    )
+
+
+def finish(process: subprocess.Popen[bytes]) -> tuple[int, str]:
+    stdout, stderr = process.communicate(timeout=120)
+    return process.returncode, (stdout + stderr).decode()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def serve_until_healthy(ws: Workspace, db: str) -> tuple[int, str]:
+    """Start `serve`, wait (bounded) for /healthz to answer, stop it with SIGTERM."""
+    port = free_port()
+    process = start(ws, db, "serve", "--port", str(port))
+    for _ in range(200):
+        if process.poll() is not None:
+            break
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+                break
+        except OSError:
+            time.sleep(0.05)
+    process.terminate()
+    return finish(process)
+
+
+def test_a_reachable_ledgers_password_is_never_shown(ws: Workspace, db_url: str) -> None:
+    """worker, serve, status and list against a postgresql:// URL with a password."""
+    ws.run("submit", "simulator", "--body", '{"account": "a"}', "--key", "k", JOBTRAIL_DB=db_url)
+    runs = [
+        start(ws, db_url, "worker", "--until-idle"),
+        start(ws, db_url, "list"),
+        start(ws, db_url, "status", "op_does_not_exist"),
+    ]
+    outputs = [finish(process) for process in runs]
+    (worker_code, banner), (list_code, _), (status_code, missing) = outputs
+    assert (worker_code, list_code, status_code) == (0, 0, 1)
+    assert "postgres:***@" in banner and "no operation" in missing
+    serve_code, logs = serve_until_healthy(ws, db_url)
+    assert serve_code == 0 and '"db": "postgresql://postgres:***@' in logs, logs
+    for _, output in [*outputs, (serve_code, logs)]:
+        assert PASSWORD not in output
+
+
+def test_an_unreachable_ledgers_password_is_never_shown(ws: Workspace) -> None:
+    """Connection failures name where the ledger is, never its password."""
+    for url in (
+        f"postgresql://postgres:{PASSWORD}@127.0.0.1:1/postgres",
+        f"postgresql://127.0.0.1:1/postgres?user=postgres&password={PASSWORD}",
+    ):
+        runs = [
+            start(ws, url, "worker", "--until-idle"),
+            start(ws, url, "status", "op_x"),
+            start(ws, url, "list"),
+            start(ws, url, "serve", "--port", str(free_port())),
+        ]
+        for process in runs:
+            code, output = finish(process)
+            assert code == 1 and "127.0.0.1:1" in output, output
+            assert PASSWORD not in output, output
