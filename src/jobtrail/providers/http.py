@@ -14,9 +14,10 @@ import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import quote
 
 import aiohttp
+from yarl import URL
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSummary
@@ -54,7 +55,10 @@ class HttpProvider:
         self.name: str = spec.name
         self.capabilities: Capabilities = spec.capabilities
         self._rand = secrets.SystemRandom()
-        self._base_origin = _origin(spec.base_url)
+        self._base_origin = URL(spec.base_url).origin()
+        # relative status URLs are references in the create answer: RFC 3986 resolves
+        # them against the URL that answer came from
+        self._create_url = URL(spec.base_url + spec.create_path)
         self._redactors: dict[tuple[str, ...], Redactor] = {}
 
     def _redactor(self) -> Redactor:
@@ -69,20 +73,43 @@ class HttpProvider:
     # -- building requests --------------------------------------------------------------
 
     def _url(self, path: str, op: Operation) -> str:
-        filled = path.replace("{job_id}", quote(op.remote_job_id or "", safe="")).replace(
-            "{operation_id}", quote(op.operation_id, safe="")
-        )
-        return self.spec.base_url + filled
+        """A path template filled in; each id is percent-encoded as one path segment."""
+        if "{job_id}" in path:
+            job_id = op.remote_job_id or ""
+            unsafe = parse.unsafe_segment(job_id)
+            if unsafe is not None:
+                raise _Unsendable(f"the remote job id {job_id!r} {unsafe}; nothing was sent")
+            path = path.replace("{job_id}", quote(job_id, safe=""))
+        return self.spec.base_url + path.replace("{operation_id}", quote(op.operation_id, safe=""))
 
     def _status_url(self, op: Operation) -> str | None:
         if op.status_url:
-            url = urljoin(self.spec.base_url + "/", op.status_url)
-            if _origin(url) == self._base_origin:
+            url = self._same_origin(op.status_url)
+            if url is not None:
                 return url
         return self._url(self.spec.status_path, op) if self.spec.status_path else None
 
+    def _same_origin(self, reference: str) -> str | None:
+        """The status URL a create answer named, resolved against the create URL, if it
+        stays on the provider's origin (scheme, host, port) and carries no user info."""
+        try:
+            url = self._create_url.join(URL(reference)).with_fragment(None)
+        except ValueError:
+            return None
+        if url.user is not None or url.password is not None:
+            return None
+        if not url.absolute or url.origin() != self._base_origin:
+            return None
+        return str(url)
+
     def _prepare(self, kind: AttemptKind, op: Operation) -> Prepared | str:
         """The request to send, or why it cannot be sent."""
+        try:
+            return self._prepared(kind, op)
+        except _Unsendable as exc:
+            return str(exc)
+
+    def _prepared(self, kind: AttemptKind, op: Operation) -> Prepared | str:
         spec = self.spec
         headers = {"Accept": "application/json", **spec.headers}
         body: bytes | None = None
@@ -304,6 +331,5 @@ def _too_big(limit: int) -> o.ResultChecked:
     )
 
 
-def _origin(url: str) -> tuple[str, str]:
-    parts = urlsplit(url)
-    return parts.scheme, parts.netloc
+class _Unsendable(Exception):
+    """A request that must not be sent; the message says why (never leaves this module)."""

@@ -14,6 +14,7 @@ from jobtrail.simulator.answers import (
     throttled,
     unauthorized,
 )
+from jobtrail.simulator.faults import HOSTILE_HEADER_TEXT
 from jobtrail.simulator.lifecycle import request_cancel
 from jobtrail.simulator.records import SimJob, iso_utc
 from jobtrail.simulator.results import result_csv
@@ -62,6 +63,8 @@ class JobEndpoints:
                 hint = faults.status_retry_after
                 headers = None if hint is None or job.terminal else {"Retry-After": str(hint)}
                 response = json_response(200, job.status_json(), headers)
+                if faults.hostile_text:
+                    response.headers["X-Request-ID"] = f"req_{HOSTILE_HEADER_TEXT}"
         st.record("status", request, response.status, at=now, auth=auth, job_id=job_id)
         return response
 

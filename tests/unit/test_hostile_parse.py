@@ -1,0 +1,81 @@
+"""Hostile answers, pure helpers: job ids that are not one URL path segment are malformed."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from jobtrail.core import outcomes as o
+from jobtrail.providers import parse
+from jobtrail.providers.config import parse_provider
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = parse_provider(tomllib.loads((ROOT / "providers" / "simulator.toml").read_text()))
+assert SPEC.listing is not None
+LISTING = SPEC.listing
+
+UNSAFE_IDS = [
+    ".",
+    "..",
+    "a/b",
+    "../job_1",
+    "a\\b",
+    "a?b",
+    "a#b",
+    "%2e%2e",
+    "%2E%2e",
+    ".%2e",
+    "%2e",
+    "job%2Fother",
+    "%252e%252e",
+    "%25252e",
+    "job\x1b[31m",
+    "job\u202e",
+    "job\x9b",
+    "",
+    "   ",
+]
+SAFE_IDS = ["job_5b5c76c7", "a.b", "...", "v1.2", "job 7", "job%20seven", "日本-7"]
+
+
+def _create(job_id: object) -> o.CallOutcome:
+    body = json.dumps({"job_id": job_id, "state": "queued"}).encode()
+    return parse.parse_create(SPEC, 202, {}, body)
+
+
+@pytest.mark.parametrize("job_id", UNSAFE_IDS)
+def test_an_id_that_is_not_one_path_segment_makes_the_create_ambiguous(job_id: str) -> None:
+    """A create answer whose job id would change a URL path is malformed: ambiguous."""
+    outcome = _create(job_id)
+    assert isinstance(outcome, o.Ambiguous), outcome
+    assert "job id" in outcome.reason
+
+
+@pytest.mark.parametrize("job_id", SAFE_IDS)
+def test_ordinary_ids_are_accepted(job_id: str) -> None:
+    """Dots inside an id, spaces and percent escapes of harmless characters are fine."""
+    outcome = _create(job_id)
+    assert isinstance(outcome, o.Accepted) and outcome.job_id == job_id
+
+
+@pytest.mark.parametrize("job_id", UNSAFE_IDS)
+def test_a_listed_id_that_is_not_one_path_segment_is_unreadable(job_id: str) -> None:
+    """The reconciliation lookup refuses the same ids: it cannot adopt `..` either."""
+    body = json.dumps({"data": [{"job_id": job_id}]}).encode()
+    outcome = parse.parse_list(LISTING, SPEC, 200, {}, body)
+    assert isinstance(outcome, o.Ambiguous), outcome
+
+
+@pytest.mark.parametrize("job_id", UNSAFE_IDS)
+def test_unsafe_segment_says_why(job_id: str) -> None:
+    """The helper names the problem for every unsafe id and nothing for safe ones."""
+    assert parse.unsafe_segment(job_id)
+
+
+@pytest.mark.parametrize("job_id", SAFE_IDS)
+def test_unsafe_segment_passes_safe_ids(job_id: str) -> None:
+    """Safe ids have no objection."""
+    assert parse.unsafe_segment(job_id) is None
