@@ -1,4 +1,5 @@
-"""Hostile answers, pure helpers: job ids that are not one URL path segment are malformed."""
+"""Hostile answers, pure helpers: job ids that are not one URL path segment are malformed;
+text from a provider is neutralized for terminals and stays exact in JSON."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from jobtrail.core import outcomes as o
 from jobtrail.providers import parse
 from jobtrail.providers.config import parse_provider
+from jobtrail.views import json_text, shown, shown_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = parse_provider(tomllib.loads((ROOT / "providers" / "simulator.toml").read_text()))
@@ -79,3 +81,48 @@ def test_unsafe_segment_says_why(job_id: str) -> None:
 def test_unsafe_segment_passes_safe_ids(job_id: str) -> None:
     """Safe ids have no objection."""
     assert parse.unsafe_segment(job_id) is None
+
+
+CONTROLS = {
+    "\x1b": "\\x1b",
+    "\x07": "\\x07",
+    "\r": "\\x0d",
+    "\x08": "\\x08",
+    "\n": "\\x0a",
+    "\x7f": "\\x7f",
+    "\x9b": "\\x9b",
+    "\u202e": "\\u202e",
+    "\u2066": "\\u2066",
+    "\u200f": "\\u200f",
+    "\u2028": "\\u2028",
+    "\U000e0041": "\\U000e0041",
+}
+
+
+@pytest.mark.parametrize(("raw", "visible"), CONTROLS.items())
+def test_shown_turns_each_control_into_a_visible_escape(raw: str, visible: str) -> None:
+    """Controls, C1, DEL, bidi and separators become visible escapes, nothing is dropped."""
+    assert shown(f"run{raw}ning") == f"run{visible}ning"
+
+
+def test_shown_keeps_printable_text_and_is_idempotent() -> None:
+    """Accents, CJK, emoji and brackets are untouched; showing twice changes nothing."""
+    plain = "café 日本 🚀 [bold]x[/bold] \\x1b"
+    assert shown(plain) == plain
+    hostile = "ok\x1b]8;;http://evil.example/\x07click\x1b]8;;\x07\r\u202e"
+    assert shown(shown(hostile)) == shown(hostile)
+    assert shown(hostile).isprintable()
+
+
+def test_shown_lines_keeps_our_line_breaks_only() -> None:
+    """Line breaks of a multi-line text stay; escapes inside each line are shown."""
+    assert shown_lines("a\x1b[2J\nb\r") == "a\\x1b[2J\nb\\x0d"
+
+
+def test_json_text_is_exact_json_with_nothing_raw() -> None:
+    """JSON output decodes to the same strings, but carries no raw C1, DEL or bidi."""
+    document = {"state": "done\x1b[2J\x9b0m\u202e\x7f\U000e0041", "name": "café 日本"}
+    text = json_text(document)
+    assert json.loads(text) == document
+    assert all(c.isprintable() or c == "\n" for c in text)
+    assert "café 日本" in text

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -15,10 +14,12 @@ from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import click
+from rich.text import Text
 
 from jobtrail.errors import JobtrailError
 from jobtrail.ledger import Ledger
 from jobtrail.store import Store, open_store
+from jobtrail.views import json_text, shown, shown_lines
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -84,12 +85,22 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {shown_lines(message)}", err=True)
     sys.exit(code)
 
 
 def emit_json(document: Any) -> None:
-    click.echo(json.dumps(document, indent=2, ensure_ascii=False, default=str))
+    click.echo(json_text(document))
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """Print text for people; whatever a provider put in it cannot drive the terminal."""
+    click.echo(shown_lines(text), err=err)
+
+
+def cell(value: object) -> Text:
+    """A table cell for people: neutralized (`shown`) and never read as rich markup."""
+    return Text(shown(value))
 
 
 # Options and decorators shared by several commands.
