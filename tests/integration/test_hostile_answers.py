@@ -93,3 +93,50 @@ async def test_a_job_id_is_percent_encoded_as_one_segment(rig: Harness) -> None:
     op = replace(await rig.op(op), remote_job_id="job 7;x=1", status_url=None)
     described = rig.rt.providers.for_operation(op).describe(AttemptKind.RESULT, op)
     assert described["url"] == f"{rig.spec.base_url}/v1/jobs/job%207%3Bx%3D1/result"
+
+
+def _by_host_name(doc: dict[str, Any]) -> None:
+    # a host name, not an IP: a default cookie jar keeps cookies only from host names
+    doc["base_url"] = doc["base_url"].replace("127.0.0.1", "localhost")
+
+
+async def _two_operations_setting_cookies(rig: Harness) -> tuple[list[Any], list[Any]]:
+    ops = [await rig.submit({"account": name, "_sim": {"set_cookie": True}}) for name in ("a", "b")]
+    await rig.run()
+    done = [await rig.op(op) for op in ops]
+    assert [op.state for op in done] == [S.SUCCEEDED, S.SUCCEEDED]
+    return done, [rig.calls(op) for op in done]
+
+
+async def test_cookies_are_not_kept_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider that sets a cookie on create gets no Cookie header back on any later call
+    of that operation or of another one."""
+    async with harness(tmp_path, monkeypatch=monkeypatch, edit=_by_host_name) as rig:
+        _, calls = await _two_operations_setting_cookies(rig)
+        assert all(len(own) >= 3 for own in calls)
+        assert [c.cookie for own in calls for c in own] == [None] * sum(map(len, calls))
+
+
+async def test_cookies_are_kept_per_operation_when_the_provider_file_asks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `cookies = "per-operation"`, each operation's later calls carry the cookie its
+    own create answer set, and never another operation's; nothing is recorded of it."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        _by_host_name(doc)
+        doc["cookies"] = "per-operation"
+
+    async with harness(tmp_path, monkeypatch=monkeypatch, edit=edit) as rig:
+        done, calls = await _two_operations_setting_cookies(rig)
+        for op, own in zip(done, calls, strict=True):
+            creates = [c for c in own if c.kind == "create"]
+            later = [c for c in own if c.kind != "create"]
+            assert [c.cookie for c in creates] == [None] * len(creates)
+            assert later and {c.cookie for c in later} == {f"sim_session={op.remote_job_id}"}
+        raw = rig.db.read_bytes() + b"".join(
+            p.read_bytes() for p in tmp_path.glob("ledger.db*") if p.is_file()
+        )
+        assert b"sim_session" not in raw

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from jobtrail.core import outcomes as o
+from jobtrail.errors import ProviderConfigError
 from jobtrail.providers import parse
 from jobtrail.providers.config import parse_provider
+from jobtrail.providers.spec import Cookies
 from jobtrail.views import json_text, shown, shown_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,3 +128,15 @@ def test_json_text_is_exact_json_with_nothing_raw() -> None:
     assert json.loads(text) == document
     assert all(c.isprintable() or c == "\n" for c in text)
     assert "café 日本" in text
+
+
+def test_the_provider_file_chooses_cookies_ignored_or_per_operation() -> None:
+    """`cookies` defaults to ignore, accepts "per-operation", and refuses anything else
+    (a shared jar is not on offer)."""
+    document = tomllib.loads((ROOT / "providers" / "simulator.toml").read_text())
+    assert parse_provider(document).cookies is Cookies.IGNORE
+    chosen = parse_provider(document | {"cookies": "per-operation"})
+    assert chosen.cookies is Cookies.PER_OPERATION
+    for wrong in ("shared", True, "keep"):
+        with pytest.raises(ProviderConfigError, match="cookies must be"):
+            parse_provider(document | {"cookies": wrong})

@@ -24,7 +24,9 @@ from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSumm
 from jobtrail.core.redact import Redactor
 from jobtrail.providers import parse
 from jobtrail.providers.config import ProviderSpec
+from jobtrail.providers.cookies import OperationCookies
 from jobtrail.providers.protocol import Fetched, Reply
+from jobtrail.providers.spec import Cookies
 from jobtrail.providers.tracing import call_span
 
 _KEEP_HEADERS = (
@@ -60,6 +62,8 @@ class HttpProvider:
         # them against the URL that answer came from
         self._create_url = URL(spec.base_url + spec.create_path)
         self._redactors: dict[tuple[str, ...], Redactor] = {}
+        # the session keeps no cookies; only a provider file that asks gets them, per operation
+        self._cookies = OperationCookies() if spec.cookies is Cookies.PER_OPERATION else None
 
     def _redactor(self) -> Redactor:
         """Secrets are read from the environment on every call (they may be rotated); the
@@ -188,11 +192,16 @@ class HttpProvider:
             "jobtrail.call": kind.value,
             "http.request.method": prepared.method,
         }
+        cookies = self._cookies
+        if cookies is not None:
+            cookie = cookies.header(op.operation_id, prepared.url)
+            if cookie:
+                prepared.headers["Cookie"] = cookie
         with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
             prepared.headers["traceparent"] = parent
-            return await self._send(kind, prepared, limit)
+            return await self._send(kind, prepared, limit, op.operation_id)
 
-    async def _send(self, kind: AttemptKind, req: Prepared, limit: int) -> Reply:
+    async def _send(self, kind: AttemptKind, req: Prepared, limit: int, operation_id: str) -> Reply:
         started = time.monotonic()
         what = kind.value
         try:
@@ -205,6 +214,8 @@ class HttpProvider:
                 timeout=aiohttp.ClientTimeout(total=self.spec.timeout.total_seconds()),
             ) as response:
                 status, headers = response.status, dict(response.headers)
+                if self._cookies is not None:
+                    self._cookies.remember(operation_id, response)
                 body = await _read_bounded(response, limit)
         except TimeoutError:
             seconds = self.spec.timeout.total_seconds()
