@@ -22,6 +22,7 @@ from yarl import URL
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSummary
 from jobtrail.core.redact import Redactor
+from jobtrail.errors import JobtrailError
 from jobtrail.providers import parse
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.cookies import OperationCookies
@@ -342,5 +343,5 @@ def _too_big(limit: int) -> o.ResultChecked:
     )
 
 
-class _Unsendable(Exception):
+class _Unsendable(JobtrailError):
     """A request that must not be sent; the message says why (never leaves this module)."""
