@@ -44,10 +44,15 @@ async def test_a_dot_job_id_is_a_malformed_create_answer(rig: Harness, dot: str)
     assert all(c.job_id == real.job_id for c in rig.calls(op) if c.kind != "create")
 
 
-async def test_a_relative_status_url_resolves_against_the_create_url(rig: Harness) -> None:
-    """`Location: jobs/ID` answered to POST /v1/reports means /v1/jobs/ID (RFC 3986),
-    not /jobs/ID: every status read goes there and the operation succeeds."""
-    op = await rig.submit({"account": "a", "_sim": {"hostile_status_url": "relative"}})
+@pytest.mark.parametrize("where", ["Location", "Operation-Location", "body"])
+async def test_a_relative_status_url_resolves_against_the_create_url(
+    rig: Harness, where: str
+) -> None:
+    """`jobs/ID` (in Location, Operation-Location or the body) answered to POST /v1/reports
+    means /v1/jobs/ID (RFC 3986), not /jobs/ID: every status read goes there and the
+    operation succeeds."""
+    faults = {"hostile_status_url": "relative", "status_location": where}
+    op = await rig.submit({"account": "a", "_sim": faults})
     await rig.run()
     op = await rig.op(op)
     assert op.state is S.SUCCEEDED and op.status_url == f"jobs/{op.remote_job_id}"
