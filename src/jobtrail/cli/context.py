@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import getpass
-import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -14,9 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 import click
+from rich.text import Text
 
 from jobtrail.errors import JobtrailError
 from jobtrail.store.urls import MASK, shown_url, url_passwords
+from jobtrail.views import json_text, shown, shown_lines
 
 if TYPE_CHECKING:  # imported where used: `jobtrail --version` needs none of them
     from jobtrail.ledger import Ledger
@@ -96,7 +97,7 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    click.echo(f"error: {without_db_password(message)}", err=True)
+    click.echo(f"error: {shown_lines(without_db_password(message))}", err=True)
     sys.exit(code)
 
 
@@ -113,7 +114,17 @@ def without_db_password(text: str) -> str:
 
 
 def emit_json(document: Any) -> None:
-    click.echo(json.dumps(document, indent=2, ensure_ascii=False, default=str))
+    click.echo(json_text(document))
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """Print text for people; whatever a provider put in it cannot drive the terminal."""
+    click.echo(shown_lines(text), err=err)
+
+
+def cell(value: object) -> Text:
+    """A table cell for people: neutralized (`shown`) and never read as rich markup."""
+    return Text(shown(value))
 
 
 # Options and decorators shared by several commands.

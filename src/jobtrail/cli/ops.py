@@ -15,6 +15,7 @@ from rich.table import Table
 
 from jobtrail.cli.context import (
     Settings,
+    cell,
     default_actor,
     emit_json,
     fail,
@@ -22,6 +23,7 @@ from jobtrail.cli.context import (
     opened,
     pass_settings,
     run_async,
+    say,
 )
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.states import State
@@ -82,11 +84,12 @@ def show(document: dict[str, Any]) -> None:
     ):
         value = document.get(field)
         if value is not None:
-            table.add_row(field, value if isinstance(value, str) else json.dumps(value))
+            table.add_row(field, cell(value if isinstance(value, str) else json.dumps(value)))
     result = document.get("result")
     if result:
         table.add_row(
-            "result", "valid" if result["valid"] else "invalid: " + "; ".join(result["problems"])
+            "result",
+            cell("valid" if result["valid"] else "invalid: " + "; ".join(result["problems"])),
         )
     console.print(table)
 
@@ -195,13 +198,18 @@ async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json
     for op in ops:
         key = "" if op.key == op.operation_id else op.key
         table.add_row(
-            op.operation_id,
-            op.state.value,
-            op.provider,
-            op.remote_job_id or "",
-            op.remote_state or "",
-            iso(op.created_at) or "",
-            key,
+            *map(
+                cell,
+                (
+                    op.operation_id,
+                    op.state.value,
+                    op.provider,
+                    op.remote_job_id or "",
+                    op.remote_state or "",
+                    iso(op.created_at) or "",
+                    key,
+                ),
+            )
         )
     console.print(table)
 
@@ -222,12 +230,17 @@ async def history(settings: Settings, operation_id: str, as_json: bool) -> None:
     table = Table("at", "actor", "from", "to", "evidence", "cause")
     for t in transitions:
         table.add_row(
-            iso(t.at) or "",
-            t.actor,
-            t.from_state.value,
-            t.to_state.value,
-            t.evidence.value,
-            t.cause,
+            *map(
+                cell,
+                (
+                    iso(t.at) or "",
+                    t.actor,
+                    t.from_state.value,
+                    t.to_state.value,
+                    t.evidence.value,
+                    t.cause,
+                ),
+            )
         )
     console.print(table)
 
@@ -259,7 +272,7 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
             }
         )
     else:
-        click.echo(explain_text(op, hist, attempts, observations, now))
+        say(explain_text(op, hist, attempts, observations, now))
 
 
 @click.command()
@@ -325,9 +338,8 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
         "checks",
         "problems",
     ):
-        table.add_row(
-            name, json.dumps(summary[name]) if not isinstance(summary[name], str) else summary[name]
-        )
+        value = summary[name]
+        table.add_row(name, cell(value if isinstance(value, str) else json.dumps(value)))
     if summary["items"]:
         items = summary["items"]
         table.add_row(
@@ -335,7 +347,7 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
             f"{items['total']} total, {items['succeeded']} succeeded, {items['failed']} failed",
         )
         if items["failed_refs"]:
-            table.add_row("failed items", ", ".join(items["failed_refs"][:50]))
+            table.add_row("failed items", cell(", ".join(items["failed_refs"][:50])))
     console.print(table)
     if problem:
         fail(problem)

@@ -15,12 +15,14 @@ from rich.table import Table
 
 from jobtrail.cli.context import (
     Settings,
+    cell,
     concurrency_option,
     default_actor,
     emit_json,
     json_option,
     pass_settings,
     run_async,
+    say,
     worker_id_option,
 )
 from jobtrail.core.durations import parse_duration
@@ -84,12 +86,12 @@ async def worker(
 def _panel(op: Operation, now: datetime) -> Table:
     table = Table(show_header=False, box=None)
     table.add_column(style="bold")
-    table.add_row("operation", op.operation_id)
-    table.add_row("state", op.state.value)
-    table.add_row("remote job", op.remote_job_id or "-")
-    table.add_row("remote state", op.remote_state or "-")
-    table.add_row("progress", str(op.progress) if op.progress is not None else "-")
-    table.add_row("next", waiting_for(op, now))
+    table.add_row("operation", cell(op.operation_id))
+    table.add_row("state", cell(op.state.value))
+    table.add_row("remote job", cell(op.remote_job_id or "-"))
+    table.add_row("remote state", cell(op.remote_state or "-"))
+    table.add_row("progress", cell(op.progress if op.progress is not None else "-"))
+    table.add_row("next", cell(waiting_for(op, now)))
     return table
 
 
@@ -132,7 +134,7 @@ async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
         if as_json:
             emit_json(operation_json(op, rt.clock.now()))
         else:
-            click.echo(
+            say(
                 f"{op.operation_id} {op.state.value} (remote job "
                 f"{op.remote_job_id or 'none'}) at {iso(rt.clock.now())}"
             )
@@ -180,10 +182,10 @@ async def demo(settings: Settings) -> None:
             row.scenario,
             row.op.operation_id,
             row.op.state.value,
-            row.op.remote_job_id or "-",
+            cell(row.op.remote_job_id or "-"),
             str(row.attempts),
             str(row.status_calls),
-            row.outcome,
+            cell(row.outcome),
         )
     console.print(table)
     console.print(verdict.message())

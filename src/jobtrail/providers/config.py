@@ -18,6 +18,7 @@ from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.providers.spec import (
     Auth,
+    Cookies,
     ItemsRule,
     ListSpec,
     Placement,
@@ -98,6 +99,7 @@ _KEYS: dict[str, frozenset[str]] = {
             "timeout",
             "max_response_bytes",
             "headers",
+            "cookies",
             "redact",
             "create",
             "status",
@@ -219,6 +221,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         timeout=parse_duration(doc.get("timeout", "30s")),
         max_response_bytes=_size(doc.get("max_response_bytes", "1MB")),
         headers={str(k): str(v) for k, v in headers.items()},
+        cookies=_cookies(doc.get("cookies", Cookies.IGNORE.value)),
         create_method=create.text("method", "POST").upper(),
         create_path=create.text("path"),
         idempotency=idempotency,
@@ -301,6 +304,14 @@ def _auth(table: dict[str, Any]) -> Auth:
     return Auth(
         header=str(table["header"]), env=str(table["env"]), prefix=str(table.get("prefix", ""))
     )
+
+
+def _cookies(value: Any) -> Cookies:
+    try:
+        return Cookies(value)
+    except ValueError:
+        choices = " or ".join(f'"{c.value}"' for c in Cookies)
+        raise ProviderConfigError(f"cookies must be {choices}, not {value!r}") from None
 
 
 def _placement(table: dict[str, Any], where: str) -> Placement | None:

@@ -14,16 +14,20 @@ import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import quote
 
 import aiohttp
+from yarl import URL
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSummary
 from jobtrail.core.redact import Redactor
+from jobtrail.errors import JobtrailError
 from jobtrail.providers import parse
 from jobtrail.providers.config import ProviderSpec
+from jobtrail.providers.cookies import OperationCookies
 from jobtrail.providers.protocol import Fetched, Reply
+from jobtrail.providers.spec import Cookies
 from jobtrail.providers.tracing import call_span
 
 _KEEP_HEADERS = (
@@ -54,8 +58,13 @@ class HttpProvider:
         self.name: str = spec.name
         self.capabilities: Capabilities = spec.capabilities
         self._rand = secrets.SystemRandom()
-        self._base_origin = _origin(spec.base_url)
+        self._base_origin = URL(spec.base_url).origin()
+        # relative status URLs are references in the create answer: RFC 3986 resolves
+        # them against the URL that answer came from
+        self._create_url = URL(spec.base_url + spec.create_path)
         self._redactors: dict[tuple[str, ...], Redactor] = {}
+        # the session keeps no cookies; only a provider file that asks gets them, per operation
+        self._cookies = OperationCookies() if spec.cookies is Cookies.PER_OPERATION else None
 
     def _redactor(self) -> Redactor:
         """Secrets are read from the environment on every call (they may be rotated); the
@@ -69,20 +78,43 @@ class HttpProvider:
     # -- building requests --------------------------------------------------------------
 
     def _url(self, path: str, op: Operation) -> str:
-        filled = path.replace("{job_id}", quote(op.remote_job_id or "", safe="")).replace(
-            "{operation_id}", quote(op.operation_id, safe="")
-        )
-        return self.spec.base_url + filled
+        """A path template filled in; each id is percent-encoded as one path segment."""
+        if "{job_id}" in path:
+            job_id = op.remote_job_id or ""
+            unsafe = parse.unsafe_segment(job_id)
+            if unsafe is not None:
+                raise _Unsendable(f"the remote job id {job_id!r} {unsafe}; nothing was sent")
+            path = path.replace("{job_id}", quote(job_id, safe=""))
+        return self.spec.base_url + path.replace("{operation_id}", quote(op.operation_id, safe=""))
 
     def _status_url(self, op: Operation) -> str | None:
         if op.status_url:
-            url = urljoin(self.spec.base_url + "/", op.status_url)
-            if _origin(url) == self._base_origin:
+            url = self._same_origin(op.status_url)
+            if url is not None:
                 return url
         return self._url(self.spec.status_path, op) if self.spec.status_path else None
 
+    def _same_origin(self, reference: str) -> str | None:
+        """The status URL a create answer named, resolved against the create URL, if it
+        stays on the provider's origin (scheme, host, port) and carries no user info."""
+        try:
+            url = self._create_url.join(URL(reference)).with_fragment(None)
+        except ValueError:
+            return None
+        if url.user is not None or url.password is not None:
+            return None
+        if not url.absolute or url.origin() != self._base_origin:
+            return None
+        return str(url)
+
     def _prepare(self, kind: AttemptKind, op: Operation) -> Prepared | str:
         """The request to send, or why it cannot be sent."""
+        try:
+            return self._prepared(kind, op)
+        except _Unsendable as exc:
+            return str(exc)
+
+    def _prepared(self, kind: AttemptKind, op: Operation) -> Prepared | str:
         spec = self.spec
         headers = {"Accept": "application/json", **spec.headers}
         body: bytes | None = None
@@ -161,11 +193,16 @@ class HttpProvider:
             "jobtrail.call": kind.value,
             "http.request.method": prepared.method,
         }
+        cookies = self._cookies
+        if cookies is not None:
+            cookie = cookies.header(op.operation_id, prepared.url)
+            if cookie:
+                prepared.headers["Cookie"] = cookie
         with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
             prepared.headers["traceparent"] = parent
-            return await self._send(kind, prepared, limit)
+            return await self._send(kind, prepared, limit, op.operation_id)
 
-    async def _send(self, kind: AttemptKind, req: Prepared, limit: int) -> Reply:
+    async def _send(self, kind: AttemptKind, req: Prepared, limit: int, operation_id: str) -> Reply:
         started = time.monotonic()
         what = kind.value
         try:
@@ -178,6 +215,8 @@ class HttpProvider:
                 timeout=aiohttp.ClientTimeout(total=self.spec.timeout.total_seconds()),
             ) as response:
                 status, headers = response.status, dict(response.headers)
+                if self._cookies is not None:
+                    self._cookies.remember(operation_id, response)
                 body = await _read_bounded(response, limit)
         except TimeoutError:
             seconds = self.spec.timeout.total_seconds()
@@ -304,6 +343,5 @@ def _too_big(limit: int) -> o.ResultChecked:
     )
 
 
-def _origin(url: str) -> tuple[str, str]:
-    parts = urlsplit(url)
-    return parts.scheme, parts.netloc
+class _Unsendable(JobtrailError):
+    """A request that must not be sent; the message says why (never leaves this module)."""

@@ -10,12 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.states import RemoteStatus
 from jobtrail.providers.spec import ListSpec, ProviderSpec
 
 MAX_ID_LENGTH = 512
+# Characters that end or split a URL path segment: an id holding one would address
+# another resource once substituted into a status, cancel or result URL.
+_SEGMENT_BREAKERS = frozenset("/\\?#")
 _NOT_FOUND = object()
 
 
@@ -55,7 +59,32 @@ def job_id_at(document: Any, path: str) -> tuple[str | None, str | None]:
         return None, f"the job id at `{path}` is {type(value).__name__}, not text"
     if not value.strip() or len(value) > MAX_ID_LENGTH or not value.isprintable():
         return None, f"the job id at `{path}` is empty, too long or not printable"
+    unsafe = unsafe_segment(value)
+    if unsafe is not None:
+        return None, f"the job id at `{path}` {unsafe}"
     return value, None
+
+
+def unsafe_segment(value: str) -> str | None:
+    """Why `value` cannot be one URL path segment, or None. "." and ".." are removed by
+    path normalization (RFC 3986 5.2.4) and "/", "\\", "?" or "#" split or end the path;
+    the percent-decoded forms are checked too, since a server or proxy may decode once more.
+    """
+    seen = value
+    for _ in range(3):
+        if not seen.strip():
+            return "is empty"
+        if seen in (".", ".."):
+            return f"is {seen!r}, which URL normalization removes"
+        if not seen.isprintable():
+            return "holds control characters"
+        if _SEGMENT_BREAKERS.intersection(seen):
+            return "holds a character that splits a URL path (/, \\, ? or #)"
+        decoded = unquote(seen)
+        if decoded == seen:
+            return None
+        seen = decoded
+    return "is percent-encoded more than twice"
 
 
 def remote_status(spec: ProviderSpec, word: Any) -> tuple[str | None, RemoteStatus]:

@@ -28,7 +28,11 @@ class ProviderRegistry:
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self._connections, limit_per_host=0)
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
+            # One session serves every operation: a shared jar would carry one operation's
+            # cookies into another's calls. Providers that need them get a jar per operation.
+            self._session = aiohttp.ClientSession(
+                connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar()
+            )
         return self._session
 
     def spec(self, op: Operation) -> ProviderSpec:

@@ -5,11 +5,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 
 from jobtrail.core.model import Capabilities, Idempotency, ResultMode
 from jobtrail.core.redact import Redactor
 from jobtrail.core.states import RemoteStatus
+
+
+class Cookies(StrEnum):
+    """What happens to cookies a provider sets (`cookies` in the provider file)."""
+
+    IGNORE = "ignore"  # never kept, never sent: the default
+    PER_OPERATION = "per-operation"  # kept in memory for the operation that received them
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +91,7 @@ class ProviderSpec:
     timeout: timedelta = timedelta(seconds=30)
     max_response_bytes: int = 1000**2
     headers: dict[str, str] = field(default_factory=dict)
+    cookies: Cookies = Cookies.IGNORE
     create_method: str = "POST"
     create_path: str = "/"
     idempotency: Placement | None = None

@@ -222,7 +222,6 @@ class CreateEndpoint:
     def _answer_for(self, request: web.Request, job: SimJob) -> CreateAnswer:
         """The answer stored under the key: what every same-key retry will see again."""
         faults = job.faults
-        status_url = f"/v1/jobs/{job.job_id}"
         if faults.sync_result:
             payload: Any = {
                 "job_id": job.job_id,
@@ -245,19 +244,43 @@ class CreateEndpoint:
             if malformed == "missing_job_id":
                 return _json_answer(faults.create_status, {"state": "queued"}, ())
             return _json_answer(faults.create_status, {"job_id": 12345, "state": "queued"}, ())
-        payload = {"job_id": job.job_id, "state": "queued", "status_url": status_url}
+        job_id = faults.dot_job_id or job.job_id
+        status_url = f"/v1/jobs/{job_id}"
+        absolute = f"{request.url.origin()}{status_url}"
+        hostile = _hostile_status_url(request, faults.hostile_status_url, job_id)
+        if hostile is not None:
+            status_url = absolute = hostile
+        payload = {"job_id": job_id, "state": "queued", "status_url": status_url}
         headers: tuple[tuple[str, str], ...] = ()
         if faults.echo_credentials:
             token = echo.bearer(request)
             status_url = echo.status_url(status_url, token)
+            absolute = status_url if hostile is not None else f"{request.url.origin()}{status_url}"
             payload = echo.create({**payload, "status_url": status_url}, token)
             headers = tuple(echo.request_id(token).items())
         if faults.status_location == "Location":
             headers += (("Location", status_url),)
         elif faults.status_location == "Operation-Location":
             # Azure-style: an absolute URL, unlike the article's relative Location
-            headers += (("Operation-Location", f"{request.url.origin()}{status_url}"),)
+            headers += (("Operation-Location", absolute),)
+        if faults.set_cookie:
+            headers = (*headers, ("Set-Cookie", f"sim_session={job.job_id}; Path=/"))
         return _json_answer(faults.create_status, payload, headers)
+
+
+def _hostile_status_url(request: web.Request, kind: str | None, job_id: str) -> str | None:
+    """A status URL that tests the client's URL handling (the `hostile_status_url` fault)."""
+    match kind:
+        case "relative":
+            # a relative-path reference: RFC 3986 resolves it against /v1/reports
+            return f"jobs/{job_id}"
+        case "off_origin":
+            # another host: nothing listens there, and credentials must never go there
+            return f"http://127.0.0.2:{request.url.port}/v1/jobs/{job_id}"
+        case "userinfo":
+            # the same host, but with user info that would become a Basic credential
+            return f"http://jobtrail:stolen@{request.host}/v1/jobs/{job_id}"
+    return None
 
 
 def _str_field(body: dict[str, Any], name: str) -> str | None:

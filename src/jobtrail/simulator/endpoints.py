@@ -15,6 +15,7 @@ from jobtrail.simulator.answers import (
     throttled,
     unauthorized,
 )
+from jobtrail.simulator.faults import HOSTILE_HEADER_TEXT
 from jobtrail.simulator.lifecycle import request_cancel
 from jobtrail.simulator.records import SimJob, iso_utc
 from jobtrail.simulator.results import echoed_csv, result_csv
@@ -71,6 +72,8 @@ class JobEndpoints:
                     payload = echo.status(payload, token)
                     headers = {**(headers or {}), **echo.request_id(token)}
                 response = json_response(200, payload, headers)
+                if faults.hostile_text:
+                    response.headers["X-Request-ID"] = f"req_{HOSTILE_HEADER_TEXT}"
         st.record("status", request, response.status, at=now, auth=auth, job_id=job_id)
         return response
 

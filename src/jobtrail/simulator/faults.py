@@ -16,12 +16,20 @@ WebhookMode = Literal["normal", "duplicate", "out_of_order", "none"]
 Malformed = Literal["not_json", "missing_job_id", "wrong_types", "huge"]
 StatusLocation = Literal["Location", "Operation-Location", "body"]
 Outcome = Literal["succeeded", "failed"]
+DotJobId = Literal[".", ".."]
+HostileStatusUrl = Literal["relative", "off_origin", "userinfo"]
 
 _CANCEL_MODES = ("honour", "ignore", "race", "reject")
 _WEBHOOK_MODES = ("normal", "duplicate", "out_of_order", "none")
 _MALFORMED = ("not_json", "missing_job_id", "wrong_types", "huge")
 _LOCATIONS = ("Location", "Operation-Location", "body")
 _OUTCOMES = ("succeeded", "failed")
+
+# What `hostile_text` appends to provider words: an OSC 8 link, a screen clear, a colour, a
+# bell, a carriage return, a backspace, a C1 CSI and a right-to-left override.
+HOSTILE_TEXT = "\x1b]8;;http://evil.example/\x07click\x1b]8;;\x07\x1b[2J\x1b[31m\r\x08\x9b0m\u202e"
+# HTTP header values cannot carry C0 controls; these are the ones they can: C1 and bidi.
+HOSTILE_HEADER_TEXT = "\x9b31m\u202e\u2066"
 
 DEFAULT_ITEMS = 3
 DEFAULT_DURATION_POLLS = 2
@@ -87,6 +95,11 @@ class Faults:
     # field of every answer about the job (see simulator/echo.py); its first status read
     # is a 500 whose error body holds the token
     echo_credentials: bool = False
+    # hostile answers (issue 9, items 11-13): a provider whose words are traps
+    dot_job_id: DotJobId | None = None  # the create answer names the job "." or ".."
+    hostile_status_url: HostileStatusUrl | None = None  # see create._hostile_status_url
+    set_cookie: bool = False  # create answers set a session cookie naming the job
+    hostile_text: bool = False  # terminal escapes in state words, progress and request ids
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form, for the admin endpoints."""
@@ -266,4 +279,9 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "webhooks": _choice(_WEBHOOK_MODES),
     # secrets (hostile providers)
     "echo_credentials": _flag,
+    # hostile answers
+    "dot_job_id": _optional_choice((".", "..")),
+    "hostile_status_url": _optional_choice(("relative", "off_origin", "userinfo")),
+    "set_cookie": _flag,
+    "hostile_text": _flag,
 }

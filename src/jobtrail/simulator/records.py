@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from jobtrail.simulator.faults import Faults
+from jobtrail.simulator.faults import HOSTILE_TEXT, Faults
 
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -84,6 +84,11 @@ class SimJob:
         }
         if self.state == "failed":
             out["error"] = {"code": self.error_code, "message": self.error_message}
+        if self.faults.hostile_text:
+            out["state"] = self.state + HOSTILE_TEXT
+            out["progress"]["note"] = HOSTILE_TEXT
+            if "error" in out:
+                out["error"]["message"] = f"{self.error_message}{HOSTILE_TEXT}"
         return out
 
     def admin_json(self) -> dict[str, Any]:
@@ -120,6 +125,8 @@ class CallRecord:
     client_reference: str | None
     auth_present: bool
     auth_valid: bool
+    # the Cookie header the client sent (hostile answers: cookies must not cross operations)
+    cookie: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -135,6 +142,7 @@ class CallRecord:
             "client_reference": self.client_reference,
             "auth_present": self.auth_present,
             "auth_valid": self.auth_valid,
+            "cookie": self.cookie,
         }
 
 

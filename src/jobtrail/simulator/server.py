@@ -110,7 +110,7 @@ class Simulator:
     async def _stamp_request_id(self, request: web.Request, response: web.StreamResponse) -> None:
         """Like real providers, name every answer so support can find it in their logs."""
         self._answers += 1
-        # an echo_credentials answer carries its own (hostile) request id
+        # a fault may have named the answer already (echo_credentials, hostile_text)
         response.headers.setdefault("X-Request-ID", f"req_sim_{self._answers:08d}")
 
     # -- inspection and control (same loop as the server) --------------------

@@ -152,6 +152,7 @@ class SimState:
                 client_reference=client_reference or headers.get("X-Client-Reference"),
                 auth_present=auth[0],
                 auth_valid=auth[1],
+                cookie=headers.get("Cookie"),
             )
         )
         if len(self.calls) > self.max_calls:

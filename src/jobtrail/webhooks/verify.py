@@ -31,6 +31,7 @@ from jobtrail.providers.parse import header
 from jobtrail.providers.spec import WebhookSpec
 
 _MAX_TIMESTAMP_DIGITS = 12
+_ASCII_DIGITS = "0123456789"
 
 
 class Refusal(StrEnum):
@@ -79,6 +80,11 @@ def verify(
     if not stamp or not signature or (spec.signing == "standard" and not delivery_id):
         needed = names if spec.signing == "standard" else names[1:]
         raise WebhookRefused(Refusal.UNSIGNED, f"a signed delivery carries {', '.join(needed)}")
+    for name, value in zip(names, (delivery_id, stamp, signature), strict=True):
+        # Header values are decoded with surrogate escapes; anything but printable ASCII
+        # (superscript or Arabic-Indic digits, raw bytes) is a forgery, not our bug.
+        if value is not None and not _printable_ascii(value):
+            raise WebhookRefused(Refusal.BAD_SIGNATURE, f"the {name} header is not ASCII text")
     timestamp = _timestamp(stamp, spec, now)
     if spec.signing == "standard":
         assert delivery_id is not None
@@ -91,8 +97,9 @@ def verify(
 
 
 def _timestamp(stamp: str, spec: WebhookSpec, now: datetime) -> int:
-    text = stamp.strip()
-    if not text.isdigit() or len(text) > _MAX_TIMESTAMP_DIGITS:
+    text = stamp.strip(" \t")
+    # str.isdigit and int() accept superscript and Arabic-Indic digits: check the bytes
+    if not 0 < len(text) <= _MAX_TIMESTAMP_DIGITS or text.strip(_ASCII_DIGITS):
         raise WebhookRefused(Refusal.BAD_SIGNATURE, "the timestamp is not Unix seconds")
     timestamp = int(text)
     skew = abs(now.timestamp() - timestamp)
@@ -103,6 +110,10 @@ def _timestamp(stamp: str, spec: WebhookSpec, now: datetime) -> int:
             f"{spec.tolerance.total_seconds():g}s tolerance",
         )
     return timestamp
+
+
+def _printable_ascii(value: str) -> bool:
+    return value.isascii() and value.isprintable()
 
 
 def _standard_matches(
@@ -118,9 +129,11 @@ def _standard_matches(
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise WebhookRefused(Refusal.MALFORMED, "the body is not UTF-8 text") from None
-    signed = signer.sign(
-        msg_id=delivery_id, timestamp=datetime.fromtimestamp(timestamp, UTC), data=text
-    )
+    try:
+        moment = datetime.fromtimestamp(timestamp, UTC)
+    except (OverflowError, OSError, ValueError):  # only with an absurd tolerance
+        raise WebhookRefused(Refusal.BAD_SIGNATURE, "the timestamp is out of range") from None
+    signed = signer.sign(msg_id=delivery_id, timestamp=moment, data=text)
     expected = base64.b64decode(signed.partition(",")[2])
     matched = False
     for entry in signature.split():
