@@ -83,6 +83,11 @@ class Faults:
     record_count_mismatch: bool = False
     # webhooks
     webhooks: WebhookMode = "normal"
+    # hostile create (issue 9): how every same-key retry is answered once the first create
+    # made the job (and, with drop_create_answer, its answer was lost)
+    reject_retry: Rejection | None = None  # refused: 409 "already exists", 400, 422
+    retry_error: int | None = None  # a 5xx
+    retry_malformed: bool = False  # a 202 whose body is a proxy's HTML page
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form, for the admin endpoints."""
@@ -260,4 +265,8 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "result_error": _int,
     "record_count_mismatch": _flag,
     "webhooks": _choice(_WEBHOOK_MODES),
+    # hostile create
+    "reject_retry": _rejection,
+    "retry_error": _server_error,
+    "retry_malformed": _flag,
 }
