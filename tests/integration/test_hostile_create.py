@@ -13,13 +13,16 @@ from typing import Any
 import pytest
 
 from jobtrail.clock import VirtualClock
-from jobtrail.core.model import AttemptKind
+from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.plan import RETRIES_BEFORE_LOOKUP
 from jobtrail.core.states import REMOTE_MAY_RUN, Evidence, State
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.http import HttpProvider
+from jobtrail.providers.protocol import Reply
 from jobtrail.runtime import runtime
 from jobtrail.simulator import Simulator
 
+from cliutil import raw_bytes
 from harness import SECRET, Harness, simulator_doc
 from stores import fresh_ledger
 
@@ -139,3 +142,45 @@ async def test_unreadable_retries_without_a_lookup_back_off_to_a_person(
         assert len(rig.jobs_for(op)) == 1
         sent = await creates(rig, op.operation_id)
         assert 3 <= sent <= 12  # 2 minutes of backoff from 1 s, capped at 30 s
+
+
+class RaisingProvider(HttpProvider):
+    """The simulator's HTTP provider with a bug: after the request of the first call of
+    `kind` went out, its answer handling raises, quoting the bearer token."""
+
+    def __init__(self, spec: ProviderSpec, session: Any, kind: AttemptKind) -> None:
+        super().__init__(spec, session)
+        self.kind, self.raised = kind, 0
+
+    async def call(self, kind: AttemptKind, op: Operation) -> Reply:
+        reply = await super().call(kind, op)
+        if kind is self.kind and not self.raised:
+            self.raised += 1
+            raise KeyError(f"parser bug near 'Bearer {SECRET}'")
+        return reply
+
+
+@pytest.mark.parametrize("kind", [AttemptKind.CREATE, AttemptKind.STATUS])
+async def test_a_provider_that_raises_is_a_recorded_provider_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: AttemptKind
+) -> None:
+    """An exception inside a provider's call is recorded on its attempt (type and redacted
+    message) and handled as an unknown outcome of that call, not as a worker stopped
+    mid-call; the operation still ends with exactly one job."""
+    async with rig_on("sqlite", tmp_path, monkeypatch) as rig:
+        provider = RaisingProvider(rig.spec, rig.rt.providers.session(), kind)
+        rig.rt.providers.register(provider)
+        op = await rig.submit({"account": "a"})
+        await rig.run()
+        op = await rig.op(op)
+        assert provider.raised == 1
+        assert op.state is S.SUCCEEDED and len(rig.jobs_for(op)) == 1
+        attempts = await rig.rt.ledger.store.attempts(op.operation_id)
+        assert all(a.finished_at is not None for a in attempts)  # none left "interrupted"
+        (broken,) = [a for a in attempts if a.detail and "exception" in a.detail]
+        assert broken.kind is kind and broken.outcome == "Ambiguous"
+        assert broken.detail["exception"] == "KeyError"
+        assert "parser bug" in broken.detail["error"] and SECRET not in broken.detail["error"]
+        if kind is AttemptKind.CREATE:
+            assert (await rig.path(op))[1] is S.CREATE_UNKNOWN
+    assert SECRET.encode() not in raw_bytes(tmp_path)
