@@ -14,7 +14,8 @@ from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ConcurrentUpdate, LostOwnership
 from jobtrail.ledger import Ledger
 from jobtrail.providers.config import ProviderSpec
-from jobtrail.providers.protocol import Provider, Reply
+from jobtrail.providers.guarded import guarded_call
+from jobtrail.providers.protocol import Reply
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.worker.blobs import BlobStore
 
@@ -72,7 +73,8 @@ class Runner:
         if local:
             reply = self._collect_locally(op)
         else:
-            reply = await self._provider_call(provider, action.kind, op)
+            spec = self.providers.spec(op)
+            reply = await guarded_call(provider, spec, action.kind, op)
         outcome = await self._outcome(op, reply)
         after = await self.ledger.finish_call(
             op, attempt, outcome, detail=reply.detail, actor=self.actor
@@ -84,24 +86,6 @@ class Runner:
             extra=_fields(after) | {"attempt_id": attempt.attempt_id},
         )
         return after
-
-    async def _provider_call(self, provider: Provider, kind: AttemptKind, op: Operation) -> Reply:
-        """The provider's answer. Providers must not raise; one that does anyway (a bug, a
-        parser's KeyError, a client error nobody mapped) has its error recorded on the
-        attempt, and the call counts as one whose outcome is unknown: its bytes may have
-        been sent (a create goes to create_unknown, a status read backs off)."""
-        try:
-            return await provider.call(kind, op)
-        except Exception as exc:  # any failure of foreign code, by design
-            spec = self.providers.spec(op)
-            redactor = spec.redactor.extended(values=spec.secret_values())
-            message = redactor.text(str(exc))[:500]
-            reason = f"the provider raised {type(exc).__name__} during the {kind} call: {message}"
-            log.warning("%s", reason, extra=_fields(op))
-            return Reply(
-                outcome=o.Ambiguous(reason=reason),
-                detail={"error": reason, "exception": type(exc).__name__},
-            )
 
     async def _renew_if_short(self, op: Operation) -> Operation:
         """A call must finish inside the lease: renew first if less than its timeout is left."""

@@ -10,8 +10,8 @@ import pytest
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation
 from jobtrail.core.plan import RETRIES_BEFORE_LOOKUP, Call, Decide, Halt, Nothing, plan
-from jobtrail.core.states import TRANSITIONS, Evidence, State, check_transition
-from jobtrail.errors import TransitionRefused
+from jobtrail.core.states import TRANSITIONS, Evidence, RemoteStatus, State, check_transition
+from jobtrail.errors import ActionRefused, TransitionRefused
 
 from factories import FULL, T0, make_op, step
 
@@ -96,3 +96,29 @@ def test_unreadable_retries_without_a_lookup_back_off_until_the_deadline() -> No
     deadline = o.DeadlinePassed(deadline=o.Deadline.CREATE)
     assert plan(op, op.create_deadline) == Decide(outcome=deadline)
     assert step(op, deadline, at=op.create_deadline).operation.state is State.NEEDS_HUMAN
+
+
+def _needs_human() -> Operation:
+    return step(_unknown(RETRY_ONLY), ALREADY_EXISTS).operation
+
+
+def test_adopting_an_unseen_job_id_needs_a_status_read_of_it() -> None:
+    """A person's word alone cannot adopt a job id the operation never saw."""
+    decision = o.HumanDecision(
+        decision=o.Decision.ADOPT, actor="alice", reason="found it", job_id="job_found"
+    )
+    with pytest.raises(ActionRefused, match="not a job id this operation saw"):
+        step(_needs_human(), decision)
+
+
+def test_adopting_an_unseen_job_id_records_its_read_as_evidence() -> None:
+    """With a status read of the job, adopt resumes the operation and keeps the read."""
+    read = o.Observed(remote_state="running", remote_status=RemoteStatus.RUNNING, ref="at_9")
+    decision = o.HumanDecision(
+        decision=o.Decision.ADOPT, actor="alice", reason="found it", job_id="job_found", read=read
+    )
+    applied = step(_needs_human(), decision)
+    assert applied.operation.state is State.ACCEPTED
+    assert applied.operation.remote_job_id == "job_found"
+    assert [(ob.source, ob.ref) for ob in applied.observations] == [("status", "at_9")]
+    assert applied.transitions[-1].actor == "alice"
