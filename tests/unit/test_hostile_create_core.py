@@ -122,3 +122,19 @@ def test_adopting_an_unseen_job_id_records_its_read_as_evidence() -> None:
     assert applied.operation.remote_job_id == "job_found"
     assert [(ob.source, ob.ref) for ob in applied.observations] == [("status", "at_9")]
     assert applied.transitions[-1].actor == "alice"
+
+
+def test_a_409_in_flight_to_a_create_means_it_may_have_been_heard() -> None:
+    """409 "in flight" says our token reached the provider: a later refusal proves nothing."""
+    in_flight = o.Throttled(reason="create answered HTTP 409", http_status=409, ref="at_1")
+    op = step(make_op(), in_flight).operation
+    assert op.state is State.CREATE_UNKNOWN
+    assert step(op, ALREADY_EXISTS).operation.state is State.RECONCILIATION
+
+
+def test_a_refusal_after_a_429_is_still_final() -> None:
+    """A 429 did nothing at the provider, so the create after it is a first create."""
+    throttled = o.Throttled(reason="create answered HTTP 429", http_status=429, ref="at_1")
+    op = step(make_op(), throttled).operation
+    assert op.state is State.CREATE_PENDING
+    assert step(op, UNPROCESSABLE).operation.state is State.FAILED

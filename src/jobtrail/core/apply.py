@@ -140,7 +140,9 @@ def _on_ambiguous(step: Step, out: o.Outcome) -> None:
     retry_after = out.retry_after if isinstance(out, o.Throttled) else None
     if op.state is State.CREATE_PENDING:
         step.set(create_attempts=op.create_attempts + 1)
-        if sent:
+        # A 409 "in flight" to a create says a request under our token reached the provider:
+        # a job may exist, so a later rejection could no longer prove that none does.
+        if sent or out.http_status == 409:
             step.move(State.CREATE_UNKNOWN, Evidence.CREATE_AMBIGUOUS, cause_of("create", out.ref))
         step.schedule_retry(retry_after, op.create_attempts)
     elif op.state in (State.CREATE_UNKNOWN, State.RECONCILIATION):

@@ -110,7 +110,7 @@ EVIDENCE_MEANING: dict[Evidence, str] = {
     Evidence.SYNC_RESULT: "a create response carrying the result itself",
     Evidence.CREATE_REJECTED: "a definitive rejection of the create request (4xx)",
     Evidence.CREATE_AMBIGUOUS: "a create call whose outcome is unknown "
-    "(timeout, reset after sending, 5xx, malformed answer, interrupted attempt)",
+    "(timeout, reset after sending, 5xx, malformed answer, 409 in flight, interrupted attempt)",
     Evidence.RECONCILE_LOOKUP: "a lookup by client reference was made",
     Evidence.RECONCILED_FOUND: "a lookup by client reference found exactly our job",
     Evidence.ABSENCE_PROVEN: "a lookup by client reference proved no job exists",
