@@ -138,3 +138,17 @@ def test_a_refusal_after_a_429_is_still_final() -> None:
     op = step(make_op(), throttled).operation
     assert op.state is State.CREATE_PENDING
     assert step(op, UNPROCESSABLE).operation.state is State.FAILED
+
+
+def test_refused_lookups_back_off_instead_of_spinning() -> None:
+    """A lookup refused again and again is asked with growing waits, never every second."""
+    op = step(_unknown(), ALREADY_EXISTS).operation
+    refused = o.Rejected(reason="lookup answered HTTP 400", http_status=400)
+    waits = []
+    for n in range(6):
+        due = op.next_poll_at or T0
+        assert plan(op, due) == Call(kind=AttemptKind.RECONCILE)
+        op = step(op, replace(refused, ref=f"at_{n + 3}"), at=due).operation
+        assert op.state is State.RECONCILIATION
+        waits.append(((op.next_poll_at or T0) - due).total_seconds())
+    assert min(waits) > 1.2 and waits[-1] == 30.0  # growing to the 30 s cap, not 1 s apart

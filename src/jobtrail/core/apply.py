@@ -109,6 +109,11 @@ def _on_rejected(step: Step, out: o.Outcome) -> None:
         step.set(next_poll_at=None)
     elif step.op.state is State.CREATE_UNKNOWN:
         _unproven(step, out)
+    elif step.op.state is State.RECONCILIATION:
+        # A refused lookup proves nothing either: ask again, backing off like any create-side
+        # retry, until the create deadline hands the question to a person.
+        step.set(create_attempts=step.op.create_attempts + 1)
+        step.schedule_retry(None, step.op.create_attempts)
     elif step.op.state is State.CANCEL_REQUESTED:
         # The provider refused the cancel (for example: already finished). It was sent once;
         # keep observing to learn the real terminal state.
