@@ -80,3 +80,12 @@ def test_a_job_id_that_cannot_be_read_is_refused(ws: Workspace) -> None:
     assert "404" in refused.stderr
     after = (ws.json("status", op), ws.json("history", op), attempts(ws, op))
     assert after == before
+
+
+def test_provider_check_says_a_retry_only_provider_cannot_prove_absence(ws: Workspace) -> None:
+    """provider check warns that without a lookup, a refused retry stops for a person."""
+    blind_provider(ws)
+    said = " ".join(ws.run("provider", "check", "providers/blind.toml").stdout.split())
+    assert "only a lookup can prove nothing was created" in said
+    full = ws.run("provider", "check", "providers/simulator.toml").stdout
+    assert "only a lookup" not in " ".join(full.split())
