@@ -222,21 +222,21 @@ class Ledger:
                 return result.operation
         raise ConcurrentUpdate(f"{operation_id} kept changing; try the cancel again")
 
-    async def decide(self, operation_id: str, decision: o.HumanDecision) -> Operation:
-        """Apply a recorded human decision (resolve a needs_human, extend a deadline)."""
+    async def decide(
+        self, operation_id: str, decision: o.HumanDecision, *, read: Attempt | None = None
+    ) -> Operation:
+        """Apply a recorded human decision (resolve a needs_human, extend a deadline).
+        `read` is the finished status call behind `decision.read` (adopting a job id the
+        operation never saw): it is recorded with the decision, in the same transaction."""
         for _ in range(_MAX_RETRIES):
             op = await self.get(operation_id)
             now = self.clock()
-            if decision.decision is o.Decision.ADOPT and decision.job_id not in (
-                *op.conflicting_job_ids,
-                op.candidate_job_id,
-                op.remote_job_id,
-            ):
-                known = ", ".join(op.conflicting_job_ids) or "none recorded"
-                raise ActionRefused(
-                    f"{decision.job_id!r} is not a job id this operation saw (seen: {known})"
-                )
             applied = apply(op, decision, now, actor=decision.actor, policy=self.policy(op))
+            reads = []
+            if read is not None:
+                reads.append(
+                    self._entry(op, now, "attempt.outcome", read.actor, _outcome_entry(read))
+                )
             entry = self._entry(
                 op,
                 now,
@@ -250,9 +250,11 @@ class Ledger:
                     "new_deadline": decision.new_deadline.isoformat()
                     if decision.new_deadline
                     else None,
+                    "evidence": read.attempt_id if read else None,
                 },
             )
-            result = await self._commit(self._change(op, applied, None, [entry]))
+            change = self._change(op, applied, None, [*reads, entry], started=read)
+            result = await self._commit(change)
             if result.verdict is Verdict.OK and result.operation is not None:
                 return result.operation
         raise ConcurrentUpdate(f"{operation_id} kept changing; try again")
@@ -388,6 +390,7 @@ class Ledger:
         audit: list[AuditEntry],
         *,
         finished: Attempt | None = None,
+        started: Attempt | None = None,
         release: bool = False,
     ) -> Change:
         op = applied.operation
@@ -413,6 +416,7 @@ class Ledger:
             before=before,
             transitions=applied.transitions,
             observations=applied.observations,
+            attempt_started=started,
             attempt_finished=finished,
             audit=audit,
             release=release,
@@ -426,6 +430,18 @@ def _own_headers(provider: ProviderSpec) -> list[str]:
     placed = (provider.idempotency, provider.client_reference)
     names = [p.header for p in placed if p is not None and p.header]
     return [*names, *([provider.trace_header] if provider.trace_header else []), "traceparent"]
+
+
+def _outcome_entry(attempt: Attempt) -> dict[str, Any]:
+    """What the audit log keeps of a finished call, as `finish_call` writes it."""
+    return {
+        "attempt_id": attempt.attempt_id,
+        "kind": attempt.kind.value,
+        "outcome": attempt.outcome,
+        "http_status": attempt.http_status,
+        "provider_request_id": attempt.provider_request_id,
+        "detail": attempt.detail,
+    }
 
 
 def _check_key(key: str) -> None:

@@ -97,6 +97,15 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
     if spec.listing:
         means.append(f"lookup by client reference ({spec.listing.path})")
     lines.append(("reconciliation", ", ".join(means) or "none"))
+    if caps.same_token_retry and not caps.lookup:
+        lines.append(
+            (
+                "lookup",
+                "none declared: after a lost create answer, a refused retry (409 already "
+                "exists, 400, 422) or retries unreadable until the create deadline stop for "
+                "a human (needs_human), since only a lookup can prove nothing was created",
+            )
+        )
     if caps.at_most_once_provable:
         lines.append(
             (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from jobtrail.adoption import adopt
 from jobtrail.cli.context import (
     Settings,
     emit_json,
@@ -17,6 +18,7 @@ from jobtrail.cli.ops import console, show
 from jobtrail.core import outcomes as o
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.ids import short_id
+from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.views import escalation_bundle, operation_json
 
 
@@ -44,10 +46,14 @@ async def escalation(settings: Settings, operation_id: str) -> None:
     "--decision",
     required=True,
     type=click.Choice(["adopt", "mark-failed", "retry-as-new"]),
-    help="adopt one of the job ids seen, mark the operation failed, or mark it failed "
+    help="adopt a remote job id, mark the operation failed, or mark it failed "
     "and submit the same request as a new operation (new key and token).",
 )
-@click.option("--job-id", help="With adopt: the remote job id to adopt.")
+@click.option(
+    "--job-id",
+    help="With adopt: the remote job id to adopt. One the operation never saw is read "
+    "through its provider first, and refused if it cannot be read.",
+)
 @click.option("--actor", required=True, help="Who decides.")
 @click.option("--reason", required=True, help="Why.")
 @json_option
@@ -69,7 +75,14 @@ async def resolve(
         human = o.HumanDecision(
             decision=choice, actor=actor, reason=reason, job_id=job_id, request_id=request_id
         )
-        op = await ledger.decide(operation_id, human)
+        if choice is o.Decision.ADOPT:
+            providers = ProviderRegistry(connections=1)
+            try:
+                op = await adopt(ledger, providers, operation_id, human)
+            finally:
+                await providers.close()
+        else:
+            op = await ledger.decide(operation_id, human)
         document = operation_json(op, ledger.clock())
         if choice is o.Decision.RETRY_AS_NEW:
             new = await ledger.resubmit(op, actor=actor, reason=reason)

@@ -58,7 +58,7 @@ def _on_accepted(step: Step, out: o.Outcome) -> None:
     op = step.op
     cause = cause_of("create_response", out.ref)
     step.set(inflight_attempt=None, create_attempts=op.create_attempts + 1)
-    if op.state is State.CREATE_UNKNOWN and op.capabilities.list_by_reference:
+    if op.state is State.CREATE_UNKNOWN and op.capabilities.lookup:
         # Our first answer was lost; before trusting this one, check it against what the
         # provider lists under our reference (a different id there is a contract violation).
         step.set(candidate_job_id=out.job_id, status_url=out.status_url)
@@ -101,10 +101,19 @@ def _on_sync_result(step: Step, out: o.Outcome) -> None:
 def _on_rejected(step: Step, out: o.Outcome) -> None:
     assert isinstance(out, o.Rejected)
     step.set(inflight_attempt=None)
-    if step.op.state in (State.CREATE_PENDING, State.CREATE_UNKNOWN):
+    if step.op.state is State.CREATE_PENDING:
+        # Final: in create_pending no earlier attempt can have made a job (none was sent,
+        # each was throttled, or the declared lookup proved none exists).
         step.set(create_attempts=step.op.create_attempts + 1)
         step.move(State.FAILED, Evidence.CREATE_REJECTED, cause_of("create_response", out.ref))
         step.set(next_poll_at=None)
+    elif step.op.state is State.CREATE_UNKNOWN:
+        _unproven(step, out)
+    elif step.op.state is State.RECONCILIATION:
+        # A refused lookup proves nothing either: ask again, backing off like any create-side
+        # retry, until the create deadline hands the question to a person.
+        step.set(create_attempts=step.op.create_attempts + 1)
+        step.schedule_retry(None, step.op.create_attempts)
     elif step.op.state is State.CANCEL_REQUESTED:
         # The provider refused the cancel (for example: already finished). It was sent once;
         # keep observing to learn the real terminal state.
@@ -112,6 +121,20 @@ def _on_rejected(step: Step, out: o.Outcome) -> None:
         step.now_next()
     else:
         step.schedule_retry(None, step.op.poll_count)
+
+
+def _unproven(step: Step, out: o.Rejected) -> None:
+    """A refusal after a create may have reached the provider ("already exists", or a 400
+    or 422 to the retry) says nothing about the first attempt: only the declared lookup
+    can, and without one a person decides. Never `failed`."""
+    step.set(create_attempts=step.op.create_attempts + 1)
+    cause = cause_of("rejection", out.ref)  # the attempt says which call was refused
+    if step.op.capabilities.lookup:
+        step.move(State.RECONCILIATION, Evidence.CREATE_UNPROVEN, cause)
+        step.now_next()
+    else:
+        step.move(State.NEEDS_HUMAN, Evidence.CREATE_UNPROVEN, cause)
+        step.set(next_poll_at=None)
 
 
 def _on_ambiguous(step: Step, out: o.Outcome) -> None:
@@ -122,7 +145,9 @@ def _on_ambiguous(step: Step, out: o.Outcome) -> None:
     retry_after = out.retry_after if isinstance(out, o.Throttled) else None
     if op.state is State.CREATE_PENDING:
         step.set(create_attempts=op.create_attempts + 1)
-        if sent:
+        # A 409 "in flight" to a create says a request under our token reached the provider:
+        # a job may exist, so a later rejection could no longer prove that none does.
+        if sent or out.http_status == 409:
             step.move(State.CREATE_UNKNOWN, Evidence.CREATE_AMBIGUOUS, cause_of("create", out.ref))
         step.schedule_retry(retry_after, op.create_attempts)
     elif op.state in (State.CREATE_UNKNOWN, State.RECONCILIATION):

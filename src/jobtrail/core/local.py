@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.model import Operation
 from jobtrail.core.states import Evidence, State
 from jobtrail.core.step import Step
 from jobtrail.errors import ActionRefused
@@ -63,6 +64,12 @@ def on_no_reconciliation(step: Step, out: o.Outcome) -> None:
     step.set(next_poll_at=None)
 
 
+def seen_job_ids(op: Operation) -> tuple[str, ...]:
+    """The remote job ids a provider tied to this operation: adoptable on a person's word."""
+    ids = (*op.conflicting_job_ids, op.candidate_job_id, op.remote_job_id)
+    return tuple(dict.fromkeys(i for i in ids if i))
+
+
 def on_decision(step: Step, out: o.Outcome) -> None:
     assert isinstance(out, o.HumanDecision)
     op, cause = step.op, f"human_decision:{out.request_id}"
@@ -70,7 +77,15 @@ def on_decision(step: Step, out: o.Outcome) -> None:
         case (o.Decision.ADOPT, State.NEEDS_HUMAN):
             if not out.job_id:
                 raise ActionRefused("adopting needs the remote job id to adopt")
+            if out.job_id not in seen_job_ids(op) and out.read is None:
+                known = ", ".join(op.conflicting_job_ids) or "none recorded"
+                raise ActionRefused(
+                    f"{out.job_id!r} is not a job id this operation saw (seen: {known}), and "
+                    "no status read of it was made; nothing was changed"
+                )
             step.set(remote_job_id=out.job_id, candidate_job_id=None)
+            if out.read is not None:
+                step.observe("status", out.read, out.read.ref)
             step.move(State.ACCEPTED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
             step.set(poll_count=0)
             step.now_next()

@@ -65,6 +65,12 @@ class Capabilities:
         return self.same_token_retry or self.list_by_reference or self.status_by_client_id
 
     @property
+    def lookup(self) -> bool:
+        """A declared way to ask the provider which job (if any) holds our reference: the
+        only answer that can prove a lost create made nothing."""
+        return self.list_by_reference or self.status_by_client_id
+
+    @property
     def at_most_once_provable(self) -> bool:
         """True when a lost create answer can be resolved without risking a second job."""
         return self.can_reconcile

@@ -172,6 +172,9 @@ class HumanDecision:
     job_id: str | None = None
     new_deadline: datetime | None = None
     request_id: str = ""
+    # With adopt: a status read of `job_id`, made for this decision. It is the evidence that
+    # lets a person adopt a job id the operation never saw (one found by support, say).
+    read: Observed | None = None
 
 
 CallOutcome = (

@@ -15,6 +15,12 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import State
 
+# In create_unknown, how many same-token retries may go without a job id (unreadable 202s,
+# 5xx, timeouts, "in flight" 409s) before the declared lookup is asked instead: the lost
+# first attempt plus this many retries. Two unreadable answers in a row rarely heal on the
+# third, and a lookup is a safe read that can settle the question either way.
+RETRIES_BEFORE_LOOKUP = 2
+
 
 @dataclass(frozen=True, kw_only=True)
 class Call:
@@ -132,9 +138,10 @@ def _call(op: Operation) -> Call | Decide:
         case State.CREATE_PENDING:
             return Call(kind=AttemptKind.CREATE, retry=op.create_attempts > 0)
         case State.CREATE_UNKNOWN:
-            if caps.same_token_retry:
+            retries_left = op.create_attempts <= RETRIES_BEFORE_LOOKUP or not caps.lookup
+            if caps.same_token_retry and retries_left:
                 return Call(kind=AttemptKind.CREATE, retry=True)
-            if caps.list_by_reference:
+            if caps.lookup:
                 return Call(kind=AttemptKind.RECONCILE)
             return Decide(outcome=o.NoReconciliation())
         case State.RECONCILIATION:

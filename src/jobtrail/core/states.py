@@ -87,6 +87,7 @@ class Evidence(StrEnum):
     RECONCILED_FOUND = "reconciled_found"
     ABSENCE_PROVEN = "absence_proven"
     CONTRACT_VIOLATION = "contract_violation"
+    CREATE_UNPROVEN = "create_unproven"
     NO_RECONCILIATION = "no_reconciliation"
     OBSERVED_RUNNING = "observed_running"
     OBSERVED_SUCCEEDED = "observed_succeeded"
@@ -109,11 +110,13 @@ EVIDENCE_MEANING: dict[Evidence, str] = {
     Evidence.SYNC_RESULT: "a create response carrying the result itself",
     Evidence.CREATE_REJECTED: "a definitive rejection of the create request (4xx)",
     Evidence.CREATE_AMBIGUOUS: "a create call whose outcome is unknown "
-    "(timeout, reset after sending, 5xx, malformed answer, interrupted attempt)",
+    "(timeout, reset after sending, 5xx, malformed answer, 409 in flight, interrupted attempt)",
     Evidence.RECONCILE_LOOKUP: "a lookup by client reference was made",
     Evidence.RECONCILED_FOUND: "a lookup by client reference found exactly our job",
     Evidence.ABSENCE_PROVEN: "a lookup by client reference proved no job exists",
     Evidence.CONTRACT_VIOLATION: "the provider tied our token or reference to another job id",
+    Evidence.CREATE_UNPROVEN: "an answer after a create may have reached the provider that "
+    "proves neither a job nor its absence (a refused retry: 409 already exists, 400, 422)",
     Evidence.NO_RECONCILIATION: "the create outcome is unknown and the provider "
     "offers no reconciliation means",
     Evidence.OBSERVED_RUNNING: "an observation of a non-terminal remote state",
@@ -145,9 +148,14 @@ TRANSITIONS: dict[tuple[State, State], frozenset[Evidence]] = {
     (S.CREATE_PENDING, S.CREATE_UNKNOWN): frozenset({E.CREATE_AMBIGUOUS}),
     (S.CREATE_UNKNOWN, S.ACCEPTED): frozenset({E.CREATE_ACCEPTED}),
     (S.CREATE_UNKNOWN, S.RESULT_COLLECTING): frozenset({E.SYNC_RESULT}),
-    (S.CREATE_UNKNOWN, S.RECONCILIATION): frozenset({E.RECONCILE_LOOKUP, E.CREATE_ACCEPTED}),
-    (S.CREATE_UNKNOWN, S.FAILED): frozenset({E.CREATE_REJECTED}),
-    (S.CREATE_UNKNOWN, S.NEEDS_HUMAN): frozenset({E.CREATE_DEADLINE_PASSED, E.NO_RECONCILIATION}),
+    # No (create_unknown, failed): once a create may have reached the provider, no answer
+    # but the provider's declared lookup can prove that nothing was created.
+    (S.CREATE_UNKNOWN, S.RECONCILIATION): frozenset(
+        {E.RECONCILE_LOOKUP, E.CREATE_ACCEPTED, E.CREATE_UNPROVEN}
+    ),
+    (S.CREATE_UNKNOWN, S.NEEDS_HUMAN): frozenset(
+        {E.CREATE_DEADLINE_PASSED, E.NO_RECONCILIATION, E.CREATE_UNPROVEN}
+    ),
     (S.RECONCILIATION, S.ACCEPTED): frozenset({E.RECONCILED_FOUND}),
     (S.RECONCILIATION, S.CREATE_PENDING): frozenset({E.ABSENCE_PROVEN}),
     (S.RECONCILIATION, S.NEEDS_HUMAN): frozenset({E.CONTRACT_VIOLATION, E.CREATE_DEADLINE_PASSED}),

@@ -2,7 +2,9 @@
 
 The generic HTTP provider (http.py) is configured by a provider file; a code provider for a
 non-REST API implements the same protocol. Calls never raise for anything the remote side
-does: timeouts, resets, garbage and refusals all come back as outcomes.
+does: timeouts, resets, garbage and refusals all come back as outcomes. A provider that
+raises anyway (a bug) has its error recorded on the attempt by the worker, and the call is
+treated as one whose outcome is unknown (worker/runner.py).
 """
 
 from __future__ import annotations

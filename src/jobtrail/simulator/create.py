@@ -167,6 +167,10 @@ class CreateEndpoint:
             entry.drops_done += 1
             record(None, entry.job_id)
             return drop_connection(request)
+        hostile = _hostile_retry_answer(faults)
+        if hostile is not None:
+            record(hostile.status, entry.job_id)
+            return hostile
         if faults.different_id_on_retry:
             # the contract violation under test: same key, same body, another job
             job = self._new_job(
@@ -280,6 +284,24 @@ def _hostile_status_url(request: web.Request, kind: str | None, job_id: str) -> 
         case "userinfo":
             # the same host, but with user info that would become a Basic credential
             return f"http://jobtrail:stolen@{request.host}/v1/jobs/{job_id}"
+    return None
+
+
+def _hostile_retry_answer(faults: Faults) -> web.Response | None:
+    """What a careless provider answers a retry of a create it already carried out: a
+    refusal, a server error or garbage, never the job it made."""
+    if faults.reject_retry is not None:
+        status = faults.reject_retry.status
+        code = "already_exists" if status == 409 else "rejected"
+        return error(status, code, faults.reject_retry.message)
+    if faults.retry_error is not None:
+        return error(faults.retry_error, "internal_error", "simulated error on a retry")
+    if faults.retry_malformed:
+        return web.Response(
+            status=202,
+            body=b"<html><body><h1>202 Accepted</h1>queued</body></html>",
+            content_type="application/json",
+        )
     return None
 
 

@@ -100,6 +100,11 @@ class Faults:
     hostile_status_url: HostileStatusUrl | None = None  # see create._hostile_status_url
     set_cookie: bool = False  # create answers set a session cookie naming the job
     hostile_text: bool = False  # terminal escapes in state words, progress and request ids
+    # hostile create (issue 9): how every same-key retry is answered once the first create
+    # made the job (and, with drop_create_answer, its answer was lost)
+    reject_retry: Rejection | None = None  # refused: 409 "already exists", 400, 422
+    retry_error: int | None = None  # a 5xx
+    retry_malformed: bool = False  # a 202 whose body is a proxy's HTML page
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form, for the admin endpoints."""
@@ -284,4 +289,8 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "hostile_status_url": _optional_choice(("relative", "off_origin", "userinfo")),
     "set_cookie": _flag,
     "hostile_text": _flag,
+    # hostile create
+    "reject_retry": _rejection,
+    "retry_error": _server_error,
+    "retry_malformed": _flag,
 }

@@ -16,6 +16,7 @@ from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ConcurrentUpdate, LostOwnership, ResultError
 from jobtrail.ledger import Ledger
 from jobtrail.providers.config import ProviderSpec
+from jobtrail.providers.guarded import guarded_call
 from jobtrail.providers.protocol import Reply
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import UNSTORED, ResultStore
@@ -74,7 +75,8 @@ class Runner:
         if local:
             reply = await self._collect_locally(op)
         else:
-            reply = await provider.call(action.kind, op)
+            spec = self.providers.spec(op)
+            reply = await guarded_call(provider, spec, action.kind, op)
         outcome = await self._outcome(op, reply)
         detail = reply.detail
         if isinstance(outcome, o.ResultMissing) and reply.fetched is not None:

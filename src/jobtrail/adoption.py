@@ -1,0 +1,74 @@
+"""Adopting a remote job id for an operation that waits for a human decision.
+
+A job id the provider tied to the operation (answered, listed, conflicting) is adopted on
+the person's word. One the operation never saw (found by the provider's support, say) is
+read first, through the operation's own provider: the read is the evidence, recorded with
+the decision in one transaction. A job that cannot be read is refused and nothing changes.
+"""
+
+from __future__ import annotations
+
+from jobtrail.core import outcomes as o
+from jobtrail.core.ids import short_id
+from jobtrail.core.local import seen_job_ids
+from jobtrail.core.model import Attempt, AttemptKind, Operation, evolve
+from jobtrail.core.states import State
+from jobtrail.errors import ActionRefused
+from jobtrail.ledger import Ledger
+from jobtrail.providers.guarded import guarded_call
+from jobtrail.providers.registry import ProviderRegistry
+
+
+async def adopt(
+    ledger: Ledger, providers: ProviderRegistry, operation_id: str, decision: o.HumanDecision
+) -> Operation:
+    """Apply an adopt decision, reading the job's status first when the id is new to us."""
+    op = await ledger.get(operation_id)
+    job_id = decision.job_id
+    if not job_id or op.state is not State.NEEDS_HUMAN or job_id in seen_job_ids(op):
+        return await ledger.decide(operation_id, decision)  # the core checks the rest
+    attempt, outcome = await read_job(ledger, providers, op, job_id, decision.actor)
+    if not isinstance(outcome, o.Observed):
+        spec = providers.spec(op)
+        redactor = spec.redactor.extended(values=spec.secret_values())
+        why = redactor.text(getattr(outcome, "reason", type(outcome).__name__))
+        raise ActionRefused(
+            f"{job_id!r} is not a job id this operation saw, and reading its status through "
+            f"provider {op.provider!r} failed ({why}); nothing was changed. Check the id with "
+            "the provider and decide again"
+        )
+    return await ledger.decide(operation_id, evolve(decision, read=outcome), read=attempt)
+
+
+async def read_job(
+    ledger: Ledger, providers: ProviderRegistry, op: Operation, job_id: str, actor: str
+) -> tuple[Attempt, o.CallOutcome]:
+    """One status read of `job_id` through `op`'s provider, as a finished attempt (not yet
+    stored) and its outcome. A status read is safe: no intent is recorded before it."""
+    probe = evolve(op, remote_job_id=job_id, status_url=None)  # never the old job's URL
+    provider = providers.for_operation(op)
+    request = provider.describe(AttemptKind.STATUS, probe)
+    started = ledger.clock()
+    reply = await guarded_call(provider, providers.spec(op), AttemptKind.STATUS, probe)
+    attempt_id = short_id("at_", ledger.rand)
+    outcome: o.CallOutcome = (
+        reply.outcome
+        if reply.outcome is not None
+        else o.Ambiguous(reason="the status read answered with no status")
+    )
+    outcome = evolve(outcome, ref=attempt_id)
+    attempt = Attempt(
+        attempt_id=attempt_id,
+        operation_id=op.operation_id,
+        kind=AttemptKind.STATUS,
+        fence=op.fence,
+        actor=actor,
+        started_at=started,
+        request=request,
+        finished_at=ledger.clock(),
+        outcome=type(outcome).__name__,
+        http_status=getattr(outcome, "http_status", None),
+        provider_request_id=getattr(outcome, "request_id", None),
+        detail=reply.detail,
+    )
+    return attempt, outcome
