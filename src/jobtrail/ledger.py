@@ -32,12 +32,15 @@ from jobtrail.errors import (
     LostOwnership,
     NotFound,
 )
+from jobtrail.histories import Forgery, audited_steps
+from jobtrail.histories import check as check_history
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.store.base import Change, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
 
 Clock = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
 _MAX_RETRIES = 8
+_EVERY = 2**62  # a list limit meaning "all"
 
 
 class Ledger:
@@ -157,6 +160,17 @@ class Ledger:
         if op is None:
             raise NotFound(f"no operation {operation_id!r} in this ledger")
         return op
+
+    async def forged_operations(self) -> list[Forgery]:
+        """Operations whose stored state or remote job id is not what their audited history
+        replays to (see jobtrail.histories), oldest first."""
+        audited = audited_steps(await self.store.audit_rows())
+        found = []
+        for op in reversed(await self.store.list_operations(limit=_EVERY)):
+            problem = check_history(op, await self.store.history(op.operation_id), audited)
+            if problem is not None:
+                found.append(Forgery(operation_id=op.operation_id, problem=problem))
+        return found
 
     # -- human and agent requests ------------------------------------------------------
 

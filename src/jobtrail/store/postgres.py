@@ -24,7 +24,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from jobtrail.audit import AuditEntry, AuditRow
+from jobtrail.audit import AuditEntry, AuditRow, audit_row
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.errors import StoreError
@@ -246,7 +246,7 @@ class PostgresStore:
     async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
         one = (operation_id,) if operation_id else None
         rows = await self._rows("audit_rows_of" if one else "audit_rows", one)
-        return [AuditRow(**row) for row in rows]
+        return [audit_row(row) for row in rows]
 
     async def close(self) -> None:
         await self._pool.close()

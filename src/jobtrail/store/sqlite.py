@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from jobtrail.audit import AuditEntry, AuditRow
+from jobtrail.audit import AuditEntry, AuditRow, audit_row
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.errors import StoreError
@@ -483,11 +483,9 @@ class SqliteStore:
     async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
         where = "WHERE operation_id = ?" if operation_id else ""
         return await self._select(
-            f"SELECT seq, entry, prev_hash, hash FROM audit_log {where} ORDER BY seq",
+            f"SELECT * FROM audit_log {where} ORDER BY seq",
             (operation_id,) if operation_id else (),
-            lambda row: AuditRow(
-                seq=row["seq"], entry=row["entry"], prev_hash=row["prev_hash"], hash=row["hash"]
-            ),
+            audit_row,
         )
 
     async def close(self) -> None:
