@@ -37,6 +37,7 @@ from jobtrail.histories import check as check_history
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.store.base import Change, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
+from jobtrail.store.retention import Keep, Pruned
 
 Clock = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
 _MAX_RETRIES = 8
@@ -171,6 +172,15 @@ class Ledger:
             if problem is not None:
                 found.append(Forgery(operation_id=op.operation_id, problem=problem))
         return found
+
+    async def prune(self, older_than: timedelta, *, actor: str, keep: Keep) -> Pruned:
+        """Move the operations that finished more than `older_than` ago out of the ledger,
+        with everything they own, leaving a checkpoint in the audit chain (see
+        store/retention.py). `keep` archives them; nothing is removed if it fails."""
+        if older_than <= timedelta(0):
+            raise InvalidInput("prune needs a positive age, like 30d: only the past is pruned")
+        now = self.clock()
+        return await self.store.prune(now - older_than, now, actor, keep)
 
     # -- human and agent requests ------------------------------------------------------
 

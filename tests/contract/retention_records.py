@@ -4,6 +4,7 @@ outcome is given as the provider would have answered (for the retention and tamp
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,6 +31,12 @@ def ledger_at(store: Store, start: datetime | None = None) -> tuple[Ledger, Virt
 async def _call(
     ledger: Ledger, op: Operation, kind: AttemptKind, outcome: o.CallOutcome
 ) -> Operation:
+    # Under a lease when the operation is due (as a worker would), so leases are owned too.
+    claims = await ledger.store.claim_due(
+        WORKER, ledger.clock(), 1, timedelta(seconds=30), only=op.operation_id
+    )
+    if claims:
+        op = replace(claims[0].operation, next_poll_at=claims[0].was_due)
     op, attempt = await ledger.begin_call(op, kind, {"method": "GET"}, WORKER)
     return await ledger.finish_call(op, attempt, outcome, detail={"n": 1}, actor=WORKER)
 

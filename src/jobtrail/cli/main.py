@@ -37,9 +37,9 @@ def cli(ctx: click.Context, db: str | None, data_dir: str | None) -> None:
 
 
 def _register() -> None:
-    from jobtrail.cli import admin, agent, decisions, ops, running, serving
+    from jobtrail.cli import admin, agent, decisions, ops, retention, running, serving
 
-    for module in (ops, decisions, running, admin, agent, serving):
+    for module in (ops, decisions, running, admin, retention, agent, serving):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -32,6 +32,8 @@ from jobtrail.store import codec as c
 from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.migrations import migrations
+from jobtrail.store.postgres_prune import prune
+from jobtrail.store.retention import Keep, Pruned
 
 T = TypeVar("T")
 Conn = AsyncConnection[DictRow]
@@ -239,6 +241,16 @@ class PostgresStore:
         async with conn.pipeline(), conn.cursor() as cur:
             await cur.executemany(Q["insert_audit"], rows)
             await cur.execute(Q["move_audit_head"], (rows[-1][0], rows[-1][4]))
+
+    async def prune(
+        self, finished_before: datetime, now: datetime, actor: str, keep: Keep
+    ) -> Pruned:
+        work = partial(prune, codec=CODEC, append=self._append_audit)
+        return await self._run(
+            lambda conn: work(
+                conn, finished_before=finished_before, now=now, actor=actor, keep=keep
+            )
+        )
 
     async def append_audit(self, entries: Sequence[AuditEntry]) -> None:
         await self._run(lambda conn: self._append_audit(conn, entries))

@@ -26,6 +26,8 @@ from jobtrail.store import codec as c
 from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.migrations import migrations
+from jobtrail.store.retention import Keep, Pruned
+from jobtrail.store.sqlite_prune import prune
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
@@ -475,6 +477,17 @@ class SqliteStore:
             "INSERT INTO audit_log (seq, operation_id, entry, prev_hash, hash) "
             "VALUES (?, ?, ?, ?, ?)",
             rows,
+        )
+
+    async def prune(
+        self, finished_before: datetime, now: datetime, actor: str, keep: Keep
+    ) -> Pruned:
+        work = partial(prune, codec=CODEC, append=self._append_audit)
+        return await self._call(
+            self._write,
+            lambda conn: work(
+                conn, finished_before=finished_before, now=now, actor=actor, keep=keep
+            ),
         )
 
     async def append_audit(self, entries: Sequence[AuditEntry]) -> None:
