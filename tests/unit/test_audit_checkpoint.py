@@ -56,3 +56,14 @@ def test_a_checkpoint_with_a_wrong_hash_bridges_nothing() -> None:
     rows = _rows([_entry(i) for i in range(6)])
     bogus = [{"first": 3, "last": 3, "prev": rows[1].hash, "hash": "f" * 64}]
     assert "deleted" in (verify(_prune(rows, {3}, bogus), None).problem or "")
+
+
+def test_an_anchor_at_the_end_of_a_pruned_run_still_checks() -> None:
+    """An anchor whose entry was pruned is matched against the hash its checkpoint kept, and
+    a wrong one is still refused."""
+    rows = _rows([_entry(i) for i in range(5)])
+    pruned = _prune(rows, {4, 5})
+    assert verify(pruned, None, (5, rows[-1].hash)).ok
+    assert not verify(pruned, None, (5, "e" * 64)).ok
+    problem = verify(pruned, None, (4, rows[3].hash)).problem or ""
+    assert "was pruned" in problem

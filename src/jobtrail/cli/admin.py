@@ -30,7 +30,8 @@ def audit() -> None:
 @click.option(
     "--anchor",
     metavar="COUNT:HASH",
-    help="A head printed earlier by `audit head`: also detects entries cut off the end.",
+    help="A head printed earlier by `audit head` (its entry number and hash): also detects "
+    "entries cut off the end.",
 )
 @click.option(
     "--replay",
@@ -89,7 +90,8 @@ async def audit_head(settings: Settings) -> None:
     verdict = verify(rows, settings.audit_key)
     if not verdict.ok:
         fail(verdict.message())
-    click.echo(f"{verdict.entries}:{verdict.head}")
+    # The head's number, not the count of rows: after a prune the two differ.
+    click.echo(f"{rows[-1].seq if rows else 0}:{verdict.head}")
 
 
 @click.group()
