@@ -56,7 +56,9 @@ def _sync_folder(folder: Path) -> None:
 
 
 def _line(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    # default=str: a column a later migration adds (a timestamptz, say) is kept as text.
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text.encode() + b"\n"
 
 
 def _records(pruned: Pruned) -> Iterator[dict[str, Any]]:

@@ -56,3 +56,18 @@ def test_deleting_outside_prune_is_refused_and_detected(ws: Workspace) -> None:
     conn.close()
     done = ws.run("audit", "verify", "--json", check=False)
     assert done.returncode == 1 and "deleted" in json.loads(done.stdout)["problem"]
+
+
+def test_prune_without_an_archive_needs_saying_so(ws: Workspace) -> None:
+    """--no-archive drops the finished operation unkept, and the chain still verifies."""
+    done, waiting = _finished_and_waiting(ws)
+    both = ws.run(
+        "prune", "--finished-before", "1ms", "--no-archive", "--archive", "x", check=False
+    )
+    assert both.returncode == 1 and "choose one" in both.stderr
+    text = ws.run("prune", "--finished-before", "1ms", "--no-archive").stdout
+    assert "pruned 1 operations" in text and "without an archive" in text
+    assert ws.run("status", done, check=False).returncode == 1
+    assert ws.run("status", waiting).returncode == 0
+    assert ws.run("audit", "verify").returncode == 0
+    assert "nothing to prune" in ws.run("prune", "--finished-before", "1ms", "--no-archive").stdout
