@@ -124,10 +124,12 @@ class Verdict:
     head: str
     problem: str | None = None
     seq: int | None = None
+    pruned: int = 0  # entries removed by prune, walked across under their checkpoints
 
     def message(self) -> str:
         if self.ok:
-            return f"audit log intact: {self.entries} entries, head {self.head[:16]}…"
+            after = f" ({self.pruned} more pruned under checkpoints)" if self.pruned else ""
+            return f"audit log intact: {self.entries} entries{after}, head {self.head[:16]}…"
         return f"audit log tampered: {self.problem}"
 
 
@@ -154,7 +156,8 @@ def verify(
         expected_prev, last_seq = row.hash, row.seq
     if anchor is not None and (problem := _off_anchor(listed, cuts, anchor)) is not None:
         return Verdict(ok=False, entries=len(listed), head=expected_prev, problem=problem)
-    return Verdict(ok=True, entries=len(listed), head=expected_prev)
+    pruned = sum(cut.last - cut.first + 1 for cut in cuts.values())
+    return Verdict(ok=True, entries=len(listed), head=expected_prev, pruned=pruned)
 
 
 def _load(row: AuditRow) -> Any:

@@ -63,6 +63,7 @@ async def audit_verify(settings: Settings, anchor: str | None, replay: bool, as_
             "head": verdict.head,
             "problem": verdict.problem,
             "seq": verdict.seq,
+            "pruned": verdict.pruned,
         }
         if replay:
             document["forged"] = [
