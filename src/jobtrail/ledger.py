@@ -20,7 +20,15 @@ from jobtrail.core.apply import Applied, Policy, apply
 from jobtrail.core.canonical import fingerprint
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
-from jobtrail.core.model import Attempt, AttemptKind, CancelIntent, JobRequest, Operation, evolve
+from jobtrail.core.model import (
+    Attempt,
+    AttemptKind,
+    CancelIntent,
+    JobRequest,
+    Operation,
+    Transition,
+    evolve,
+)
 from jobtrail.core.plan import Call, Decide, plan
 from jobtrail.core.schedule import Backoff
 from jobtrail.core.states import REMOTE_MAY_RUN, State
@@ -165,13 +173,31 @@ class Ledger:
     async def forged_operations(self) -> list[Forgery]:
         """Operations whose stored state or remote job id is not what their audited history
         replays to (see jobtrail.histories), oldest first."""
+        read = []
+        for op in reversed(await self.store.list_operations(limit=_EVERY)):
+            if (pair := await self._with_history(op)) is not None:
+                read.append(pair)
+        # Read last: a step and its audit entry commit together, so every step read above is
+        # in these rows even while workers run.
         audited = audited_steps(await self.store.audit_rows())
         found = []
-        for op in reversed(await self.store.list_operations(limit=_EVERY)):
-            problem = check_history(op, await self.store.history(op.operation_id), audited)
-            if problem is not None:
+        for op, history in read:
+            if (problem := check_history(op, history, audited)) is not None:
                 found.append(Forgery(operation_id=op.operation_id, problem=problem))
         return found
+
+    async def _with_history(self, op: Operation) -> tuple[Operation, list[Transition]] | None:
+        """The record and a history read at the same version (every step moves the version),
+        so a live worker's step between the two reads is not taken for a forgery."""
+        for _ in range(_MAX_RETRIES):
+            history = await self.store.history(op.operation_id)
+            again = await self.store.get(op.operation_id)
+            if again is None:
+                return None  # pruned meanwhile
+            if again.version == op.version:
+                return op, history
+            op = again
+        return op, await self.store.history(op.operation_id)
 
     async def prune(self, older_than: timedelta, *, actor: str, keep: Keep) -> Pruned:
         """Move the operations that finished more than `older_than` ago out of the ledger,
