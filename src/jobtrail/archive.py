@@ -37,7 +37,9 @@ def write(path: Path, pruned: Pruned) -> None:
     if path.exists():
         raise InvalidInput(f"the archive {path} already exists; name a new file")
     temporary = path.with_name(f".{path.name}.partial")
-    with temporary.open("wb") as raw:
+    # Readable by its owner only: it holds what the ledger held (requests, answers, audit).
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as raw:
         with gzip.GzipFile(filename=path.name, mode="wb", fileobj=raw, mtime=0) as packed:
             for record in _records(pruned):
                 packed.write(_line(record))

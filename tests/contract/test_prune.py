@@ -158,6 +158,7 @@ async def test_the_archive_holds_every_record_and_verifies(store: Store, tmp_pat
     ledger, _ = await _ledger_with_old_and_new(store)
     path = tmp_path / "old.jsonl.gz"
     pruned = await ledger.prune(MONTH, actor="ops:ana", keep=lambda p: archive.write(path, p))
+    assert path.stat().st_mode & 0o777 == 0o600
     with gzip.open(path, "rt") as lines:
         records = [json.loads(line) for line in lines]
     assert records[0] == records[0] | {"type": "header", "format": "jobtrail-archive", "version": 1}
