@@ -38,6 +38,12 @@ def test_prune_archives_finished_operations_and_the_chain_still_verifies(ws: Wor
     as_json = ws.json("archive", "show", "old.jsonl.gz", done)
     assert as_json["operation_id"] == done and as_json["state"] == "succeeded"
     assert "archive intact: 1 operations" in ws.run("archive", "verify", "old.jsonl.gz").stdout
+    assert ws.run("archive", "verify", "old.jsonl.gz", "--ledger").returncode == 0
+    ws.run("--db", "other.db", "submit", "simulator", "--body", "{}")  # another ledger
+    elsewhere = ws.run(
+        "--db", "other.db", "archive", "verify", "old.jsonl.gz", "--ledger", check=False
+    )
+    assert elsewhere.returncode == 1 and "another ledger" in elsewhere.stdout
     again = ws.run("prune", "--finished-before", "1ms", "--archive", "old.jsonl.gz", check=False)
     assert again.returncode == 1 and "already exists" in again.stderr
 

@@ -139,16 +139,29 @@ async def archive_show(file: Path, operation_id: str, as_json: bool) -> None:
 
 @archive.command("verify")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--ledger", "against_ledger", is_flag=True, help="Also find its checkpoint in the ledger."
+)
 @json_option
 @pass_settings
 @run_async
-async def archive_verify(settings: Settings, file: Path, as_json: bool) -> None:
+async def archive_verify(
+    settings: Settings, file: Path, against_ledger: bool, as_json: bool
+) -> None:
     """Check the archive's slice of the audit chain against its checkpoint entry (keyed
     with JOBTRAIL_AUDIT_KEY when set). Exit 0 only when it checks out."""
     from jobtrail.archive import read, verify
 
     found = read(file)
     problems = verify(found, settings.audit_key)
+    if against_ledger and found.checkpoint is not None:
+        async with opened(settings) as ledger:
+            rows = await ledger.store.audit_rows()
+        if not any(row.hash == found.checkpoint.hash for row in rows):
+            problems.append(
+                f"the ledger holds no checkpoint #{found.checkpoint.seq} with this archive's "
+                "hash: the archive comes from another ledger, or the ledger was rewritten"
+            )
     entries = sum(len(p.audit) for p in found.operations.values())
     if as_json:
         emit_json({"ok": not problems, "entries": entries, "problems": problems})
