@@ -21,7 +21,15 @@ from jobtrail.core.apply import Applied, Policy, apply
 from jobtrail.core.canonical import fingerprint
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
-from jobtrail.core.model import Attempt, AttemptKind, CancelIntent, JobRequest, Operation, evolve
+from jobtrail.core.model import (
+    Attempt,
+    AttemptKind,
+    CancelIntent,
+    JobRequest,
+    Operation,
+    Transition,
+    evolve,
+)
 from jobtrail.core.plan import Call, Decide, plan
 from jobtrail.core.redact import Redactor
 from jobtrail.core.schedule import Backoff
@@ -34,13 +42,17 @@ from jobtrail.errors import (
     LostOwnership,
     NotFound,
 )
+from jobtrail.histories import Forgery, audited_steps
+from jobtrail.histories import check as check_history
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
+from jobtrail.store.retention import Keep, Pruned
 
 Clock = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
 _MAX_RETRIES = 8
+_EVERY = 2**62  # a list limit meaning "all"
 
 
 class Ledger:
@@ -173,6 +185,44 @@ class Ledger:
         if op is None:
             raise NotFound(f"no operation {operation_id!r} in this ledger")
         return op
+
+    async def forged_operations(self) -> list[Forgery]:
+        """Operations whose stored state or remote job id is not what their audited history
+        replays to (see jobtrail.histories), oldest first."""
+        read = []
+        for op in reversed(await self.store.list_operations(limit=_EVERY)):
+            if (pair := await self._with_history(op)) is not None:
+                read.append(pair)
+        # Read last: a step and its audit entry commit together, so every step read above is
+        # in these rows even while workers run.
+        audited = audited_steps(await self.store.audit_rows())
+        found = []
+        for op, history in read:
+            if (problem := check_history(op, history, audited)) is not None:
+                found.append(Forgery(operation_id=op.operation_id, problem=problem))
+        return found
+
+    async def _with_history(self, op: Operation) -> tuple[Operation, list[Transition]] | None:
+        """The record and a history read at the same version (every step moves the version),
+        so a live worker's step between the two reads is not taken for a forgery."""
+        for _ in range(_MAX_RETRIES):
+            history = await self.store.history(op.operation_id)
+            again = await self.store.get(op.operation_id)
+            if again is None:
+                return None  # pruned meanwhile
+            if again.version == op.version:
+                return op, history
+            op = again
+        return op, await self.store.history(op.operation_id)
+
+    async def prune(self, older_than: timedelta, *, actor: str, keep: Keep) -> Pruned:
+        """Move the operations that finished more than `older_than` ago out of the ledger,
+        with everything they own, leaving a checkpoint in the audit chain (see
+        store/retention.py). `keep` archives them; nothing is removed if it fails."""
+        if older_than <= timedelta(0):
+            raise InvalidInput("prune needs a positive age, like 30d: only the past is pruned")
+        now = self.clock()
+        return await self.store.prune(now - older_than, now, actor, keep)
 
     # -- human and agent requests ------------------------------------------------------
 

@@ -30,14 +30,22 @@ def audit() -> None:
 @click.option(
     "--anchor",
     metavar="COUNT:HASH",
-    help="A head printed earlier by `audit head`: also detects entries cut off the end.",
+    help="A head printed earlier by `audit head` (its entry number and hash): also detects "
+    "entries cut off the end.",
+)
+@click.option(
+    "--replay",
+    is_flag=True,
+    help="Also replay every operation's history and name operations whose stored state or "
+    "remote job id was forged.",
 )
 @json_option
 @pass_settings
 @run_async
-async def audit_verify(settings: Settings, anchor: str | None, as_json: bool) -> None:
-    """Recompute the hash chain (HMAC-keyed when JOBTRAIL_AUDIT_KEY is set). Exit 0 only
-    when intact; otherwise name the first entry edited, deleted, inserted or reordered."""
+async def audit_verify(settings: Settings, anchor: str | None, replay: bool, as_json: bool) -> None:
+    """Recompute the hash chain (HMAC-keyed when JOBTRAIL_AUDIT_KEY is set) and check each
+    row's indexed columns against its entry. Exit 0 only when intact; otherwise name the
+    first entry edited, deleted, inserted, moved or relabelled."""
     expected = None
     if anchor:
         count, _, head = anchor.partition(":")
@@ -46,20 +54,30 @@ async def audit_verify(settings: Settings, anchor: str | None, as_json: bool) ->
         expected = (int(count), head)
     async with opened(settings) as ledger:
         rows = await ledger.store.audit_rows()
+        forged = await ledger.forged_operations() if replay else []
     verdict = verify(rows, settings.audit_key, expected)
     if as_json:
-        emit_json(
-            {
-                "ok": verdict.ok,
-                "entries": verdict.entries,
-                "head": verdict.head,
-                "problem": verdict.problem,
-                "seq": verdict.seq,
-            }
-        )
+        document = {
+            "ok": verdict.ok and not forged,
+            "entries": verdict.entries,
+            "head": verdict.head,
+            "problem": verdict.problem,
+            "seq": verdict.seq,
+            "pruned": verdict.pruned,
+        }
+        if replay:
+            document["forged"] = [
+                {"operation_id": f.operation_id, "problem": f.problem} for f in forged
+            ]
+        emit_json(document)
     else:
         click.echo(verdict.message())
-    if not verdict.ok:
+        if replay:
+            for forgery in forged:
+                click.echo(f"operation forged: {forgery.message()}")
+            if not forged:
+                click.echo("every operation's state is what its history replays to")
+    if not verdict.ok or forged:
         raise SystemExit(1)
 
 
@@ -73,7 +91,8 @@ async def audit_head(settings: Settings) -> None:
     verdict = verify(rows, settings.audit_key)
     if not verdict.ok:
         fail(verdict.message())
-    click.echo(f"{verdict.entries}:{verdict.head}")
+    # The head's number, not the count of rows: after a prune the two differ.
+    click.echo(f"{rows[-1].seq if rows else 0}:{verdict.head}")
 
 
 @click.group()

@@ -13,7 +13,7 @@ from jobtrail.cli.context import settings_from
 # Which module holds each command, so that `jobtrail X` imports X's module only: the
 # whole command set pulls in aiohttp, psycopg, rich and more, about half a second per
 # command. A command missing here is still found (every module is then imported).
-MODULES = ("ops", "decisions", "running", "admin", "agent", "serving", "ledgerfile")
+MODULES = ("ops", "decisions", "running", "admin", "agent", "serving", "ledgerfile", "retention")
 HOME = {
     **dict.fromkeys(("submit", "status", "list", "history", "explain", "cancel", "result"), "ops"),
     **dict.fromkeys(("escalation", "resolve", "extend"), "decisions"),
@@ -22,6 +22,8 @@ HOME = {
     "mcp": "agent",
     "serve": "serving",
     "backup": "ledgerfile",
+    "prune": "retention",
+    "archive": "retention",
 }
 
 

@@ -6,11 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from jobtrail.audit import AuditEntry, AuditRow
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
+
+if TYPE_CHECKING:
+    from jobtrail.store.retention import Keep, Pruned
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,5 +139,14 @@ class Store(Protocol):
     async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]: ...
 
     async def append_audit(self, entries: Sequence[AuditEntry]) -> None: ...
+
+    async def prune(
+        self, finished_before: datetime, now: datetime, actor: str, keep: Keep
+    ) -> Pruned:
+        """Remove the finished operations (retention.PRUNABLE, no lease, nothing scheduled)
+        last changed before `finished_before`, with everything they own, and append a
+        checkpoint to the audit chain, in one transaction; `keep` (which archives what is
+        removed) runs before the commit, and nothing is removed if it raises."""
+        ...
 
     async def close(self) -> None: ...

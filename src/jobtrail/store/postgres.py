@@ -24,7 +24,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from jobtrail.audit import AuditEntry, AuditRow
+from jobtrail.audit import AuditEntry, AuditRow, audit_row
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.errors import StoreError
@@ -32,6 +32,8 @@ from jobtrail.store import codec as c
 from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.migrations import migrations, refuse_newer
+from jobtrail.store.postgres_prune import prune
+from jobtrail.store.retention import Keep, Pruned
 
 T = TypeVar("T")
 Conn = AsyncConnection[DictRow]
@@ -243,13 +245,23 @@ class PostgresStore:
             await cur.executemany(Q["insert_audit"], rows)
             await cur.execute(Q["move_audit_head"], (rows[-1][0], rows[-1][4]))
 
+    async def prune(
+        self, finished_before: datetime, now: datetime, actor: str, keep: Keep
+    ) -> Pruned:
+        work = partial(prune, codec=CODEC, append=self._append_audit)
+        return await self._run(
+            lambda conn: work(
+                conn, finished_before=finished_before, now=now, actor=actor, keep=keep
+            )
+        )
+
     async def append_audit(self, entries: Sequence[AuditEntry]) -> None:
         await self._run(lambda conn: self._append_audit(conn, entries))
 
     async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
         one = (operation_id,) if operation_id else None
         rows = await self._rows("audit_rows_of" if one else "audit_rows", one)
-        return [AuditRow(**row) for row in rows]
+        return [audit_row(row) for row in rows]
 
     async def close(self) -> None:
         await self._pool.close()

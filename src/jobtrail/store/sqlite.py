@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from jobtrail.audit import AuditEntry, AuditRow
+from jobtrail.audit import AuditEntry, AuditRow, audit_row
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.errors import StoreError
@@ -28,6 +28,8 @@ from jobtrail.store.backup import backup
 from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.migrations import migrations, refuse_newer
+from jobtrail.store.retention import Keep, Pruned
+from jobtrail.store.sqlite_prune import prune
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
@@ -540,17 +542,26 @@ class SqliteStore:
             rows,
         )
 
+    async def prune(
+        self, finished_before: datetime, now: datetime, actor: str, keep: Keep
+    ) -> Pruned:
+        work = partial(prune, codec=CODEC, append=self._append_audit)
+        return await self._call(
+            self._write,
+            lambda conn: work(
+                conn, finished_before=finished_before, now=now, actor=actor, keep=keep
+            ),
+        )
+
     async def append_audit(self, entries: Sequence[AuditEntry]) -> None:
         await self._call(self._write, lambda conn: self._append_audit(conn, entries))
 
     async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
         where = "WHERE operation_id = ?" if operation_id else ""
         return await self._select(
-            f"SELECT seq, entry, prev_hash, hash FROM audit_log {where} ORDER BY seq",
+            f"SELECT * FROM audit_log {where} ORDER BY seq",
             (operation_id,) if operation_id else (),
-            lambda row: AuditRow(
-                seq=row["seq"], entry=row["entry"], prev_hash=row["prev_hash"], hash=row["hash"]
-            ),
+            audit_row,
         )
 
     async def backup(self, destination: str | Path) -> tuple[int, int]:

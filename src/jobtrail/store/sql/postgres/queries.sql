@@ -158,10 +158,10 @@ INSERT INTO audit_log (seq, operation_id, entry, prev_hash, hash) VALUES (%s, %s
 UPDATE audit_head SET seq = %s, hash = %s;
 
 -- name: audit_rows
-SELECT seq, entry, prev_hash, hash FROM audit_log ORDER BY seq;
+SELECT * FROM audit_log ORDER BY seq;
 
 -- name: audit_rows_of
-SELECT seq, entry, prev_hash, hash FROM audit_log WHERE operation_id = %s ORDER BY seq;
+SELECT * FROM audit_log WHERE operation_id = %s ORDER BY seq;
 
 -- Serialises migrations (one advisory lock key per database, "jobtrail" in hex) until the
 -- end of the transaction, so that workers starting together do not race.

@@ -1,0 +1,235 @@
+"""The archive `prune` writes: gzip-compressed JSON Lines, one record per line.
+
+    {"type": "header", "format": "jobtrail-archive", "version": 1, ...}
+    {"type": "checkpoint", "seq": ..., "entry": ..., "prev_hash": ..., "hash": ...}
+    {"type": "operation", ...}   then its "transition", "attempt", "observation", "lease"
+                                 and "audit" lines, operation by operation
+
+Records are stored in the SQLite column form (times as fixed-width UTC text, JSON columns as
+canonical JSON text), whichever store they came from, so one reader serves both. The file is
+written next to its final name, flushed to disk and renamed before the prune commits: an
+archive either exists whole or not at all, and rows are never removed without one.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jobtrail.audit import AuditRow, audit_row, cuts_of, link
+from jobtrail.core.model import Attempt, Observation, Operation, Transition
+from jobtrail.errors import InvalidInput, NotFound
+from jobtrail.store.base import Lease
+from jobtrail.store.retention import Pruned, PrunedOperation
+from jobtrail.store.sqlite import CODEC
+
+FORMAT, VERSION = "jobtrail-archive", 1
+
+
+def write(path: Path, pruned: Pruned) -> None:
+    """Write `pruned` to `path` durably (see the module docstring); never overwrites."""
+    if path.exists():
+        raise InvalidInput(f"the archive {path} already exists; name a new file")
+    temporary = path.with_name(f".{path.name}.partial")
+    # Readable by its owner only: it holds what the ledger held (requests, answers, audit).
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as raw:
+        with gzip.GzipFile(filename=path.name, mode="wb", fileobj=raw, mtime=0) as packed:
+            for record in _records(pruned):
+                packed.write(_line(record))
+        raw.flush()
+        os.fsync(raw.fileno())
+    os.replace(temporary, path)
+    _sync_folder(path.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    # default=str: a column a later migration adds (a timestamptz, say) is kept as text.
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text.encode() + b"\n"
+
+
+def _records(pruned: Pruned) -> Iterator[dict[str, Any]]:
+    t = CODEC.t_out
+    yield {
+        "type": "header",
+        "format": FORMAT,
+        "version": VERSION,
+        "pruned_at": t(pruned.at),
+        "finished_before": t(pruned.finished_before),
+        "actor": pruned.actor,
+        "operations": len(pruned.operations),
+        "audit_entries": pruned.entries,
+    }
+    if pruned.checkpoint is not None:
+        yield {"type": "checkpoint", **_audit_doc(pruned.checkpoint)}
+    for item in pruned.operations:
+        yield {"type": "operation", **CODEC.operation_row(item.operation)}
+        for tr in item.history:
+            yield {"type": "transition", "seq": tr.seq, **CODEC.transition_row(tr)}
+        for at in item.attempts:
+            yield {"type": "attempt", **CODEC.attempt_row(at)}
+        for ob in item.observations:
+            yield {"type": "observation", **CODEC.observation_row(ob)}
+        for lease in item.leases:
+            yield {
+                "type": "lease",
+                "operation_id": lease.operation_id,
+                "fence": lease.fence,
+                "owner": lease.owner,
+                "acquired_at": t(lease.acquired_at),
+                "expires_at": t(lease.expires_at),
+                "released_at": t(lease.released_at),
+            }
+        for row in item.audit:
+            yield {"type": "audit", **_audit_doc(row)}
+
+
+def _audit_doc(row: AuditRow) -> dict[str, Any]:
+    return {
+        **row.columns,
+        "seq": row.seq,
+        "entry": row.entry,
+        "prev_hash": row.prev_hash,
+        "hash": row.hash,
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Archive:
+    header: dict[str, Any]
+    checkpoint: AuditRow | None
+    operations: dict[str, PrunedOperation]
+
+    def checkpoint_time(self) -> datetime:
+        """When the operations left the ledger (what `explain` calls now)."""
+        when = CODEC.t_in(self.header.get("pruned_at"))
+        assert when is not None
+        return when
+
+    def get(self, operation_id: str) -> PrunedOperation:
+        found = self.operations.get(operation_id)
+        if found is None:
+            raise NotFound(f"no operation {operation_id!r} in this archive")
+        return found
+
+
+def read(path: Path) -> Archive:
+    """Load an archive; a file that is not one is refused with what is wrong with it."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            records = [json.loads(line) for line in lines if line.strip()]
+    except FileNotFoundError:
+        raise NotFound(f"no archive at {path}") from None
+    except (OSError, EOFError, ValueError) as exc:
+        raise InvalidInput(f"{path} is not a readable jobtrail archive ({exc})") from None
+    header = records[0] if records else {}
+    if header.get("type") != "header" or header.get("format") != FORMAT:
+        raise InvalidInput(f"{path} is not a jobtrail archive (no archive header line)")
+    if header.get("version") != VERSION:
+        raise InvalidInput(
+            f"{path} is archive format version {header.get('version')}; this jobtrail reads "
+            f"version {VERSION}: use the jobtrail that wrote it"
+        )
+    return _assemble(header, records[1:])
+
+
+def _assemble(header: dict[str, Any], records: list[dict[str, Any]]) -> Archive:
+    checkpoint = None
+    owned: dict[str, dict[str, list[Any]]] = {}
+    ops: dict[str, Operation] = {}
+    for record in records:
+        kind = record.pop("type", None)
+        if kind == "checkpoint":
+            checkpoint = audit_row(record)
+            continue
+        if kind == "operation":
+            ops[record["operation_id"]] = CODEC.operation(record)
+            continue
+        decoded = _decode(kind, record)
+        if decoded is not None:
+            bucket = owned.setdefault(record["operation_id"], {})
+            bucket.setdefault(str(kind), []).append(decoded)
+    return Archive(
+        header=header,
+        checkpoint=checkpoint,
+        operations={
+            op_id: PrunedOperation(
+                operation=op,
+                history=owned.get(op_id, {}).get("transition", []),
+                attempts=owned.get(op_id, {}).get("attempt", []),
+                observations=owned.get(op_id, {}).get("observation", []),
+                leases=owned.get(op_id, {}).get("lease", []),
+                audit=owned.get(op_id, {}).get("audit", []),
+            )
+            for op_id, op in ops.items()
+        },
+    )
+
+
+def _decode(
+    kind: Any, record: dict[str, Any]
+) -> Transition | Attempt | Observation | Lease | AuditRow | None:
+    if kind == "transition":
+        return CODEC.transition(record)
+    if kind == "attempt":
+        return CODEC.attempt(record)
+    if kind == "observation":
+        return CODEC.observation(record)
+    if kind == "lease":
+        return Lease(
+            operation_id=record["operation_id"],
+            fence=record["fence"],
+            owner=record["owner"],
+            acquired_at=datetime.fromisoformat(record["acquired_at"]),
+            expires_at=datetime.fromisoformat(record["expires_at"]),
+            released_at=CODEC.t_in(record["released_at"]),
+        )
+    if kind == "audit":
+        return audit_row(record)
+    return None  # a record type a later version added: skipped, not misread
+
+
+def verify(archive: Archive, key: bytes | None) -> list[str]:
+    """Problems with the archive's slice of the audit chain (empty when it checks out):
+    every entry hashes to itself, and the runs they form are the runs its checkpoint names,
+    linked end to end, so the ledger's chain and the archive vouch for each other."""
+    rows = sorted((r for p in archive.operations.values() for r in p.audit), key=lambda r: r.seq)
+    problems = [
+        f"archived entry #{row.seq} was edited (its content no longer matches its hash)"
+        for row in rows
+        if link(row.prev_hash, row.entry, key) != row.hash
+    ]
+    checkpoint = archive.checkpoint
+    if checkpoint is None:
+        return [*problems, "the archive holds no checkpoint entry"] if rows else problems
+    if link(checkpoint.prev_hash, checkpoint.entry, key) != checkpoint.hash:
+        problems.append("the archive's checkpoint entry does not match its hash")
+        return problems
+    named = json.loads(checkpoint.entry).get("data", {}).get("cuts", [])
+    found = [cut.doc() for cut in cuts_of(rows, {row.seq for row in rows})]
+    if found != named:
+        problems.append(
+            f"the archived entries form {len(found)} runs that differ from the "
+            f"{len(named)} the checkpoint #{checkpoint.seq} names: entries are missing or extra"
+        )
+    by_seq = {row.seq: row for row in rows}
+    for row in rows:
+        before = by_seq.get(row.seq - 1)
+        if before is not None and row.prev_hash != before.hash:
+            problems.append(f"archived entry #{row.seq} does not link to #{before.seq}")
+    return problems

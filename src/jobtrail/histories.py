@@ -1,0 +1,97 @@
+"""Replaying every operation's history against its stored record (`audit verify --replay`).
+
+The operations table is mutable by design, so a forged state (an UPDATE setting `succeeded`,
+or another remote job id) leaves no mark in the hash chain. The history can say what the
+record must hold: replayed through the one transition table from `create_pending`, it must
+end in the stored state, with the remote job id its last step carried; and every step must
+be one the audit chain recorded, so a forger cannot make the replay agree by inserting steps.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from jobtrail.audit import AuditRow
+from jobtrail.core.model import Operation, Transition
+from jobtrail.core.replay import replay
+from jobtrail.errors import TransitionRefused
+
+_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
+StepKey = tuple[str | None, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Forgery:
+    operation_id: str
+    problem: str
+
+    def message(self) -> str:
+        return f"{self.operation_id}: {self.problem}"
+
+
+def audited_steps(rows: Iterable[AuditRow]) -> Counter[StepKey]:
+    """The transitions the audit chain recorded, as comparable keys."""
+    steps: Counter[StepKey] = Counter()
+    for row in rows:
+        try:
+            doc = json.loads(row.entry)
+        except ValueError:
+            continue
+        if not isinstance(doc, dict) or doc.get("kind") != "transition":
+            continue
+        data = doc.get("data") or {}
+        steps[
+            (
+                doc.get("operation_id"),
+                doc.get("at"),
+                doc.get("actor"),
+                data.get("from"),
+                data.get("to"),
+                data.get("evidence"),
+                data.get("cause"),
+                data.get("remote_job_id"),
+            )
+        ] += 1
+    return steps
+
+
+def _key(tr: Transition) -> StepKey:
+    return (
+        tr.operation_id,
+        tr.at.strftime(_TIME),
+        tr.actor,
+        tr.from_state.value,
+        tr.to_state.value,
+        tr.evidence.value,
+        tr.cause,
+        tr.remote_job_id,
+    )
+
+
+def check(op: Operation, history: Sequence[Transition], audited: Counter[StepKey]) -> str | None:
+    """What is wrong with `op` given its history, or None when the history yields it.
+    `audited` is consumed: each audited step vouches for one stored step only."""
+    for number, tr in enumerate(history, 1):
+        key = _key(tr)
+        if audited[key] <= 0:
+            return (
+                f"history step {number} ({tr.from_state} -> {tr.to_state}) is not in the "
+                "audit log: it was inserted outside jobtrail"
+            )
+        audited[key] -= 1
+    try:
+        state = replay(history)
+    except TransitionRefused as exc:
+        return f"its history does not replay: {exc}"
+    if state is not op.state:
+        return f"stored state is {op.state} but its history ends in {state} (forged state)"
+    expected = history[-1].remote_job_id if history else None
+    if op.remote_job_id != expected:  # each step that learns an id moves right after
+        return (
+            f"stored remote job id is {op.remote_job_id!r} but its history carries "
+            f"{expected!r} (forged remote job id)"
+        )
+    return None

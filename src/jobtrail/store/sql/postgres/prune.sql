@@ -1,0 +1,49 @@
+-- Queries of PostgresStore.prune (not a migration: no number). The operations being pruned
+-- are the rows of prune_authorizations, which exist only inside prune's transaction.
+
+-- name: clear
+DELETE FROM prune_authorizations;
+
+-- Finished (see store/retention.py PRUNABLE), unchanged since the cut-off, nothing pending.
+-- name: prunable
+SELECT * FROM operations WHERE state IN ({states}) AND updated_at < %(cutoff)s
+    AND lease_owner IS NULL AND next_poll_at IS NULL ORDER BY operation_id;
+
+-- name: authorize
+INSERT INTO prune_authorizations (operation_id) VALUES (%s);
+
+-- name: transitions
+SELECT * FROM transitions WHERE operation_id IN (SELECT operation_id FROM prune_authorizations)
+ORDER BY operation_id, seq;
+
+-- name: attempts
+SELECT * FROM attempts WHERE operation_id IN (SELECT operation_id FROM prune_authorizations)
+ORDER BY operation_id, started_at, seq;
+
+-- name: observations
+SELECT * FROM observations WHERE operation_id IN (SELECT operation_id FROM prune_authorizations)
+ORDER BY operation_id, id;
+
+-- name: leases
+SELECT * FROM leases WHERE operation_id IN (SELECT operation_id FROM prune_authorizations)
+ORDER BY operation_id, fence;
+
+-- name: audit
+SELECT * FROM audit_log WHERE operation_id IN (SELECT operation_id FROM prune_authorizations)
+ORDER BY seq;
+
+-- Children first: their delete triggers look the operation up.
+-- name: delete_owned
+DELETE FROM audit_log WHERE operation_id IN (SELECT operation_id FROM prune_authorizations);
+DELETE FROM transitions WHERE operation_id IN (SELECT operation_id FROM prune_authorizations);
+DELETE FROM observations WHERE operation_id IN (SELECT operation_id FROM prune_authorizations);
+DELETE FROM attempts WHERE operation_id IN (SELECT operation_id FROM prune_authorizations);
+DELETE FROM leases WHERE operation_id IN (SELECT operation_id FROM prune_authorizations);
+DELETE FROM operations WHERE operation_id IN (SELECT operation_id FROM prune_authorizations);
+
+-- name: last_audit
+SELECT * FROM audit_log ORDER BY seq DESC LIMIT 1;
+
+-- The chain's head before the checkpoint, locked as every audit writer locks it.
+-- name: head
+SELECT seq, hash FROM audit_head FOR UPDATE;
