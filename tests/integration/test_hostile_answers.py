@@ -41,7 +41,8 @@ async def test_a_dot_job_id_is_a_malformed_create_answer(rig: Harness, dot: str)
     for attempt in await rig.rt.ledger.store.attempts(op.operation_id):
         if attempt.kind in (AttemptKind.STATUS, AttemptKind.CANCEL, AttemptKind.RESULT):
             assert f"/v1/jobs/{real.job_id}" in attempt.request["url"], attempt.request
-    assert all(c.job_id == real.job_id for c in rig.calls(op) if c.kind != "create")
+    # a lookup by reference names no job; any call that names one names the real one
+    assert all(c.job_id in (None, real.job_id) for c in rig.calls(op) if c.kind != "create")
 
 
 @pytest.mark.parametrize("where", ["Location", "Operation-Location", "body"])
