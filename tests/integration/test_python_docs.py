@@ -23,12 +23,12 @@ TOKEN = "docs-test-token-not-a-real-one"
 SHIPPED = resources.files("jobtrail") / "profiles" / "simulator.toml"
 
 
-def examples() -> list[tuple[int, str]]:
-    """(line, source) of each ```python block of docs/python.md."""
-    text = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
+def examples(page: str = "docs/python.md") -> list[tuple[str, str]]:
+    """(where, source) of each ```python block of `page`."""
+    text = (ROOT / page).read_text(encoding="utf-8")
     found = []
     for match in re.finditer(r"^```python\n(.*?)^```", text, re.M | re.S):
-        found.append((text[: match.start()].count("\n") + 2, match.group(1)))
+        found.append((f"{page}:{text[: match.start()].count(chr(10)) + 2}", match.group(1)))
     return found
 
 
@@ -52,11 +52,11 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         yield work
 
 
-def run_examples(db: str | None = None) -> None:
-    for line, source in examples():
+def run_examples(db: str | None = None, page: str = "docs/python.md") -> None:
+    for where, source in examples(page):
         if db is not None:
             source = source.replace('"jobtrail.db"', repr(db))
-        code = compile(source, f"docs/python.md:{line}", "exec")
+        code = compile(source, where, "exec")
         exec(code, {"__name__": "__main__"})
 
 
@@ -68,6 +68,13 @@ def test_the_examples_run_on_sqlite(folder: Path, capsys: pytest.CaptureFixture[
     assert out.startswith("succeeded True ")
     assert "refused:" in out and "cancelled" in out and "result_timed_out" in out
     assert (folder / "jobtrail.db").is_file()
+
+
+def test_the_readme_example_runs(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's "From Python" example runs as written."""
+    assert len(examples("README.md")) == 1
+    run_examples(page="README.md")
+    assert capsys.readouterr().out == "succeeded 3\n"
 
 
 @pytest.mark.postgres
