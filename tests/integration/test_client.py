@@ -238,3 +238,24 @@ def test_provider_modules_need_a_runtime_that_loads_them(tmp_path: Path) -> None
         pytest.skip("this runtime loads provider modules; their own tests cover them")
     with pytest.raises(jobtrail.InvalidInput, match="code providers"):
         SyncClient(str(tmp_path / "l.db"), provider_modules=["my.provider"])
+
+
+async def test_client_keys_the_audit_chain_like_the_cli(
+    tmp_path: Path, sim: Simulator, spec: ProviderSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With JOBTRAIL_AUDIT_KEY set, the client's audit entries verify with that key only."""
+    from jobtrail.audit import verify
+    from jobtrail.store import open_store
+
+    monkeypatch.setenv("JOBTRAIL_AUDIT_KEY", "client-audit-key")
+    async with client(tmp_path) as jt:
+        op = await jt.submit(spec, {"account": "a"})
+        await jt.wait(op.operation_id, timeout=30)
+    store = await open_store(str(tmp_path / "ledger.db"))
+    try:
+        rows = await store.audit_rows()
+    finally:
+        await store.close()
+    assert len(rows) > 3
+    assert verify(rows, b"client-audit-key").ok
+    assert not verify(rows, None).ok

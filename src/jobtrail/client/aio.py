@@ -45,7 +45,8 @@ class Client:
     ./jobtrail.db); `data_dir` and `results` say where results are stored, as the CLI's
     `--data-dir` and `--results` do. `actor` is recorded as who asks (default: JOBTRAIL_ACTOR,
     else `python:<user>`). `audit_key` keys the audit chain (default: JOBTRAIL_AUDIT_KEY), and
-    must be the key every other writer of this ledger uses."""
+    must be the key every other writer of this ledger uses. `wait` reads the ledger every
+    `poll_interval` seconds."""
 
     def __init__(
         self,
@@ -65,7 +66,9 @@ class Client:
         self.results = results or os.environ.get("JOBTRAIL_RESULTS") or None
         self.actor = actor or os.environ.get("JOBTRAIL_ACTOR") or f"python:{_user()}"
         key = audit_key if audit_key is not None else os.environ.get("JOBTRAIL_AUDIT_KEY")
-        self._audit_key = key.encode("utf-8") if isinstance(key, str) and key else key or None
+        if isinstance(key, str):
+            key = key.encode("utf-8")
+        self._audit_key = key or None
         self.worker = worker
         self.concurrency = concurrency
         self.provider_modules = tuple(provider_modules)
