@@ -8,6 +8,7 @@ refuses."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
@@ -27,8 +28,9 @@ def _blocking(
     def call(self: SyncClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._run(method(self.client, *args, **kwargs))
 
-    call.__name__, call.__qualname__ = method.__name__, f"SyncClient.{method.__name__}"
-    call.__doc__ = method.__doc__
+    # The Client method's name, docstring and signature (`help()`, a notebook's completion).
+    functools.update_wrapper(call, method)
+    call.__qualname__ = f"SyncClient.{method.__name__}"
     return call
 
 
