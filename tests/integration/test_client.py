@@ -24,6 +24,7 @@ from stores import fresh_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "client-test-token-not-a-real-one"
+POLL_QUICKLY = '\n[poll]\ninitial = "50ms"\ncap = "200ms"\n'
 
 
 def spec_for(base_url: str) -> ProviderSpec:
@@ -259,3 +260,24 @@ async def test_client_keys_the_audit_chain_like_the_cli(
     assert len(rows) > 3
     assert verify(rows, b"client-audit-key").ok
     assert not verify(rows, None).ok
+
+
+async def test_sync_client_inside_a_running_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SyncClient works where the caller's thread already runs an event loop (a notebook),
+    with the provider given as a provider file's path."""
+    monkeypatch.setenv("REPORTS_API_TOKEN", TOKEN)
+    asyncio.get_running_loop()  # the situation asyncio.run refuses
+    with SimulatorThread(token=TOKEN) as sim:
+        doc = (ROOT / "providers" / "simulator.toml").read_text(encoding="utf-8")
+        provider_file = tmp_path / "reports.toml"
+        provider_file.write_text(
+            doc.replace('"http://127.0.0.1:8700"', f'"{sim.base_url}"') + POLL_QUICKLY
+        )
+        with SyncClient(tmp_path / "ledger.db", data_dir=tmp_path / "data") as jt:
+            by_path = jt.submit(provider_file, {"account": "a"}, key="k1")
+            by_text = jt.submit(str(provider_file), {"account": "b"}, key="k2")
+            assert jt.wait(by_path.operation_id, timeout=30).state is State.SUCCEEDED
+            assert jt.wait(by_text.operation_id, timeout=30).state is State.SUCCEEDED
+            assert {o.key for o in jt.list()} == {"k1", "k2"}
