@@ -13,6 +13,8 @@
     └── ResultError           a stored result cannot be written or read
         ├── ResultTooLarge    past the result store's size cap
         └── ResultCorrupted   the stored bytes no longer match their content hash
+    ClientClosed              a jobtrail.Client used before opening or after closing
+    WaitTimedOut              Client.wait gave up first (also a TimeoutError)
 
 Foreign errors (sqlite3, psycopg, aiohttp) are translated once, where they are caught.
 """
@@ -73,3 +75,14 @@ class ResultTooLarge(ResultError):
 
 class ResultCorrupted(ResultError):
     """The stored bytes do not hash to the digest they were stored under."""
+
+
+# -- the Python client (src/jobtrail/client) -----------------------------------------------
+
+
+class ClientClosed(JobtrailError):
+    """A client was used before it was opened, or after it was closed."""
+
+
+class WaitTimedOut(JobtrailError, TimeoutError):
+    """`wait` gave up before the operation settled; the operation itself carries on."""

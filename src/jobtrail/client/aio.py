@@ -1,0 +1,364 @@
+"""`jobtrail.Client`: submit, follow, cancel and collect operations from asyncio code.
+
+One client is one ledger (a SQLite path or a `postgresql://` URL) opened with everything
+that moves operations: the runtime is built in exactly one place, `_runtime()`. Unless the
+client is opened with `worker=False` (workers run elsewhere: `jobtrail worker`, `serve`), an
+in-process worker drives every due operation of that ledger while the client is open, as
+`jobtrail worker` would. `wait` only reads the ledger; it never decides anything itself."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import getpass
+import inspect
+import os
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from datetime import timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from jobtrail.adoption import adopt
+from jobtrail.client.providers import ProviderRef, resolve_provider
+from jobtrail.client.result import Result, read_result
+from jobtrail.core import outcomes as o
+from jobtrail.core.durations import parse_duration
+from jobtrail.core.ids import short_id
+from jobtrail.core.model import Operation
+from jobtrail.core.states import State
+from jobtrail.errors import ActionRefused, ClientClosed, InvalidInput, WaitTimedOut
+from jobtrail.runtime import Runtime, runtime
+from jobtrail.views import explain_text
+
+Duration = timedelta | str  # "90s", "2h", "1d" or a timedelta
+_DECISIONS = {
+    d.value: d for d in (o.Decision.ADOPT, o.Decision.MARK_FAILED, o.Decision.RETRY_AS_NEW)
+}
+
+
+class Client:
+    """An asyncio client over one ledger; use it as `async with jobtrail.Client(db) as jt:`.
+
+    `db` is a SQLite path or a `postgresql://` URL (default: JOBTRAIL_DB, else
+    ./jobtrail.db); `data_dir` and `results` say where results are stored, as the CLI's
+    `--data-dir` and `--results` do. `actor` is recorded as who asks (default: JOBTRAIL_ACTOR,
+    else `python:<user>`). `audit_key` keys the audit chain (default: JOBTRAIL_AUDIT_KEY), and
+    must be the key every other writer of this ledger uses. `wait` reads the ledger every
+    `poll_interval` seconds."""
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str] | None = None,
+        *,
+        worker: bool = True,
+        data_dir: str | os.PathLike[str] | None = None,
+        results: str | None = None,
+        actor: str | None = None,
+        audit_key: bytes | str | None = None,
+        concurrency: int = 10,
+        provider_modules: Sequence[str] = (),
+        poll_interval: float = 0.2,
+    ) -> None:
+        self.db = os.fspath(db) if db is not None else os.environ.get("JOBTRAIL_DB", "jobtrail.db")
+        self.data_dir = Path(data_dir) if data_dir is not None else _default_data_dir(self.db)
+        self.results = results or os.environ.get("JOBTRAIL_RESULTS") or None
+        self.actor = actor or os.environ.get("JOBTRAIL_ACTOR") or f"python:{_user()}"
+        key = audit_key if audit_key is not None else os.environ.get("JOBTRAIL_AUDIT_KEY")
+        if isinstance(key, str):
+            key = key.encode("utf-8")
+        self._audit_key = key or None
+        self.worker = worker
+        self.concurrency = concurrency
+        self.provider_modules = tuple(provider_modules)
+        self.poll_interval = poll_interval
+        self._rt: Runtime | None = None
+        self._stack: AsyncExitStack | None = None
+        self._worker_task: asyncio.Task[Any] | None = None
+
+    # -- opening and closing -------------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Open the ledger (creating and migrating it when new) and start the worker."""
+        if self._rt is not None:
+            return
+        stack = AsyncExitStack()
+        self._rt = await stack.enter_async_context(self._runtime())
+        self._stack = stack
+        if self.worker:
+            self._worker_task = asyncio.create_task(self._rt.worker.run())
+
+    async def close(self) -> None:
+        """Stop the worker (in-flight calls finish, or stay recorded as sent) and close."""
+        rt, stack, task = self._rt, self._stack, self._worker_task
+        self._rt, self._stack, self._worker_task = None, None, None
+        try:
+            if rt is not None and task is not None:
+                rt.worker.stop.set()
+                await task
+        finally:
+            if stack is not None:
+                await stack.aclose()
+
+    def _runtime(self) -> AbstractAsyncContextManager[Runtime]:
+        """The one place the runtime is built. Code providers (`provider_modules`) are loaded
+        by the runtime itself, when this jobtrail's runtime knows how."""
+        options: dict[str, Any] = {}
+        if self.provider_modules:
+            if "provider_modules" not in inspect.signature(runtime).parameters:
+                raise InvalidInput(
+                    "this jobtrail cannot load code providers (provider_modules); install a "
+                    "version with provider plug-ins, or use a provider file"
+                )
+            options["provider_modules"] = self.provider_modules
+        return runtime(
+            self.db,
+            self.data_dir,
+            audit_key=self._audit_key,
+            concurrency=self.concurrency,
+            results=self.results,
+            **options,
+        )
+
+    @property
+    def _opened(self) -> Runtime:
+        if self._rt is None:
+            raise ClientClosed(
+                "the client is not open: use it as `async with jobtrail.Client(...) as jt:` "
+                "(or call `await jt.open()` first)"
+            )
+        return self._rt
+
+    # -- asking --------------------------------------------------------------------------
+
+    async def submit(
+        self,
+        provider: ProviderRef,
+        body: Any = None,
+        *,
+        key: str | None = None,
+        actor: str | None = None,
+        authorized_by: str | None = None,
+        reason: str | None = None,
+        headers: dict[str, str] | None = None,
+        create_deadline: Duration | None = None,
+        result_deadline: Duration | None = None,
+        cancel_deadline: Duration | None = None,
+    ) -> Operation:
+        """Record an operation; nothing is sent here (a worker sends it). The same `key` with
+        the same request returns the existing operation, so a re-run never sends twice; a
+        changed request under a used key raises KeyConflict."""
+        rt = self._opened
+        spec = resolve_provider(provider)
+        op = await rt.ledger.submit(
+            spec,
+            body,
+            headers=headers,
+            key=key,
+            actor=actor or self.actor,
+            authorized_by=authorized_by,
+            reason=reason,
+            create_deadline=_duration(create_deadline),
+            result_deadline=_duration(result_deadline),
+            cancel_deadline=_duration(cancel_deadline),
+        )
+        rt.worker.wake()
+        return op
+
+    async def cancel(
+        self,
+        operation_id: str,
+        reason: str,
+        *,
+        actor: str | None = None,
+        expected_effect: str | None = None,
+    ) -> Operation:
+        """Record the intent to cancel. The job stops only when the provider says so; it may
+        still succeed or fail first. Follow it with `wait`."""
+        if not reason.strip():
+            raise InvalidInput("give a reason for the cancel; it is recorded with the intent")
+        rt = self._opened
+        op = await rt.ledger.cancel(
+            operation_id, actor=actor or self.actor, reason=reason, expected_effect=expected_effect
+        )
+        rt.worker.wake()
+        return op
+
+    # -- reading -------------------------------------------------------------------------
+
+    async def get(self, operation_id: str) -> Operation:
+        """The operation's record (NotFound if this ledger holds none with that id)."""
+        return await self._opened.ledger.get(operation_id)
+
+    async def find(self, key: str) -> Operation | None:
+        """The operation submitted under `key`, or None."""
+        return await self._opened.ledger.store.get_by_key(key)
+
+    async def list(
+        self, states: Iterable[State | str] = (), limit: int = 50
+    ) -> builtins.list[Operation]:
+        """Operations, newest first, optionally only those in `states`."""
+        try:
+            wanted = [State(s) for s in states]
+        except ValueError as exc:
+            raise InvalidInput(f"{exc}; states are {', '.join(State)}") from None
+        if limit < 1:
+            raise InvalidInput(f"limit must be at least 1, not {limit}")
+        return await self._opened.ledger.store.list_operations(states=wanted, limit=limit)
+
+    # A `timeout` argument, not asyncio.timeout(): giving up raises WaitTimedOut with what to
+    # do next, and the SyncClient's callers have no asyncio to time out with.
+    async def wait(self, operation_id: str, timeout: float | None = None) -> Operation:  # noqa: ASYNC109
+        """Wait until automation ends for the operation (a terminal state, or needs_human)
+        and return it. WaitTimedOut after `timeout` seconds; the operation carries on."""
+        loop = asyncio.get_running_loop()
+        give_up = None if timeout is None else loop.time() + timeout
+        op = await self.get(operation_id)
+        while not op.state.ends_automation:
+            self._check_worker()
+            left = None if give_up is None else give_up - loop.time()
+            if left is not None and left <= 0:
+                raise WaitTimedOut(
+                    f"{operation_id} is still {op.state} after {timeout} s; it carries on "
+                    "without you: wait again, or follow it with get"
+                    + ("" if self.worker else " (is a `jobtrail worker` running on this ledger?)")
+                )
+            await asyncio.sleep(
+                self.poll_interval if left is None else min(self.poll_interval, left)
+            )
+            op = await self.get(operation_id)
+        return op
+
+    async def result(self, operation_id: str) -> Result:
+        """The validated result and its content, re-hashed against what was validated.
+        ActionRefused while there is none (not collected yet, or the operation ended
+        without one)."""
+        rt = self._opened
+        op = await rt.ledger.get(operation_id)
+        if op.result is None:
+            why = "it ended" if op.state.ends_automation else "not yet: it is"
+            raise ActionRefused(
+                f"{operation_id} has no result ({why} {op.state}); `wait` follows it, "
+                "`explain` tells its story"
+            )
+        return await read_result(op, rt.results, self.data_dir)
+
+    async def explain(self, operation_id: str) -> str:
+        """The operation's story, as `jobtrail explain` tells it."""
+        rt = self._opened
+        op = await rt.ledger.get(operation_id)
+        store = rt.ledger.store
+        return explain_text(
+            op,
+            await store.history(operation_id),
+            await store.attempts(operation_id),
+            await store.observations(operation_id),
+            rt.ledger.clock(),
+        )
+
+    # -- human decisions -----------------------------------------------------------------
+
+    async def resolve(
+        self,
+        operation_id: str,
+        decision: str,
+        *,
+        reason: str,
+        job_id: str | None = None,
+        actor: str | None = None,
+    ) -> Operation:
+        """A recorded decision for an operation in needs_human: "adopt" (a remote job id:
+        `job_id`), "mark-failed", or "retry-as-new". Returns the operation to follow: the
+        same one, or for retry-as-new the new operation (same request, new token)."""
+        choice = _DECISIONS.get(decision.replace("-", "_"))
+        if choice is None:
+            raise InvalidInput(
+                f"unknown decision {decision!r}; use adopt, mark-failed or retry-as-new"
+            )
+        rt = self._opened
+        who = actor or self.actor
+        human = o.HumanDecision(
+            decision=choice,
+            actor=who,
+            reason=reason,
+            job_id=job_id,
+            request_id=short_id("req_", rt.ledger.rand),
+        )
+        if choice is o.Decision.ADOPT:
+            op = await adopt(rt.ledger, rt.providers, operation_id, human)
+        else:
+            op = await rt.ledger.decide(operation_id, human)
+        if choice is o.Decision.RETRY_AS_NEW:
+            op = await rt.ledger.resubmit(op, actor=who, reason=reason)
+        rt.worker.wake()
+        return op
+
+    async def extend(
+        self,
+        operation_id: str,
+        *,
+        reason: str,
+        result_deadline: Duration | None = None,
+        cancel_deadline: Duration | None = None,
+        actor: str | None = None,
+    ) -> Operation:
+        """Resume automation after result_timed_out (`result_deadline`) or
+        cancellation_unconfirmed (`cancel_deadline`): the new deadline is now + duration."""
+        if (result_deadline is None) == (cancel_deadline is None):
+            raise InvalidInput("give exactly one of result_deadline or cancel_deadline")
+        duration = _duration(result_deadline or cancel_deadline)
+        assert duration is not None
+        rt = self._opened
+        human = o.HumanDecision(
+            decision=o.Decision.EXTEND,
+            actor=actor or self.actor,
+            reason=reason,
+            new_deadline=rt.ledger.clock() + duration,
+            request_id=short_id("req_", rt.ledger.rand),
+        )
+        op = await rt.ledger.decide(operation_id, human)
+        rt.worker.wake()
+        return op
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _check_worker(self) -> None:
+        """A worker that died would leave `wait` waiting for nothing: say so instead."""
+        task = self._worker_task
+        if task is not None and task.done() and not task.cancelled():
+            error = task.exception()
+            if error is not None:
+                raise error
+
+
+def _duration(value: Duration | None) -> timedelta | None:
+    if value is None or isinstance(value, timedelta):
+        return value
+    return parse_duration(value)
+
+
+def _default_data_dir(db: str) -> Path:
+    if os.environ.get("JOBTRAIL_DATA"):
+        return Path(os.environ["JOBTRAIL_DATA"])
+    base = Path.cwd() if db.startswith(("postgresql://", "postgres://")) else Path(db).parent
+    return base / "jobtrail-data"
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
