@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from bench.common import Report, pg_available, pg_version, summary
 
-BENCHMARKS = ("durable", "polling", "scale", "multiworker", "calls_per_job")
+BENCHMARKS = ("durable", "polling", "scale", "multiworker", "calls_per_job", "storage")
 
 
 def machine() -> str:
