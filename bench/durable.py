@@ -4,8 +4,9 @@ and worker (group commit, worker concurrency 50), against a raw sqlite3 loop tha
 same rows, with the same durability, in the same number of commits.
 
 The provider answers at once (bench/instant.py), so the figure is the ledger's cost: every
-step records its intent, its outcome, transitions, observations, leases and hash-chained audit
-entries, each committed before the step goes on.
+call with an effect records its intent and its outcome, every safe read its outcome, with
+transitions, observation runs, leases and hash-chained audit entries, each committed before
+the step goes on.
 """
 
 from __future__ import annotations
@@ -92,9 +93,20 @@ async def measure_jobtrail(folder: Path, n: int) -> Run:
         commits = counting.commits
     with sqlite3.connect(db) as check:
         inserts = {t: check.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+        one = lambda sql: check.execute(sql).fetchone()[0] or 0  # noqa: E731
         updates = {
-            "attempts": check.execute("SELECT count(finished_at) FROM attempts").fetchone()[0],
-            "leases": check.execute("SELECT count(released_at) FROM leases").fetchone()[0],
+            # Only a call with an effect is inserted as an intent and updated with its
+            # outcome; a safe read is inserted once, finished.
+            "attempts": one(
+                "SELECT count(*) FROM attempts WHERE kind IN ('create', 'cancel', 'reconcile')"
+            ),
+            # One row per tenure: every claim but the first extends it, every claim releases.
+            "leases": 2 * one("SELECT sum(fence) FROM operations") - inserts["leases"],
+            # Runs closed, and reads folded into a run.
+            "observations": one(
+                "SELECT count(closed_at) + sum(seen_count - 1) FROM observations "
+                "WHERE source = 'status'"
+            ),
         }
         states = dict(check.execute("SELECT state, count(*) FROM operations GROUP BY state"))
     updates["operations"] = changes - sum(inserts.values()) - sum(updates.values())
@@ -158,10 +170,12 @@ class RawWrites:
                 (self.per_op(run.inserts["audit_log"], i) - 1, self._later_audit),
                 (self.per_op(run.updates["attempts"], i), self._finish_attempt),
                 (self.per_op(run.updates["leases"], i), self._release),
+                (self.per_op(run.updates["observations"], i), self._close_observation),
             ]
-            # Each kind spread evenly over the operation's life; an update after its insert.
+            # Each kind spread evenly over the operation's life; an update after its insert
+            # (a lease row, one per tenure, is taken at the start of it).
             kinds = [
-                ((j + 0.5) / count, order, make(op_id, j))
+                ((j + (0.0 if make == self._lease else 0.5)) / count, order, make(op_id, j))
                 for order, (count, make) in enumerate(makers)
                 for j in range(count)
             ]
@@ -186,6 +200,7 @@ class RawWrites:
             "fence": 0,
             "version": 0,
         }
+        row.pop("due_at", None)  # derived by the database
         marks = ", ".join("?" for _ in row)
         sql = f"INSERT INTO operations ({', '.join(row)}) VALUES ({marks})"
         return sql, tuple(row.values())
@@ -203,8 +218,11 @@ class RawWrites:
 
     def _release(self, op_id: str, j: int) -> tuple[str, tuple[Any, ...]]:
         lease = self.leases[j % len(self.leases)]
-        sql = "UPDATE leases SET released_at = ? WHERE operation_id = ? AND fence = ?"
-        return sql, (lease["released_at"] or lease["expires_at"], op_id, j + 1)
+        sql = (
+            "UPDATE leases SET released_at = ? WHERE rowid = "
+            "(SELECT max(rowid) FROM leases WHERE operation_id = ?)"
+        )
+        return sql, (lease["released_at"] or lease["expires_at"], op_id)
 
     def _attempt(self, op_id: str, j: int) -> tuple[str, tuple[Any, ...]]:
         at = self.attempts[j % len(self.attempts)] | {
@@ -236,9 +254,17 @@ class RawWrites:
 
     def _observation(self, op_id: str, j: int) -> tuple[str, tuple[Any, ...]]:
         ob = self.observations[j % len(self.observations)] | {"operation_id": op_id}
+        ob |= {"closed_at": None}  # open, for the closing updates to find
         ob.pop("id")
         sql = f"INSERT INTO observations ({', '.join(ob)}) VALUES ({', '.join('?' for _ in ob)})"
         return sql, tuple(ob.values())
+
+    def _close_observation(self, op_id: str, j: int) -> tuple[str, tuple[Any, ...]]:
+        sql = (
+            "UPDATE observations SET closed_at = ? WHERE id = (SELECT min(id) FROM "
+            "observations WHERE operation_id = ? AND closed_at IS NULL)"
+        )
+        return sql, (self.op["updated_at"], op_id)
 
     def _later_audit(self, op_id: str, j: int) -> tuple[str, tuple[Any, ...]]:
         return self._insert_audit(op_id, j + 1)

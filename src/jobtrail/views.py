@@ -112,10 +112,12 @@ def timeline(
             + (f": {op.reason}" if op.reason else ""),
         )
     ]
-    for first, count, last in _status_runs(observations):
-        label = "status read" if count == 1 else f"{count} status reads"
-        progress = f", progress {last.last_progress}" if last.last_progress is not None else ""
-        events.append((first.observed_at, 1, f"{label}: remote {first.remote_state}{progress}"))
+    # The store folds consecutive reads of one remote state into one observation run.
+    for run in (ob for ob in observations if ob.source == "status"):
+        label = "status read" if run.seen_count == 1 else f"{run.seen_count} status reads"
+        last = run.last_progress if run.last_seen_at is not None else run.progress
+        progress = f", progress {last}" if last is not None else ""
+        events.append((run.observed_at, 1, f"{label}: remote {run.remote_state}{progress}"))
     for at in attempts:
         if at.kind.value == "status" and at.outcome == "Observed":
             continue  # its observation run tells what it saw
@@ -134,14 +136,6 @@ def timeline(
         )
     events.sort(key=lambda event: (event[0], event[1]))
     return [(at, text) for at, _, text in events]
-
-
-def _status_runs(
-    observations: list[Observation],
-) -> list[tuple[Observation, int, Observation]]:
-    """(first, count, last) of each observation run of status reads: the store folds a run
-    of reads of one remote state into one row."""
-    return [(ob, ob.seen_count, ob) for ob in observations if ob.source == "status"]
 
 
 def _attempt_line(at: Attempt) -> str:
