@@ -67,6 +67,20 @@ def closes_run(change: Change) -> bool:
     )
 
 
+def must_sync(change: Change) -> bool:
+    """Whether `change` must reach stable storage before its writer goes on. Everything
+    does but a safe read that moves no state: losing one to a power cut loses a read that
+    the next owner makes again (or a folded read's counters), never an intent, a
+    transition, a decision or a result. Claims, renewals and releases need no sync either:
+    their holder dies with the machine, and any later synced write carries them along."""
+    return (
+        change.safe_read is None
+        or bool(change.transitions)
+        or change.attempt_started is not None
+        or change.attempt_finished is not None
+    )
+
+
 class Verdict(StrEnum):
     OK = "ok"
     FENCED_OUT = "fenced_out"  # the lease moved on: this writer must stop

@@ -29,7 +29,16 @@ from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
-from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict, closes_run, folds
+from jobtrail.store.base import (
+    Change,
+    Claim,
+    CommitResult,
+    Lease,
+    Verdict,
+    closes_run,
+    folds,
+    must_sync,
+)
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.migrations import migrations
 
@@ -266,6 +275,8 @@ class _Batch:
         self.sealed: list[AuditEntry] = []  # observation runs closed by this batch
 
     async def run(self, conn: Conn) -> list[CommitResult]:
+        if not any(must_sync(change) for change in self.changes):
+            await conn.execute(Q["relax_commit"])
         seen: set[str] = set()
         if wanted := set().union(*self.events):
             seen = {r["event_id"] for r in await _fetch(Q["known_events"], (list(wanted),), conn)}

@@ -23,7 +23,16 @@ from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
-from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict, closes_run, folds
+from jobtrail.store.base import (
+    Change,
+    Claim,
+    CommitResult,
+    Lease,
+    Verdict,
+    closes_run,
+    folds,
+    must_sync,
+)
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.migrations import migrations
 
@@ -162,6 +171,7 @@ class SqliteStore:
     def __init__(self, conn: sqlite3.Connection, executor: ThreadPoolExecutor, key: bytes | None):
         self._conn, self._executor = conn, executor
         self._chain = AuditChain(key)
+        self._synced = True  # the connection's synchronous setting is FULL
 
     @classmethod
     async def open(cls, path: str, *, audit_key: bytes | None = None) -> SqliteStore:
@@ -183,8 +193,14 @@ class SqliteStore:
         except sqlite3.Error as exc:  # locked, full, corrupt, or a constraint refused the write
             raise StoreError(f"the ledger database refused the operation: {exc}") from None
 
-    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _write(self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True) -> T:
+        """Run `fn` in one write transaction. `sync=False` commits without waiting for the
+        disk (WAL, synchronous=NORMAL): atomic, and made durable by the next synced commit,
+        for writes that may be lost to a power cut (see base.must_sync)."""
         conn = self._conn
+        if sync is not self._synced:
+            conn.execute(f"PRAGMA synchronous = {'FULL' if sync else 'NORMAL'}")
+            self._synced = sync
         conn.execute("BEGIN IMMEDIATE")
         try:
             result = fn(conn)
@@ -311,7 +327,8 @@ class SqliteStore:
     # -- writes by steps -----------------------------------------------------------------
 
     async def commit(self, changes: Sequence[Change]) -> list[CommitResult]:
-        return await self._call(self._write, partial(self._commit, changes))
+        sync = any(must_sync(change) for change in changes)
+        return await self._call(partial(self._write, sync=sync), partial(self._commit, changes))
 
     def _commit(self, changes: Sequence[Change], conn: sqlite3.Connection) -> list[CommitResult]:
         results: list[CommitResult] = []
@@ -461,7 +478,7 @@ class SqliteStore:
                     conn.execute(_NEW_TENURE, tenure)
             return claims
 
-        return await self._call(self._write, run)
+        return await self._call(partial(self._write, sync=False), run)
 
     async def renew(
         self, operation_id: str, fence: int, now: datetime, lease_for: timedelta
@@ -481,7 +498,7 @@ class SqliteStore:
                 )
             return cur.rowcount == 1
 
-        return await self._call(self._write, run)
+        return await self._call(partial(self._write, sync=False), run)
 
     async def release(
         self, operation_id: str, fence: int, now: datetime, due: datetime | None
@@ -501,7 +518,7 @@ class SqliteStore:
                 )
             return cur.rowcount == 1
 
-        return await self._call(self._write, run)
+        return await self._call(partial(self._write, sync=False), run)
 
     async def next_due(self) -> datetime | None:
         def run() -> datetime | None:
