@@ -44,7 +44,10 @@ class Change:
 
 def folds(change: Change) -> bool:
     """Whether `change` is a status read alone, which the store folds into the operation's
-    open observation run if that run saw the same remote state."""
+    open observation run if that run saw the same remote state. The open run is the last
+    status read, whose remote state the record holds, so a read of another state (against
+    the record it was derived from) is known not to fold without asking the database."""
+    before = change.before
     return (
         change.safe_read is not None
         and len(change.observations) == 1
@@ -53,11 +56,25 @@ def folds(change: Change) -> bool:
         and change.attempt_started is None
         and change.attempt_finished is None
         and not change.operation.state.ends_automation
+        and (
+            before is None
+            or (
+                before.remote_state == change.observations[0].remote_state
+                and before.remote_status is change.observations[0].remote_status
+            )
+        )
     )
 
 
+# No status read is made before a remote job is known, so no run can be open in these.
+_NO_RUN_YET = frozenset({State.CREATE_PENDING, State.CREATE_UNKNOWN, State.RECONCILIATION})
+
+
 def closes_run(change: Change) -> bool:
-    """Whether `change` (not folded) records a fact that ends the open observation run."""
+    """Whether `change` (not folded) records a fact that ends the open observation run, if
+    one can be open."""
+    if change.before is not None and change.before.state in _NO_RUN_YET:
+        return False
     return bool(
         change.observations
         or change.transitions

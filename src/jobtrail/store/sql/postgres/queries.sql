@@ -120,8 +120,9 @@ UPDATE leases SET released_at = %s WHERE operation_id = %s AND fence = %s;
 -- skipped, never waited on; due_at (the lease's expiry while leased, else the poll time) is
 -- derived by the database, so the due index alone decides what is claimable and the claim
 -- leaves the poll time alone. {only} may restrict it to one operation. Lease history keeps
--- one row per tenure: the owner that released the operation last moves its row to the new
--- fence; a row is inserted only when the operation changes hands.
+-- one row per tenure: the owner that released the operation last moves its row (always at
+-- the previous fence: every claim raises the fence by one and leaves the newest row at it)
+-- to the new fence; a row is inserted only when the operation changes hands.
 -- name: claim_due
 WITH due AS (
     SELECT operation_id, due_at FROM operations
@@ -135,9 +136,8 @@ WITH due AS (
 ), extended AS (
     UPDATE leases l SET fence = c.fence, expires_at = %(expires)s, released_at = NULL
     FROM claimed c
-    WHERE l.operation_id = c.operation_id AND l.owner = %(owner)s
-        AND l.released_at IS NOT NULL
-        AND l.fence = (SELECT max(m.fence) FROM leases m WHERE m.operation_id = c.operation_id)
+    WHERE l.operation_id = c.operation_id AND l.fence = c.fence - 1
+        AND l.owner = %(owner)s AND l.released_at IS NOT NULL
     RETURNING l.operation_id
 ), leased AS (
     INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at)
