@@ -208,3 +208,34 @@ async def test_the_same_owner_claiming_again_adds_no_lease_row(store: Store) -> 
     first, second = await store.leases(op.operation_id)
     assert (first.owner, first.released_at, second.owner) == ("worker:a", at(9), "worker:b")
     assert second.fence == other.operation.fence == op.fence + 1
+
+
+async def test_observations_of_an_older_ledger_become_closed_runs(
+    ledger_db: LedgerDb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0003 upgrades a ledger holding observations: each becomes a closed run of
+    one read, and the next status read opens a run of its own."""
+    import jobtrail.store.postgres as pg_module
+    import jobtrail.store.sqlite as sqlite_module
+    from jobtrail.store.migrations import migrations
+
+    def before_0003(dialect: str) -> list[tuple[int, str]]:
+        return [(version, script) for version, script in migrations(dialect) if version < 3]
+
+    for module in (sqlite_module, pg_module):
+        monkeypatch.setattr(module, "migrations", before_0003)
+    op = operation(1, next_poll_at=at(0), state=State.OBSERVING, remote_job_id="j1")
+    async with ledger_db.opened() as store:
+        await store.create_operation(op, [])
+    await ledger_db.raw_execute(
+        "INSERT INTO observations (operation_id, source, observed_at, remote_state, "
+        f"remote_status) VALUES ('{op.operation_id}', 'status', '2025-03-01T12:00:00.000000Z', "
+        "'RUNNING', 'running')"
+    )
+    monkeypatch.undo()
+    async with ledger_db.opened() as store:
+        (old,) = await store.observations(op.operation_id)
+        assert (old.seen_count, old.closed_at, old.last_seen_at) == (1, at(0), at(0))
+        (claim,) = await store.claim_due("worker:a", at(1), 1, LEASE)
+        await _commit(store, _read(claim.operation, 2, 0, _seen(op, 2)))
+        assert [r.closed_at for r in await store.observations(op.operation_id)] == [at(0), None]

@@ -10,6 +10,9 @@ ALTER TABLE observations ADD COLUMN seen_count INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE observations ADD COLUMN last_request_id TEXT;
 ALTER TABLE observations ADD COLUMN last_progress TEXT;
 ALTER TABLE observations ADD COLUMN closed_at TEXT;
+-- Rows written before runs existed are runs of one read, closed (the old trigger refuses the
+-- backfill, so it goes first; this migration runs in one transaction).
+DROP TRIGGER observations_no_update;
 UPDATE observations SET last_seen_at = observed_at, last_progress = progress,
     closed_at = observed_at;
 CREATE INDEX observations_open_run ON observations (operation_id) WHERE closed_at IS NULL;
@@ -17,7 +20,6 @@ CREATE INDEX observations_open_run ON observations (operation_id) WHERE closed_a
 -- Observations stay append-only but for the open run's own columns: only the last-seen
 -- columns of a run not yet closed may change (its count only upwards), and closing it
 -- freezes it. The closing write appends an audit entry with the run's final values.
-DROP TRIGGER observations_no_update;
 CREATE TRIGGER observations_no_update BEFORE UPDATE ON observations
 WHEN OLD.closed_at IS NOT NULL
     OR NEW.id IS NOT OLD.id
