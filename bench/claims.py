@@ -4,11 +4,12 @@ The ledger holds 100,000 live operations (all due at the `now` used here) and 90
 ended (no next poll time, so outside the partial due index). On PostgreSQL two claim shapes
 are compared on the same rows, each claim run in a transaction that is rolled back:
 
-- A, jobtrail's: a claim moves next_poll_at to the lease expiry, so `next_poll_at <= now`
-  on the due index alone decides what is claimable;
-- B, the usual alternative: next_poll_at keeps the due time and the claim also filters
-  `lease_expires_at IS NULL OR lease_expires_at < now`, stepping over every leased row
-  that is past due.
+- A, jobtrail's: the database derives `due_at` (the lease expiry while leased, else
+  next_poll_at; migration 0003), so `due_at <= now` on its index alone decides what is
+  claimable;
+- B, the usual alternative: the claim reads next_poll_at (its own index, made here for the
+  comparison) and also filters `lease_expires_at IS NULL OR lease_expires_at < now`,
+  stepping over every leased row that is past due.
 
 Both run with some operations already leased by another worker (in flight), as in a busy
 ledger: in A they sit outside the due range; in B they sit at its head.
@@ -27,19 +28,15 @@ from jobtrail.store.postgres import Q
 from jobtrail.store.sqlite import _t_out
 
 # What SqliteStore.claim_due selects before leasing (jobtrail/store/sqlite.py).
-SQLITE_DUE = (
-    "SELECT operation_id, next_poll_at FROM operations WHERE next_poll_at <= ? "
-    "ORDER BY next_poll_at LIMIT ?"
-)
+SQLITE_DUE = "SELECT operation_id, due_at FROM operations WHERE due_at <= ? ORDER BY due_at LIMIT ?"
 CLAIM_A = Q["claim_due"]
-_WHERE = "WHERE next_poll_at <= %(now)s ORDER BY"
-_MOVE = ", next_poll_at = %(expires)s"
-assert _WHERE in CLAIM_A and _MOVE in CLAIM_A, "the claim query changed: update bench/claims.py"
+_DUE = "SELECT operation_id, due_at FROM operations\n    WHERE due_at <= %(now)s ORDER BY due_at"
+assert _DUE in CLAIM_A, "the claim query changed: update bench/claims.py"
 CLAIM_B = CLAIM_A.replace(
-    _WHERE,
-    "WHERE next_poll_at <= %(now)s AND (lease_expires_at IS NULL OR lease_expires_at < %(now)s) "
-    "ORDER BY",
-).replace(_MOVE, "")
+    _DUE,
+    "SELECT operation_id, next_poll_at AS due_at FROM operations WHERE next_poll_at <= %(now)s "
+    "AND (lease_expires_at IS NULL OR lease_expires_at < %(now)s) ORDER BY next_poll_at",
+)
 
 
 def sqlite_plan(path: str, now: datetime) -> str:
@@ -69,19 +66,23 @@ def pg_claim_ms(url: str, query: str, args: dict[str, object], repeat: int) -> t
 
 def pg_lease_some(url: str, count: int, now: datetime, representation: str) -> None:
     """Make every live operation due at its last update, then leave the `count` earliest
-    leased by another worker for a day, in representation A (next_poll_at = lease expiry) or
-    B (next_poll_at = due time)."""
+    leased by another worker for a day. The rows are the same for both shapes (the lease
+    lives in its own columns); B gets the next_poll_at index it reads."""
     expires = now + timedelta(days=1)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
             "UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL, "
             "next_poll_at = updated_at WHERE next_poll_at IS NOT NULL"
         )
+        if representation == "B":
+            conn.execute(
+                "CREATE INDEX IF NOT EXISTS bench_next_poll ON operations (next_poll_at) "
+                "WHERE next_poll_at IS NOT NULL"
+            )
         if count:
-            target = "%(expires)s" if representation == "A" else "o.next_poll_at"
             conn.execute(
                 "UPDATE operations o SET lease_owner = 'other-worker', "
-                f"lease_expires_at = %(expires)s, next_poll_at = {target} "
+                "lease_expires_at = %(expires)s "
                 "FROM (SELECT operation_id FROM operations WHERE next_poll_at <= %(now)s "
                 "ORDER BY next_poll_at LIMIT %(n)s) d WHERE o.operation_id = d.operation_id",
                 {"expires": expires, "now": now, "n": count},

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -47,15 +47,15 @@ class Harness:
 
     async def tick(self) -> int:
         """One round by hand: jump the clock to the next due time, claim, drive once each."""
-        store = self.rt.ledger.store
-        due = await store.next_due()
+        ledger = self.rt.ledger
+        due = await ledger.next_due()
         if due is None:
             return 0
         if due > self.clock.now():
             self.clock.advance((due - self.clock.now()).total_seconds())
-        claims = await store.claim_due("worker-1", self.clock.now(), 100, self.rt.runner.lease_for)
+        claims = await ledger.claim("worker-1", 100, self.rt.runner.lease_for)
         for claim in claims:
-            await self.rt.runner.drive(replace(claim.operation, next_poll_at=claim.was_due))
+            await self.rt.runner.drive(claim.operation)
         return len(claims)
 
     async def until(self, operation: Operation, *states: State, rounds: int = 50) -> Operation:

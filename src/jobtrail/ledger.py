@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import secrets
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,6 +27,7 @@ from jobtrail.core.model import (
     AttemptKind,
     CancelIntent,
     JobRequest,
+    Observation,
     Operation,
     Transition,
     evolve,
@@ -46,7 +48,7 @@ from jobtrail.histories import Forgery, audited_steps
 from jobtrail.histories import check as check_history
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
-from jobtrail.store.base import Change, CommitResult, Store, Verdict
+from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
 from jobtrail.store.retention import Keep, Pruned
 
@@ -322,12 +324,67 @@ class Ledger:
             reason=f"retry of {op.operation_id}: {reason}",
         )
 
+    # -- leases: the worker's and `run`'s only way to take and give back work ------------
+
+    async def claim(
+        self, owner: str, limit: int, lease_for: timedelta, *, only: str | None = None
+    ) -> list[Claim]:
+        """Lease up to `limit` due operations (or only `only`, if due) for `owner`."""
+        return await self.store.claim_due(owner, self.clock(), limit, lease_for, only)
+
+    async def release(self, op: Operation, due: datetime | None) -> Operation:
+        """Give `op`'s lease back, next due at `due` (None: nothing left to do). Whether
+        another owner took it over meanwhile does not matter: either way this owner stops."""
+        await self.store.release(op.operation_id, op.fence, self.clock(), due)
+        return evolve(op, lease_owner=None, lease_expires_at=None)
+
+    async def renew(self, op: Operation, lease_for: timedelta) -> Operation:
+        """Extend the lease held on `op`; LostOwnership if it was taken over."""
+        now = self.clock()
+        if not await self.store.renew(op.operation_id, op.fence, now, lease_for):
+            raise LostOwnership(f"lease on {op.operation_id} was taken over (fence {op.fence})")
+        return evolve(op, lease_expires_at=now + lease_for)
+
+    async def next_due(self) -> datetime | None:
+        """When the next operation becomes due (poll time, or a lease's expiry)."""
+        return await self.store.next_due()
+
+    # -- webhooks -------------------------------------------------------------------------
+
+    async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
+        return await self.store.find_by_remote_job(provider, remote_job_id)
+
+    async def record_webhook(
+        self,
+        op: Operation,
+        observation: Observation,
+        entry: AuditEntry,
+        *,
+        read_at: datetime | None,
+        request_poll: bool,
+    ) -> Verdict:
+        """Record a verified webhook event as an observation of `op` (never a transition),
+        scheduling a status read at `read_at` (None: keep the poll time) and, if
+        `request_poll`, asking a worker holding `op` for one when it gives the lease back.
+        A non-owner write: it never moves the poll time of a leased operation."""
+        due = op.next_poll_at if read_at is None else read_at
+        change = Change(
+            operation=evolve(op, next_poll_at=due, updated_at=observation.observed_at),
+            before=op,
+            observations=[observation],
+            audit=[entry],
+            request_poll=request_poll,
+        )
+        return (await self._commit(change)).verdict
+
     # -- the worker's side ---------------------------------------------------------------
 
     async def begin_call(
         self, op: Operation, kind: AttemptKind, request: dict[str, Any], actor: str
     ) -> tuple[Operation, Attempt]:
-        """Record the intent of a call durably, before it is made."""
+        """Record the intent of a call with an effect durably, before it is made. A safe read
+        (status, result GET) needs none: its attempt is returned unrecorded, and
+        `finish_call` records it with its outcome, in one commit."""
         now = self.clock()
         attempt = Attempt(
             attempt_id=short_id("at_", self.rand),
@@ -338,6 +395,8 @@ class Ledger:
             started_at=now,
             request=request,
         )
+        if kind.safe:
+            return op, attempt
         marked = evolve(op, inflight_attempt=attempt.attempt_id, updated_at=now)
         entry = self._entry(
             op,
@@ -371,7 +430,11 @@ class Ledger:
         release: bool = False,
     ) -> Operation:
         """Record a call's outcome and what it changes. Re-applied if someone else (a cancel
-        request, a webhook) changed the record meanwhile; refused if the lease moved on."""
+        request, a webhook) changed the record meanwhile; refused if the lease moved on.
+
+        A safe read is recorded here for the first time, and its outcome is not audited: what
+        it saw is in its observation run (sealed in the audit log when the run closes) and
+        what it changed in the transitions."""
         now = self.clock()
         outcome = evolve(outcome, ref=attempt.attempt_id)  # every cause names its attempt
         finished = evolve(
@@ -382,6 +445,8 @@ class Ledger:
             provider_request_id=getattr(outcome, "request_id", None),
             detail=detail,
         )
+        if attempt.kind.safe:
+            return await self._step(op, outcome, now, actor, finished, None, release, safe=True)
         entry_data = {
             "attempt_id": attempt.attempt_id,
             "kind": attempt.kind.value,
@@ -407,6 +472,8 @@ class Ledger:
         finished: Attempt | None,
         entry_data: dict[str, Any] | None,
         release: bool,
+        *,
+        safe: bool = False,
     ) -> Operation:
         fence = op.fence
         # Redacted before it is applied, so the core compares stored words with clean ones.
@@ -422,10 +489,10 @@ class Ledger:
                 )
             keep = not release and isinstance(plan(applied.operation, now), Call | Decide)
             change = self._change(op, applied, fence, audit, finished=finished, release=not keep)
+            if safe:
+                change = replace(change, attempt_finished=None, safe_read=finished)
             result = await self._commit(change)
             if result.verdict is Verdict.OK and result.operation is not None:
-                if keep:  # the stored poll time is the lease expiry; carry the decided one
-                    return evolve(result.operation, next_poll_at=applied.operation.next_poll_at)
                 return result.operation
             if result.verdict is Verdict.FENCED_OUT or result.operation is None:
                 raise LostOwnership(f"lease on {op.operation_id} was taken over (fence {fence})")

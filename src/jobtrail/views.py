@@ -146,7 +146,7 @@ def timeline(
     attempts: list[Attempt],
     observations: list[Observation],
 ) -> list[tuple[datetime, str]]:
-    """Events in time order; runs of identical status reads are folded into one line."""
+    """Events in time order; each observation run of status reads is one line."""
     events: list[tuple[datetime, int, str]] = [
         (
             op.created_at,
@@ -156,33 +156,16 @@ def timeline(
             + (f": {op.reason}" if op.reason else ""),
         )
     ]
-    by_ref = {ob.ref: ob for ob in observations if ob.ref}
-    run: list[Attempt] = []
-
-    def flush() -> None:
-        if not run:
-            return
-        first, last = run[0], run[-1]
-        seen = by_ref.get(last.attempt_id)
-        state = f"remote {seen.remote_state}" if seen else last.outcome or "interrupted"
-        progress = f", progress {seen.progress}" if seen and seen.progress is not None else ""
-        label = "status read" if len(run) == 1 else f"{len(run)} status reads"
-        events.append((first.started_at, 1, f"{label}: {state}{progress}"))
-        run.clear()
-
+    # The store folds consecutive reads of one remote state into one observation run.
+    for run in (ob for ob in observations if ob.source == "status"):
+        label = "status read" if run.seen_count == 1 else f"{run.seen_count} status reads"
+        last = run.last_progress if run.last_seen_at is not None else run.progress
+        progress = f", progress {last}" if last is not None else ""
+        events.append((run.observed_at, 1, f"{label}: remote {run.remote_state}{progress}"))
     for at in attempts:
         if at.kind.value == "status" and at.outcome == "Observed":
-            seen = by_ref.get(at.attempt_id)
-            previous = by_ref.get(run[-1].attempt_id) if run else None
-            if run and (
-                seen is None or previous is None or seen.remote_state != previous.remote_state
-            ):
-                flush()
-            run.append(at)
-            continue
-        flush()
+            continue  # its observation run tells what it saw
         events.append((at.started_at, 1, _attempt_line(at)))
-    flush()
     for ob in observations:
         if ob.source == "webhook":
             events.append((ob.observed_at, 1, f"webhook {ob.event_id}: remote {ob.remote_state}"))

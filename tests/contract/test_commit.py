@@ -160,8 +160,8 @@ async def test_two_changes_of_one_operation_in_a_group(store: Store) -> None:
 
 
 async def test_non_owner_write_keeps_the_poll_time_of_a_leased_operation(store: Store) -> None:
-    """A write without a fence never moves next_poll_at of a leased operation (it holds the
-    lease expiry), but does for an unleased one."""
+    """A write without a fence never moves next_poll_at of a leased operation (its owner
+    decides it), but does for an unleased one."""
     leased = await _leased(store, 1)
     free = await _created(store, 2, next_poll_at=at(500))
     changes = [step(op, at(5), next_poll_at=at(6), progress={"p": 5}) for op in (leased, free)]
@@ -169,19 +169,23 @@ async def test_non_owner_write_keeps_the_poll_time_of_a_leased_operation(store: 
     assert [r.verdict for r in results] == [Verdict.OK, Verdict.OK]
     now_leased, now_free = (r.operation for r in results)
     assert now_leased is not None and now_free is not None
-    assert now_leased.next_poll_at == leased.next_poll_at == at(1) + LEASE
+    assert now_leased.next_poll_at == leased.next_poll_at == at(0)
+    assert now_leased.lease_expires_at == at(1) + LEASE
     assert now_leased.lease_owner == "worker:a" and now_leased.fence == leased.fence
     assert now_free.next_poll_at == at(6)
 
 
-async def test_owner_write_keeps_the_lease_expiry_until_release(store: Store) -> None:
-    """While an owner holds the lease its writes keep next_poll_at at the lease expiry; the
-    releasing write stores the next poll time the step decided."""
+async def test_owner_write_stores_the_poll_time_apart_from_the_lease(store: Store) -> None:
+    """An owner's writes store the poll time its step decided while the lease alone keeps
+    the operation from other workers until it expires; the releasing write stores it too."""
     op = await _leased(store, 1)
     (kept,) = await store.commit([step(op, at(7), fence=op.fence, next_poll_at=at(8))])
     assert kept.verdict is Verdict.OK and kept.operation is not None
-    assert kept.operation.next_poll_at == op.lease_expires_at == at(1) + LEASE
+    assert kept.operation.next_poll_at == at(8)
+    assert kept.operation.lease_expires_at == op.lease_expires_at == at(1) + LEASE
     assert kept.operation.lease_owner == "worker:a"
+    assert await store.claim_due("worker:b", at(9), 5, LEASE) == []
+    assert await store.next_due() == at(1) + LEASE
     last = replace(step(kept.operation, at(9), fence=op.fence, next_poll_at=at(12)), release=True)
     (released,) = await store.commit([last])
     assert released.operation is not None and released.operation.next_poll_at == at(12)
@@ -254,7 +258,7 @@ async def test_a_status_read_asked_for_during_a_lease_happens_on_release(store: 
     nudge = Change(operation=replace(op, next_poll_at=at(3), updated_at=at(3)), request_poll=True)
     (nudged,) = await store.commit([nudge])
     assert nudged.verdict is Verdict.OK and nudged.operation is not None
-    assert nudged.operation.next_poll_at == op.lease_expires_at  # the lease still decides
+    assert nudged.operation.next_poll_at == op.next_poll_at  # the owner still decides
     later = replace(nudged.operation, next_poll_at=at(60), updated_at=at(4))
     (released,) = await store.commit([Change(operation=later, owner_fence=op.fence, release=True)])
     assert released.operation is not None and released.operation.next_poll_at == at(4)

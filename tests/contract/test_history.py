@@ -50,11 +50,15 @@ async def test_attempts_in_start_order(store: Store) -> None:
 
 
 async def test_observations_in_append_order(store: Store) -> None:
-    """observations lists what was observed in the order recorded, exactly as given."""
+    """observations lists what was observed in the order recorded, exactly as given, but
+    that a later fact closes the open status run (a webhook's row is stored closed)."""
     op = operation(1)
     await store.create_operation(op, [])
     seen = [observation(op, at(30), state="QUEUED"), observation(op, at(10), "ev_9")]
     op = await _commit(store, replace(step(op, at(30)), observations=seen[:1]))
     op = await _commit(store, replace(step(op, at(31)), observations=seen[1:]))
-    assert await store.observations(op.operation_id) == seen
+    assert await store.observations(op.operation_id) == [
+        replace(seen[0], closed_at=at(31)),
+        replace(seen[1], closed_at=at(10)),
+    ]
     assert await store.observations("op_missing") == []

@@ -33,14 +33,15 @@ async def test_claim_takes_only_due_operations_oldest_first(store: Store) -> Non
     assert await store.claim_due("worker:a", at(30), 10, LEASE) == []
 
 
-async def test_claim_raises_the_fence_and_moves_the_poll_time(store: Store) -> None:
-    """A claim raises the fence by one, records owner and expiry, and moves next_poll_at to
-    the lease expiry; the stored record matches the claimed one."""
+async def test_claim_raises_the_fence_and_keeps_the_poll_time(store: Store) -> None:
+    """A claim raises the fence by one and records owner and expiry in the lease columns,
+    leaving next_poll_at as it was; the stored record matches the claimed one."""
     ids = await _create_due(store, {1: 0})
     (claim,) = await store.claim_due("worker:a", at(1), 1, LEASE)
     op = claim.operation
     assert (op.fence, op.lease_owner) == (1, "worker:a")
-    assert op.lease_expires_at == op.next_poll_at == at(1) + LEASE
+    assert op.lease_expires_at == at(1) + LEASE
+    assert op.next_poll_at == at(0)
     assert claim.was_due == at(0)
     assert await store.get(ids[1]) == op
     assert op.version == 0  # a claim is not a change of the record's content
@@ -85,14 +86,16 @@ async def test_claim_only_one_operation(store: Store) -> None:
 
 
 async def test_renew_extends_a_held_lease(store: Store) -> None:
-    """renew moves the expiry (and next_poll_at) forward for the current fence only."""
+    """renew moves the lease expiry forward for the current fence only; the poll time
+    stays."""
     ids = await _create_due(store, {1: 0})
     (claim,) = await store.claim_due("worker:a", at(1), 1, LEASE)
     fence = claim.operation.fence
     assert await store.renew(ids[1], fence, at(20), LEASE) is True
     renewed = await store.get(ids[1])
     assert renewed is not None
-    assert renewed.lease_expires_at == renewed.next_poll_at == at(20) + LEASE
+    assert renewed.lease_expires_at == at(20) + LEASE
+    assert renewed.next_poll_at == at(0)
     (lease,) = await store.leases(ids[1])
     assert lease.expires_at == at(20) + LEASE
     assert await store.renew(ids[1], fence + 1, at(25), LEASE) is False

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from dataclasses import replace
 from datetime import datetime
 
 import click
@@ -117,13 +116,9 @@ async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
         op = await rt.ledger.get(operation_id)
         with Live(_panel(op, rt.clock.now()), transient=as_json, auto_refresh=False) as live:
             while not op.state.ends_automation and not rt.worker.stop.is_set():
-                now = rt.clock.now()
-                claims = await rt.ledger.store.claim_due(
-                    actor, now, 1, rt.runner.lease_for, only=operation_id
-                )
+                claims = await rt.ledger.claim(actor, 1, rt.runner.lease_for, only=operation_id)
                 if claims:
-                    claimed = replace(claims[0].operation, next_poll_at=claims[0].was_due)
-                    await rt.runner.drive(claimed)
+                    await rt.runner.drive(claims[0].operation)
                 op = await rt.ledger.get(operation_id)
                 live.update(_panel(op, rt.clock.now()), refresh=True)
                 due = op.next_poll_at

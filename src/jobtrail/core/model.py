@@ -184,10 +184,18 @@ class AttemptKind(StrEnum):
     RESULT = "result"
     RECONCILE = "reconcile"
 
+    @property
+    def safe(self) -> bool:
+        """A read without side effect (status, result GET): it needs no durable intent
+        before the call, only its outcome after (DESIGN, vocabulary: attempt)."""
+        return self in (AttemptKind.STATUS, AttemptKind.RESULT)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Attempt:
-    """One external call: the intent is stored before the call, the outcome after."""
+    """One external call. A call with an effect has its intent stored before the call and
+    its outcome after; a safe read is stored once, with its outcome, and not at all when
+    its observation folds into an open observation run."""
 
     attempt_id: str
     operation_id: str
@@ -216,3 +224,14 @@ class Observation:
     progress: Json = None
     ref: str | None = None  # the attempt id or webhook event id carrying the raw response
     event_id: str | None = None
+    # A status observation is a run: consecutive reads of the same remote state fold into it.
+    # The fields above are its first read; these follow its last (see docs/states.md).
+    request_id: str | None = None  # the provider's request id of the run's last read
+    last_seen_at: datetime | None = None  # None: seen once, at observed_at
+    seen_count: int = 1
+    last_progress: Json = None
+    closed_at: datetime | None = None  # None: the run is open (only a status run can be)
+
+    @property
+    def seen_last(self) -> datetime:
+        return self.last_seen_at or self.observed_at

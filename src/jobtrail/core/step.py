@@ -94,6 +94,9 @@ class Step:
                 provider_updated_at=updated,
                 progress=progress,
                 ref=ref,
+                request_id=outcome.request_id,
+                last_seen_at=self.now,
+                last_progress=progress,
             )
         )
         changes: dict[str, Any] = {

@@ -33,11 +33,72 @@ class Change:
     observations: Sequence[Observation] = ()
     attempt_started: Attempt | None = None
     attempt_finished: Attempt | None = None
+    # A safe read (status, result GET), recorded once with its outcome and no intent before.
+    # Its status observation folds into the operation's open observation run when that run
+    # saw the same remote state; then the read leaves no row of its own. Otherwise the
+    # attempt is stored (and the open run, if any, is closed): errors and changes are facts.
+    safe_read: Attempt | None = None
     audit: Sequence[AuditEntry] = ()
     release: bool = False
     # A non-owner asking for a status read now: if a worker holds the operation, its
     # releasing write makes the operation due at once rather than at its own next time.
     request_poll: bool = False
+
+
+def folds(change: Change) -> bool:
+    """Whether `change` is a status read alone, which the store folds into the operation's
+    open observation run if that run saw the same remote state. The open run is the last
+    status read, whose remote state the record holds, so a read of another state (against
+    the record it was derived from) is known not to fold without asking the database."""
+    before = change.before
+    return (
+        change.safe_read is not None
+        and len(change.observations) == 1
+        and change.observations[0].source == "status"
+        and not change.transitions
+        and change.attempt_started is None
+        and change.attempt_finished is None
+        and not change.operation.state.ends_automation
+        and (
+            before is None
+            or (
+                before.remote_state == change.observations[0].remote_state
+                and before.remote_status is change.observations[0].remote_status
+            )
+        )
+    )
+
+
+# No status read is made before a remote job is known, so no run can be open in these.
+_NO_RUN_YET = frozenset({State.CREATE_PENDING, State.CREATE_UNKNOWN, State.RECONCILIATION})
+
+
+def closes_run(change: Change) -> bool:
+    """Whether `change` (not folded) records a fact that ends the open observation run, if
+    one can be open."""
+    if change.before is not None and change.before.state in _NO_RUN_YET:
+        return False
+    return bool(
+        change.observations
+        or change.transitions
+        or change.attempt_started is not None
+        or change.attempt_finished is not None
+        or change.safe_read is not None
+    )
+
+
+def must_sync(change: Change) -> bool:
+    """Whether `change` must reach stable storage before its writer goes on. Everything
+    does but a safe read that moves no state: losing one to a power cut loses a read that
+    the next owner makes again (or a folded read's counters), never an intent, a
+    transition, a decision or a result. Claims, renewals and releases need no sync either:
+    their holder dies with the machine, and any later synced write carries them along."""
+    return (
+        change.safe_read is None
+        or bool(change.transitions)
+        or change.attempt_started is not None
+        or change.attempt_finished is not None
+    )
 
 
 class Verdict(StrEnum):
@@ -56,7 +117,9 @@ class CommitResult:
 @dataclass(frozen=True, kw_only=True)
 class Claim:
     operation: Operation
-    was_due: datetime  # the next poll time the operation had when claimed
+    # When the operation became due: its poll time, or a taken-over lease's expiry. A claim
+    # never changes the operation's next_poll_at (the lease lives in its own columns).
+    was_due: datetime
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,7 +165,13 @@ class Store(Protocol):
     async def commit(self, changes: Sequence[Change]) -> list[CommitResult]:
         """Apply many operations' changes in one transaction (group commit), each guarded
         by its version (and fence); a refused change writes nothing but, for a fenced-out
-        owner, the finished attempt and its audit entries, which are facts regardless."""
+        owner, the finished attempt and its audit entries, which are facts regardless (a
+        fenced-out safe read had no effect and leaves nothing).
+
+        Observation runs: a change that records anything but a folded read (an observation
+        that does not fold, an attempt, a transition) closes the operation's open run first,
+        and the run is sealed by an `observation.run` audit entry with its final values; a
+        status run is also closed when the change ends automation for the operation."""
         ...
 
     async def claim_due(
@@ -114,7 +183,9 @@ class Store(Protocol):
         only: str | None = None,
     ) -> list[Claim]:
         """Lease up to `limit` due operations (oldest due first), raising each fence;
-        `only` restricts the claim to one operation id."""
+        `only` restricts the claim to one operation id. Due means the poll time has come
+        while unleased, or the lease has expired. A lease row is written when the operation
+        changes hands; the same owner claiming it again extends its own row."""
         ...
 
     async def renew(
@@ -131,7 +202,8 @@ class Store(Protocol):
         ...
 
     async def next_due(self) -> datetime | None:
-        """The earliest next poll time of any operation, or None."""
+        """The earliest time any operation becomes due (poll time, or lease expiry while
+        leased), or None."""
         ...
 
     async def leases(self, operation_id: str | None = None) -> list[Lease]: ...

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+from jobtrail.audit import AuditEntry
 from jobtrail.core.model import (
     Attempt,
     AttemptKind,
@@ -357,6 +358,14 @@ class Codec:
             "progress": dump(ob.progress),
             "ref": ob.ref,
             "event_id": ob.event_id,
+            "last_seen_at": self.t_out(ob.last_seen_at),
+            "seen_count": ob.seen_count,
+            "last_request_id": ob.request_id,
+            "last_progress": dump(ob.last_progress),
+            # Only a status read opens a run that later reads may fold into.
+            "closed_at": self.t_out(
+                ob.closed_at if ob.source == "status" else ob.closed_at or ob.observed_at
+            ),
         }
 
     def observation(self, row: Any) -> Observation:
@@ -370,7 +379,49 @@ class Codec:
             progress=load(row["progress"]),
             ref=row["ref"],
             event_id=row["event_id"],
+            request_id=row["last_request_id"],
+            last_seen_at=self.t_in(row["last_seen_at"]),
+            seen_count=row["seen_count"],
+            last_progress=load(row["last_progress"]),
+            closed_at=self.t_in(row["closed_at"]),
         )
+
+    def fold_row(self, ob: Observation) -> dict[str, Any]:
+        """What a read that sees the open run's remote state again changes in that run."""
+        return {
+            "operation_id": ob.operation_id,
+            "source": ob.source,
+            "remote_state": ob.remote_state,
+            "remote_status": ob.remote_status.value,
+            "last_seen_at": self.t_out(ob.observed_at),
+            "last_request_id": ob.request_id,
+            "last_progress": dump(ob.progress),
+        }
+
+
+def run_closed(ob: Observation, closed_at: datetime) -> AuditEntry:
+    """The audit entry that seals an observation run: its final values, so the hash chain
+    covers every read it folded even though the row itself was updated in place."""
+    return AuditEntry(
+        at=closed_at,
+        operation_id=ob.operation_id,
+        kind="observation.run",
+        actor="ledger",
+        data={
+            "source": ob.source,
+            "remote_state": ob.remote_state,
+            "remote_status": ob.remote_status.value,
+            "provider_updated_at": ob.provider_updated_at,
+            "first_seen": ob.observed_at.isoformat(),
+            "last_seen": ob.seen_last.isoformat(),
+            "count": ob.seen_count,
+            "first_ref": ob.ref,
+            "last_request_id": ob.request_id,
+            "first_progress": ob.progress,
+            "last_progress": ob.last_progress,
+            "closed_at": closed_at.isoformat(),
+        },
+    )
 
 
 def result_doc(summary: ResultSummary) -> dict[str, Any]:

@@ -29,7 +29,16 @@ from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
-from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict
+from jobtrail.store.base import (
+    Change,
+    Claim,
+    CommitResult,
+    Lease,
+    Verdict,
+    closes_run,
+    folds,
+    must_sync,
+)
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.postgres_prune import prune
@@ -278,8 +287,11 @@ class _Batch:
         self.events = [{ob.event_id for ob in ch.observations if ob.event_id} for ch in changes]
         self.verdicts: dict[int, Verdict] = {}
         self.stored: dict[int, Operation] = {}
+        self.sealed: list[AuditEntry] = []  # observation runs closed by this batch
 
     async def run(self, conn: Conn) -> list[CommitResult]:
+        if not any(must_sync(change) for change in self.changes):
+            await conn.execute(Q["relax_commit"])
         seen: set[str] = set()
         if wanted := set().union(*self.events):
             seen = {r["event_id"] for r in await _fetch(Q["known_events"], (list(wanted),), conn)}
@@ -297,15 +309,40 @@ class _Batch:
         await self._apply(conn, segment, seen)
         duplicates = [i for i, v in self.verdicts.items() if v is Verdict.DUPLICATE_EVENT]
         await self._load_current(conn, duplicates)
-        written = (Verdict.OK, Verdict.FENCED_OUT)
-        audit = [
-            e for i, ch in enumerate(self.changes) if self.verdicts[i] in written for e in ch.audit
-        ]
-        await self.store._append_audit(conn, audit)
+        audit = [e for i, ch in enumerate(self.changes) if self._audited(i) for e in ch.audit]
+        await self.store._append_audit(conn, audit + self.sealed)
         return [
             CommitResult(verdict=self.verdicts[i], operation=self.stored.get(i))
             for i in range(len(self.changes))
         ]
+
+    def _audited(self, i: int) -> bool:
+        verdict = self.verdicts[i]
+        fenced = verdict is Verdict.FENCED_OUT and self.changes[i].safe_read is None
+        return verdict is Verdict.OK or fenced
+
+    async def _fold(self, conn: Conn, accepted: list[int]) -> set[int]:
+        """The accepted changes whose status read folded into an open observation run."""
+        candidates = [i for i in accepted if folds(self.changes[i])]
+        if not candidates:
+            return set()
+        async with conn.cursor() as cur:
+            params = [CODEC.fold_row(self.changes[i].observations[0]) for i in candidates]
+            await cur.executemany(Q["fold_observation"], params, returning=True)
+            rows = [await result.fetchone() async for result in cur.results()]
+        return {i for i, row in zip(candidates, rows, strict=True) if row is not None}
+
+    async def _close_runs(self, conn: Conn, indexes: list[int]) -> None:
+        """Close the open observation runs of these changes' operations, sealing each."""
+        if not indexes:
+            return
+        ops = [self.changes[i].operation for i in indexes]
+        when = [op.updated_at or datetime.now(UTC) for op in ops]
+        rows = await _fetch(Q["close_runs"], ([op.operation_id for op in ops], when), conn)
+        for row in rows:
+            run = CODEC.observation(row)
+            assert run.closed_at is not None
+            self.sealed.append(c.run_closed(run, run.closed_at))
 
     async def _load_current(self, conn: Conn, indexes: list[int]) -> None:
         if ids := [self.changes[i].operation.operation_id for i in indexes]:
@@ -326,6 +363,15 @@ class _Batch:
         updated = dict(zip(order, rows, strict=True))
         await self._load_current(conn, [i for i in segment if updated[i] is None])
         writes: dict[str, list[Any]] = {query: [] for query in _APPENDS}
+        folded = await self._fold(conn, [i for i in segment if updated[i] is not None])
+        await self._close_runs(
+            conn,
+            [
+                i
+                for i in segment
+                if updated[i] is not None and i not in folded and closes_run(self.changes[i])
+            ],
+        )
         for i in segment:
             change, row = self.changes[i], updated[i]
             if row is None:
@@ -339,21 +385,29 @@ class _Batch:
                 continue
             self.verdicts[i], self.stored[i] = Verdict.OK, CODEC.after_update(change.operation, row)
             seen |= self.events[i]
+            if change.release:
+                op = change.operation
+                writes["release_lease_row"].append(
+                    (op.updated_at, op.operation_id, change.owner_fence)
+                )
+            if i in folded:
+                continue
+            if change.safe_read is not None:
+                writes["insert_attempt"].append(CODEC.attempt_row(change.safe_read))
             if change.attempt_started is not None:
                 writes["insert_attempt"].append(CODEC.attempt_row(change.attempt_started))
             if change.attempt_finished is not None:
                 writes["finish_attempt"].append(CODEC.attempt_outcome_row(change.attempt_finished))
             writes["insert_transition"] += map(CODEC.transition_row, change.transitions)
             writes["insert_observation"] += map(CODEC.observation_row, change.observations)
-            if change.release:
-                op = change.operation
-                writes["release_lease_row"].append(
-                    (op.updated_at, op.operation_id, change.owner_fence)
-                )
         async with conn.pipeline(), conn.cursor() as cur:
             for query, args in writes.items():
                 if args:
                     await cur.executemany(Q[query], args)
+        ended = [i for i in segment if updated[i] is not None and i not in folded]
+        await self._close_runs(
+            conn, [i for i in ended if self.changes[i].operation.state.ends_automation]
+        )
 
 
 # In this order, so that an attempt finished in the batch it started in is found.

@@ -25,7 +25,16 @@ from jobtrail.core.states import State
 from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
 from jobtrail.store.backup import backup
-from jobtrail.store.base import Change, Claim, CommitResult, Lease, Verdict
+from jobtrail.store.base import (
+    Change,
+    Claim,
+    CommitResult,
+    Lease,
+    Verdict,
+    closes_run,
+    folds,
+    must_sync,
+)
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.retention import Keep, Pruned
@@ -67,9 +76,20 @@ _INSERT_TRANSITION = (
 )
 _INSERT_OBSERVATION = (
     "INSERT INTO observations (operation_id, source, observed_at, remote_state, remote_status, "
-    "provider_updated_at, progress, ref, event_id) VALUES (:operation_id, :source, "
-    ":observed_at, :remote_state, :remote_status, :provider_updated_at, :progress, :ref, "
-    ":event_id)"
+    "provider_updated_at, progress, ref, event_id, last_seen_at, seen_count, last_request_id, "
+    "last_progress, closed_at) VALUES (:operation_id, :source, :observed_at, :remote_state, "
+    ":remote_status, :provider_updated_at, :progress, :ref, :event_id, :last_seen_at, "
+    ":seen_count, :last_request_id, :last_progress, :closed_at)"
+)
+# A read that sees the open run's remote state again: one row updated, nothing appended.
+_FOLD = (
+    "UPDATE observations SET last_seen_at = :last_seen_at, seen_count = seen_count + 1, "
+    "last_request_id = :last_request_id, last_progress = :last_progress "
+    "WHERE operation_id = :operation_id AND closed_at IS NULL AND source = :source "
+    "AND remote_state IS :remote_state AND remote_status = :remote_status"
+)
+_CLOSE_RUN = (
+    "UPDATE observations SET closed_at = ? WHERE operation_id = ? AND closed_at IS NULL RETURNING *"
 )
 _INSERT_ATTEMPT = (
     "INSERT INTO attempts (attempt_id, operation_id, kind, fence, actor, started_at, request, "
@@ -77,20 +97,32 @@ _INSERT_ATTEMPT = (
     ":operation_id, :kind, :fence, :actor, :started_at, :request, :finished_at, :outcome, "
     ":http_status, :provider_request_id, :detail)"
 )
-# A writer without the lease never moves the poll time of an operation a worker holds:
-# while leased, next_poll_at is the lease expiry that makes a dead worker's work due again.
+# A writer without the lease never moves the poll time of an operation a worker holds: the
+# owner decides it (a webhook asks for a read through poll_requested instead).
 _POLL_UNLESS_LEASED = (
     "next_poll_at = CASE WHEN lease_owner IS NULL THEN :next_poll_at ELSE next_poll_at END"
 )
-# An owner keeps next_poll_at at its lease expiry until it releases the operation; only the
-# releasing write stores the next poll time the step decided.
-_POLL_WHILE_LEASED = "next_poll_at = COALESCE(lease_expires_at, :next_poll_at)"
+# The poll time and the lease are apart (due_at derives from both), so an owner stores the
+# poll time its step decided with every write.
+_POLL_WHILE_LEASED = "next_poll_at = :next_poll_at"
 _POLL_ON_RELEASE = (
     "next_poll_at = CASE WHEN poll_requested = 1 AND :next_poll_at IS NOT NULL "
     "THEN min(:next_poll_at, :updated_at) ELSE :next_poll_at END, poll_requested = 0"
 )
 _REQUEST_POLL = (
     ", poll_requested = CASE WHEN lease_owner IS NOT NULL THEN 1 ELSE poll_requested END"
+)
+# Lease history keeps one row per tenure: the same owner claiming an operation again (its
+# own release was the last lease event) moves its row to the new fence, so polling adds no
+# row; a row is inserted only when the operation changes hands.
+_EXTEND_TENURE = (
+    "UPDATE leases SET fence = ?1, expires_at = ?4, released_at = NULL "
+    "WHERE operation_id = ?5 AND owner = ?2 AND released_at IS NOT NULL AND fence = "
+    "(SELECT max(fence) FROM leases WHERE operation_id = ?5)"
+)
+_NEW_TENURE = (
+    "INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at) "
+    "VALUES (?5, ?1, ?2, ?3, ?4)"
 )
 _FINISH_ATTEMPT = (
     "UPDATE attempts SET finished_at = :finished_at, outcome = :outcome, "
@@ -173,6 +205,7 @@ class SqliteStore:
         self._chain = AuditChain(key)
         self._path = path if path == ":memory:" else str(Path(path).expanduser().absolute())
         self._identity = _identity(path)
+        self._synced = True  # the connection's synchronous setting is FULL
 
     @classmethod
     async def open(
@@ -203,9 +236,15 @@ class SqliteStore:
         except sqlite3.Error as exc:  # locked, full, corrupt, or a constraint refused the write
             raise StoreError(f"the ledger database refused the operation: {exc}") from None
 
-    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _write(self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True) -> T:
+        """Run `fn` in one write transaction. `sync=False` commits without waiting for the
+        disk (WAL, synchronous=NORMAL): atomic, and made durable by the next synced commit,
+        for writes that may be lost to a power cut (see base.must_sync)."""
         self._check_same_file()
         conn = self._conn
+        if sync is not self._synced:
+            conn.execute(f"PRAGMA synchronous = {'FULL' if sync else 'NORMAL'}")
+            self._synced = sync
         conn.execute("BEGIN IMMEDIATE")
         try:
             result = fn(conn)
@@ -353,20 +392,63 @@ class SqliteStore:
     # -- writes by steps -----------------------------------------------------------------
 
     async def commit(self, changes: Sequence[Change]) -> list[CommitResult]:
-        return await self._call(self._write, partial(self._commit, changes))
+        sync = any(must_sync(change) for change in changes)
+        return await self._call(partial(self._write, sync=sync), partial(self._commit, changes))
 
     def _commit(self, changes: Sequence[Change], conn: sqlite3.Connection) -> list[CommitResult]:
         results: list[CommitResult] = []
         audit: list[AuditEntry] = []
         for change in changes:
-            result = self._apply_change(conn, change)
+            result = self._apply_change(conn, change, audit)
             results.append(result)
-            if result.verdict is Verdict.OK or result.verdict is Verdict.FENCED_OUT:
+            if result.verdict is Verdict.OK or (
+                result.verdict is Verdict.FENCED_OUT and change.safe_read is None
+            ):
                 audit.extend(change.audit)
         self._append_audit(conn, audit)
         return results
 
-    def _apply_change(self, conn: sqlite3.Connection, change: Change) -> CommitResult:
+    def _record_facts(
+        self, conn: sqlite3.Connection, change: Change, audit: list[AuditEntry]
+    ) -> None:
+        """Attempts and observations of an accepted change, folding a repeated read into
+        the open observation run and sealing a run that closes (see Store.commit)."""
+        op = change.operation
+        if folds(change) and conn.execute(_FOLD, CODEC.fold_row(change.observations[0])).rowcount:
+            return
+        if closes_run(change):
+            self._close_run(conn, op.operation_id, op.updated_at, audit)
+        if change.attempt_started is not None:
+            conn.execute(_INSERT_ATTEMPT, CODEC.attempt_row(change.attempt_started))
+        if change.attempt_finished is not None:
+            conn.execute(_FINISH_ATTEMPT, CODEC.attempt_outcome_row(change.attempt_finished))
+        if change.safe_read is not None:
+            conn.execute(_INSERT_ATTEMPT, CODEC.attempt_row(change.safe_read))
+        if change.transitions:
+            conn.executemany(
+                _INSERT_TRANSITION, [CODEC.transition_row(t) for t in change.transitions]
+            )
+        if change.observations:
+            conn.executemany(
+                _INSERT_OBSERVATION, [CODEC.observation_row(o) for o in change.observations]
+            )
+        if op.state.ends_automation:
+            self._close_run(conn, op.operation_id, op.updated_at, audit)
+
+    def _close_run(
+        self,
+        conn: sqlite3.Connection,
+        operation_id: str,
+        at: datetime | None,
+        audit: list[AuditEntry],
+    ) -> None:
+        when = at or datetime.now(UTC)
+        for row in conn.execute(_CLOSE_RUN, (_t_out(when), operation_id)).fetchall():
+            audit.append(c.run_closed(CODEC.observation(row), when))
+
+    def _apply_change(
+        self, conn: sqlite3.Connection, change: Change, audit: list[AuditEntry]
+    ) -> CommitResult:
         op = change.operation
         if any(
             ob.event_id
@@ -405,18 +487,7 @@ class SqliteStore:
                     )
                 return CommitResult(verdict=Verdict.FENCED_OUT, operation=current)
             return CommitResult(verdict=Verdict.STALE, operation=current)
-        if change.attempt_started is not None:
-            conn.execute(_INSERT_ATTEMPT, CODEC.attempt_row(change.attempt_started))
-        if change.attempt_finished is not None:
-            conn.execute(_FINISH_ATTEMPT, CODEC.attempt_outcome_row(change.attempt_finished))
-        if change.transitions:
-            conn.executemany(
-                _INSERT_TRANSITION, [CODEC.transition_row(t) for t in change.transitions]
-            )
-        if change.observations:
-            conn.executemany(
-                _INSERT_OBSERVATION, [CODEC.observation_row(o) for o in change.observations]
-            )
+        self._record_facts(conn, change, audit)
         if change.release:
             conn.execute(
                 "UPDATE leases SET released_at = ? WHERE operation_id = ? AND fence = ?",
@@ -435,12 +506,12 @@ class SqliteStore:
         only: str | None = None,
     ) -> list[Claim]:
         def run(conn: sqlite3.Connection) -> list[Claim]:
-            where, args = "next_poll_at <= ?", [_t_out(now)]
+            where, args = "due_at <= ?", [_t_out(now)]
             if only is not None:
                 where, args = where + " AND operation_id = ?", [*args, only]
             due = conn.execute(
-                f"SELECT operation_id, next_poll_at FROM operations WHERE {where} "
-                "ORDER BY next_poll_at LIMIT ?",
+                f"SELECT operation_id, due_at FROM operations WHERE {where} "
+                "ORDER BY due_at LIMIT ?",
                 (*args, limit),
             ).fetchall()
             if not due:
@@ -449,9 +520,9 @@ class SqliteStore:
             expires = _t_out(now + lease_for)
             marks = ", ".join("?" for _ in due)
             rows = conn.execute(
-                f"UPDATE operations SET lease_owner = ?, lease_expires_at = ?, fence = fence + 1, "
-                f"next_poll_at = ? WHERE operation_id IN ({marks}) RETURNING *",
-                (owner, expires, expires, *was_due),
+                f"UPDATE operations SET lease_owner = ?, lease_expires_at = ?, fence = fence + 1 "
+                f"WHERE operation_id IN ({marks}) RETURNING *",
+                (owner, expires, *was_due),
             ).fetchall()
             claims = sorted(  # RETURNING follows the id lookup, not due order
                 (
@@ -460,17 +531,19 @@ class SqliteStore:
                 ),
                 key=lambda cl: (cl.was_due, cl.operation.operation_id),
             )
-            conn.executemany(
-                "INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [
-                    (cl.operation.operation_id, cl.operation.fence, owner, _t_out(now), expires)
-                    for cl in claims
-                ],
-            )
+            for cl in claims:
+                tenure = (
+                    cl.operation.fence,
+                    owner,
+                    _t_out(now),
+                    expires,
+                    cl.operation.operation_id,
+                )
+                if not conn.execute(_EXTEND_TENURE, tenure).rowcount:
+                    conn.execute(_NEW_TENURE, tenure)
             return claims
 
-        return await self._call(self._write, run)
+        return await self._call(partial(self._write, sync=False), run)
 
     async def renew(
         self, operation_id: str, fence: int, now: datetime, lease_for: timedelta
@@ -479,9 +552,9 @@ class SqliteStore:
 
         def run(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
-                "UPDATE operations SET lease_expires_at = ?, next_poll_at = ? "
+                "UPDATE operations SET lease_expires_at = ? "
                 "WHERE operation_id = ? AND fence = ? AND lease_owner IS NOT NULL",
-                (expires, expires, operation_id, fence),
+                (expires, operation_id, fence),
             )
             if cur.rowcount:
                 conn.execute(
@@ -490,7 +563,7 @@ class SqliteStore:
                 )
             return cur.rowcount == 1
 
-        return await self._call(self._write, run)
+        return await self._call(partial(self._write, sync=False), run)
 
     async def release(
         self, operation_id: str, fence: int, now: datetime, due: datetime | None
@@ -510,12 +583,12 @@ class SqliteStore:
                 )
             return cur.rowcount == 1
 
-        return await self._call(self._write, run)
+        return await self._call(partial(self._write, sync=False), run)
 
     async def next_due(self) -> datetime | None:
         def run() -> datetime | None:
             row = self._conn.execute(
-                "SELECT min(next_poll_at) FROM operations WHERE next_poll_at IS NOT NULL"
+                "SELECT min(due_at) FROM operations WHERE due_at IS NOT NULL"
             ).fetchone()
             return _t_in(row[0])
 

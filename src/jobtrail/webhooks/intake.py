@@ -10,7 +10,6 @@ that read (DESIGN rule 8). The operation's `remote_state` keeps the last *read* 
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -21,7 +20,7 @@ from jobtrail.core.model import Observation, Operation
 from jobtrail.errors import ConcurrentUpdate, NotFound
 from jobtrail.ledger import Ledger
 from jobtrail.providers.config import ProviderSpec
-from jobtrail.store.base import Change, Verdict
+from jobtrail.store.base import Verdict
 from jobtrail.webhooks.event import Event
 
 log = logging.getLogger("jobtrail.webhooks")
@@ -56,7 +55,7 @@ async def record_event(ledger: Ledger, spec: ProviderSpec, event: Event) -> str:
     when the operation kept changing under us (the sender retries later)."""
     actor = f"webhook:{spec.name}"
     for _ in range(_MAX_RETRIES):
-        op = await ledger.store.find_by_remote_job(spec.name, event.job_id)
+        op = await ledger.find_by_remote_job(spec.name, event.job_id)
         if op is None:
             raise NotFound(
                 f"no operation of provider {spec.name!r} holds remote job {event.job_id!r}"
@@ -66,7 +65,6 @@ async def record_event(ledger: Ledger, spec: ProviderSpec, event: Event) -> str:
         # `now` even when leased: the store keeps a leased operation's poll time, and should
         # the lease be given back before this commit, the read still happens now.
         keep = read in (StatusRead.NOT_NEEDED, StatusRead.ALREADY_DUE)
-        scheduled = op.next_poll_at if keep else now
         observation = Observation(
             operation_id=op.operation_id,
             source="webhook",
@@ -84,19 +82,17 @@ async def record_event(ledger: Ledger, spec: ProviderSpec, event: Event) -> str:
             actor=actor,
             data=_audit_data(spec, event, read),
         )
-        change = Change(
-            # A non-owner write: it never moves the poll time of a leased operation.
-            operation=replace(op, next_poll_at=scheduled, updated_at=now),
-            before=op,
-            observations=[observation],
-            audit=[entry],
+        verdict = await ledger.record_webhook(
+            op,
+            observation,
+            entry,
+            read_at=None if keep else now,
             request_poll=read is not StatusRead.NOT_NEEDED,
         )
-        (result,) = await ledger.store.commit([ledger.scrub(change)])
-        if result.verdict is Verdict.DUPLICATE_EVENT:
+        if verdict is Verdict.DUPLICATE_EVENT:
             log.info("webhook event seen before", extra=_fields(op, spec, event))
             return Recorded.DUPLICATE.value
-        if result.verdict is Verdict.OK:
+        if verdict is Verdict.OK:
             log.info("webhook event recorded: %s", read.value, extra=_fields(op, spec, event))
             return Recorded.ACCEPTED.value
     raise ConcurrentUpdate(

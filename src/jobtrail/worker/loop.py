@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass, field
 
 from jobtrail.clock import Clock
-from jobtrail.core.model import Operation, evolve
+from jobtrail.core.model import Operation
 from jobtrail.store.base import Claim
 from jobtrail.worker.runner import Runner
 
@@ -56,23 +56,22 @@ class Worker:
         return self.runner.actor
 
     async def run(self, *, until_idle: bool = False) -> WorkerStats:
-        store = self.runner.ledger.store
+        ledger = self.runner.ledger
         stopper = asyncio.create_task(self.stop.wait())
         try:
             while not self.stop.is_set():
                 free = self.concurrency - len(self._inflight)
                 claims: list[Claim] = []
                 if free > 0:
-                    now = self.clock.now()
-                    claims = await store.claim_due(
-                        self.worker_id, now, min(free, self.batch), self.runner.lease_for
+                    claims = await ledger.claim(
+                        self.worker_id, min(free, self.batch), self.runner.lease_for
                     )
                     for claim in claims:
                         self._start(claim)
                 if claims and len(claims) == min(free, self.batch):
                     await asyncio.sleep(0)  # more may be due: claim again after a yield
                     continue
-                if until_idle and not self._inflight and await store.next_due() is None:
+                if until_idle and not self._inflight and await ledger.next_due() is None:
                     break
                 await self._wait(stopper)
         finally:
@@ -84,9 +83,7 @@ class Worker:
         self.stats.claimed += 1
         if self.record_lateness:
             self.stats.lateness.append((self.clock.now() - claim.was_due).total_seconds())
-        # The claim moved next_poll_at to the lease expiry; the plan needs the real due time.
-        op = evolve(claim.operation, next_poll_at=claim.was_due)
-        task = asyncio.create_task(self._drive(op))
+        task = asyncio.create_task(self._drive(claim.operation))
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
 
@@ -110,7 +107,7 @@ class Worker:
         asked of the store when the worker is otherwise idle."""
         delay = min(self.idle_poll, BUSY_POLL)
         if not self._inflight:
-            next_due = await self.runner.ledger.store.next_due()
+            next_due = await self.runner.ledger.next_due()
             delay = self.idle_poll
             if next_due is not None:
                 delay = min(delay, max(0.0, (next_due - self.clock.now()).total_seconds()))

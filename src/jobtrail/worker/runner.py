@@ -1,5 +1,6 @@
-"""Driving one leased operation: plan, record the intent, call, record the outcome, repeat
-while there is something to do now; the last write gives the lease back."""
+"""Driving one leased operation: plan, record the intent (for a call with an effect), call,
+record the outcome, repeat while there is something to do now; the last write gives the lease
+back. A safe read (status, result GET) is recorded once, after the call, in one commit."""
 
 from __future__ import annotations
 
@@ -53,9 +54,7 @@ class Runner:
         now = self.ledger.clock()
         action = plan(op, now)
         if isinstance(action, Nothing | Wait):
-            due = action.until if isinstance(action, Wait) else None
-            await self.ledger.store.release(op.operation_id, op.fence, now, due)
-            return evolve(op, lease_owner=None)
+            return await self.ledger.release(op, action.until if isinstance(action, Wait) else None)
         if isinstance(action, Decide):
             return await self.ledger.settle(op, action.outcome, self.actor)
         return await self._call(op, action)
@@ -68,10 +67,10 @@ class Runner:
         if local:
             request = {"collect": "inline result" if op.inline_result else "no result declared"}
         try:
+            # A safe read commits nothing here: its outcome is recorded after the call.
             op, attempt = await self.ledger.begin_call(op, action.kind, request, self.actor)
         except ConcurrentUpdate:
-            fresh = await self.ledger.get(op.operation_id)
-            return evolve(fresh, next_poll_at=op.next_poll_at)
+            return await self.ledger.get(op.operation_id)
         if local:
             reply = await self._collect_locally(op)
         else:
@@ -97,12 +96,8 @@ class Runner:
         now = self.ledger.clock()
         timeout = self.providers.spec(op).timeout.total_seconds()
         left = (op.lease_expires_at - now).total_seconds()
-        if left < timeout + RENEW_MARGIN and not await self.ledger.store.renew(
-            op.operation_id, op.fence, now, self.lease_for
-        ):
-            raise LostOwnership(f"lease on {op.operation_id} was taken over")
         if left < timeout + RENEW_MARGIN:
-            return evolve(op, lease_expires_at=now + self.lease_for)
+            return await self.ledger.renew(op, self.lease_for)
         return op
 
     async def _outcome(self, op: Operation, reply: Reply) -> o.CallOutcome:

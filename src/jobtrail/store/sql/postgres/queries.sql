@@ -6,15 +6,14 @@ INSERT INTO operations ({columns}) VALUES ({values})
 ON CONFLICT (op_key) DO NOTHING RETURNING operation_id;
 
 -- One statement for every kind of change, so it is prepared once per connection. An owner
--- (fence given) must still hold the fence. While leased, next_poll_at is the lease expiry
--- that makes a dead worker's work due again: only the owner's releasing write stores the
--- next poll time the step decided, and anyone else never moves it. It returns only what it
--- may change: the rest of the record is the caller's, as written at the insert.
+-- (fence given) must still hold the fence. The owner stores the poll time its step decided
+-- (the lease lives in its own columns; due_at derives from both), and anyone else never
+-- moves the poll time of a leased operation. It returns only what it may change: the rest
+-- of the record is the caller's, as written at the insert.
 -- name: update_operation
 UPDATE operations SET {set_mutable},
     next_poll_at = CASE
-        WHEN %(owner)s AND NOT %(release)s
-            THEN coalesce(lease_expires_at, %(next_poll_at)s::timestamptz)
+        WHEN %(owner)s AND NOT %(release)s THEN %(next_poll_at)s::timestamptz
         WHEN %(owner)s AND poll_requested AND %(next_poll_at)s::timestamptz IS NOT NULL
             THEN least(%(next_poll_at)s::timestamptz, %(updated_at)s::timestamptz)
         WHEN %(owner)s OR lease_owner IS NULL THEN %(next_poll_at)s::timestamptz
@@ -29,6 +28,11 @@ UPDATE operations SET {set_mutable},
 WHERE operation_id = %(operation_id)s AND version = %(version)s
     AND (%(fence)s::bigint IS NULL OR fence = %(fence)s::bigint)
 RETURNING {store_decided};
+
+-- A batch of safe reads that move no state need not wait for the WAL flush (base.must_sync):
+-- a crash loses at most those reads, never an intent, a transition or a result.
+-- name: relax_commit
+SET LOCAL synchronous_commit TO off;
 
 -- name: get
 SELECT * FROM operations WHERE operation_id = %s;
@@ -74,9 +78,27 @@ VALUES (%(operation_id)s, %(at)s, %(actor)s, %(from_state)s, %(to_state)s, %(evi
 
 -- name: insert_observation
 INSERT INTO observations (operation_id, source, observed_at, remote_state, remote_status,
-    provider_updated_at, progress, ref, event_id)
+    provider_updated_at, progress, ref, event_id, last_seen_at, seen_count, last_request_id,
+    last_progress, closed_at)
 VALUES (%(operation_id)s, %(source)s, %(observed_at)s, %(remote_state)s, %(remote_status)s,
-    %(provider_updated_at)s, %(progress)s, %(ref)s, %(event_id)s);
+    %(provider_updated_at)s, %(progress)s, %(ref)s, %(event_id)s, %(last_seen_at)s,
+    %(seen_count)s, %(last_request_id)s, %(last_progress)s, %(closed_at)s);
+
+-- A read that sees the open run's remote state again: one row updated, nothing appended.
+-- name: fold_observation
+UPDATE observations SET last_seen_at = %(last_seen_at)s, seen_count = seen_count + 1,
+    last_request_id = %(last_request_id)s, last_progress = %(last_progress)s
+WHERE operation_id = %(operation_id)s AND closed_at IS NULL AND source = %(source)s
+    AND remote_state IS NOT DISTINCT FROM %(remote_state)s
+    AND remote_status = %(remote_status)s
+RETURNING id;
+
+-- Closes the open runs of these operations (ids, with the time each closes at).
+-- name: close_runs
+UPDATE observations o SET closed_at = v.at
+FROM unnest(%s::text[], %s::timestamptz[]) AS v (id, at)
+WHERE o.operation_id = v.id AND o.closed_at IS NULL
+RETURNING o.*;
 
 -- name: insert_attempt
 INSERT INTO attempts (attempt_id, operation_id, kind, fence, actor, started_at, request,
@@ -95,27 +117,38 @@ WHERE attempt_id = %(attempt_id)s;
 UPDATE leases SET released_at = %s WHERE operation_id = %s AND fence = %s;
 
 -- Leases up to `limit` due operations, oldest due first, in one statement. Locked rows are
--- skipped, never waited on; the claim moves next_poll_at to the lease's expiry, so the due
--- index alone decides what is claimable. {only} may restrict it to one operation.
+-- skipped, never waited on; due_at (the lease's expiry while leased, else the poll time) is
+-- derived by the database, so the due index alone decides what is claimable and the claim
+-- leaves the poll time alone. {only} may restrict it to one operation. Lease history keeps
+-- one row per tenure: the owner that released the operation last moves its row (always at
+-- the previous fence: every claim raises the fence by one and leaves the newest row at it)
+-- to the new fence; a row is inserted only when the operation changes hands.
 -- name: claim_due
 WITH due AS (
-    SELECT operation_id, next_poll_at FROM operations
-    WHERE {only}next_poll_at <= %(now)s ORDER BY next_poll_at LIMIT %(limit)s
+    SELECT operation_id, due_at FROM operations
+    WHERE {only}due_at <= %(now)s ORDER BY due_at LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE operations o SET lease_owner = %(owner)s, lease_expires_at = %(expires)s,
-        fence = o.fence + 1, next_poll_at = %(expires)s
+        fence = o.fence + 1
     FROM due WHERE o.operation_id = due.operation_id
-    RETURNING o.*, due.next_poll_at AS was_due
+    RETURNING o.*, due.due_at AS was_due
+), extended AS (
+    UPDATE leases l SET fence = c.fence, expires_at = %(expires)s, released_at = NULL
+    FROM claimed c
+    WHERE l.operation_id = c.operation_id AND l.fence = c.fence - 1
+        AND l.owner = %(owner)s AND l.released_at IS NOT NULL
+    RETURNING l.operation_id
 ), leased AS (
     INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at)
     SELECT operation_id, fence, %(owner)s, %(now)s, %(expires)s FROM claimed
+    WHERE operation_id NOT IN (SELECT operation_id FROM extended)
 )
 SELECT * FROM claimed ORDER BY was_due, operation_id;
 
 -- name: renew
 WITH op AS (
-    UPDATE operations SET lease_expires_at = %(expires)s, next_poll_at = %(expires)s
+    UPDATE operations SET lease_expires_at = %(expires)s
     WHERE operation_id = %(id)s AND fence = %(fence)s AND lease_owner IS NOT NULL
     RETURNING operation_id
 ), lease AS (
@@ -139,7 +172,7 @@ WITH op AS (
 SELECT count(*) AS n FROM op;
 
 -- name: next_due
-SELECT min(next_poll_at) AS due FROM operations WHERE next_poll_at IS NOT NULL;
+SELECT min(due_at) AS due FROM operations WHERE due_at IS NOT NULL;
 
 -- name: leases
 SELECT * FROM leases ORDER BY operation_id, fence;
