@@ -96,6 +96,7 @@ def redacted(change: Change, r: Redactor) -> Change:
         observations=[_observation(o, r) for o in change.observations],
         attempt_started=_attempt(change.attempt_started, r),
         attempt_finished=_attempt(change.attempt_finished, r),
+        safe_read=_attempt(change.safe_read, r),
         audit=redacted_entries(change.audit, r),
     )
 
@@ -154,6 +155,8 @@ def _observation(o: Observation, r: Redactor) -> Observation:
         provider_updated_at=_text(o.provider_updated_at, r),
         ref=_text(o.ref, r),
         event_id=_text(o.event_id, r),
+        request_id=_text(o.request_id, r),
+        last_progress=r.json(o.last_progress),
     )
 
 
