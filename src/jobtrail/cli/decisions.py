@@ -105,7 +105,7 @@ async def resolve(
 @click.option(
     "--cancel-deadline",
     metavar="DURATION",
-    help="Keep waiting for a cancellation until now + DURATION.",
+    help="Keep waiting for a cancellation_unconfirmed operation's cancel until now + DURATION.",
 )
 @click.option("--actor", required=True)
 @click.option("--reason", required=True)
@@ -127,7 +127,7 @@ async def extend(
     duration = parse_duration(result_deadline or cancel_deadline or "")
     async with opened(settings) as ledger:
         human = o.HumanDecision(
-            decision=o.Decision.EXTEND,
+            decision=o.Decision.EXTEND if result_deadline else o.Decision.EXTEND_CANCEL,
             actor=actor,
             reason=reason,
             new_deadline=ledger.clock() + duration,
