@@ -26,7 +26,7 @@ def test_extend_names_the_deadline_each_state_waits_on(ws: Workspace) -> None:
         "--cancel-deadline",
         "500ms",
     )["operation_id"]
-    timed_out = ws.json("run", op)
+    timed_out = ws.drive(op)
     assert timed_out["state"] == "result_timed_out"
     wrong = _extend(ws, op, "--cancel-deadline", check=False)
     assert wrong.returncode == 1 and "--result-deadline" in wrong.stderr  # type: ignore[attr-defined]
@@ -34,7 +34,7 @@ def test_extend_names_the_deadline_each_state_waits_on(ws: Workspace) -> None:
     assert ws.json("status", op)["result_deadline"] == timed_out["result_deadline"]
 
     ws.run("cancel", op, "--reason", "no longer needed")
-    assert ws.json("run", op)["state"] == "cancellation_unconfirmed"
+    assert ws.drive(op)["state"] == "cancellation_unconfirmed"
     wrong = _extend(ws, op, "--result-deadline", check=False)
     assert wrong.returncode == 1 and "--cancel-deadline" in wrong.stderr  # type: ignore[attr-defined]
 

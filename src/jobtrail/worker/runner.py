@@ -55,6 +55,11 @@ class Runner:
         if isinstance(action, Nothing | Wait):
             due = action.until if isinstance(action, Wait) else None
             await self.ledger.store.release(op.operation_id, op.fence, now, due)
+            log.info(
+                "released (next %s)",
+                due.isoformat() if due else "none: automation ended or waits for a person",
+                extra=_fields(op),
+            )
             return evolve(op, lease_owner=None)
         if isinstance(action, Decide):
             return await self.ledger.settle(op, action.outcome, self.actor)
@@ -76,6 +81,7 @@ class Runner:
             reply = await self._collect_locally(op)
         else:
             spec = self.providers.spec(op)
+            log.info("calling: %s", action.describe(), extra=_fields(op))
             reply = await guarded_call(provider, spec, action.kind, op)
         outcome = await self._outcome(op, reply)
         detail = reply.detail
