@@ -278,7 +278,6 @@ def explain_text(
     body: Any = None,
 ) -> str:
     """`body` is the request body as it may be shown (redacted by the caller)."""
-    request = op.request
     seen = ""
     if op.remote_state:
         seen = f" — last seen {op.remote_state}"
@@ -287,7 +286,6 @@ def explain_text(
     lines = [
         f"Operation {op.operation_id} — {op.state}",
         f"  asked:      {_asked(op)}",
-        f"              {request.method} {request.target}",
         f"              fingerprint {op.fingerprint}, token {op.idempotency_token}",
         f"              trace {op.trace_id}",
     ]
@@ -327,9 +325,14 @@ def explain_text(
 
 
 def _asked(op: Operation) -> str:
-    """Who asked whom for what, as a sentence: "alice asked simulator (key feb-report),
-    authorized by bob: February report"."""
-    text = f"{op.actor} asked {op.provider}"
+    """Who asked whom for what, as a sentence: "alice asked simulator for POST /v1/reports
+    (key feb-report), authorized by bob: February report"."""
+    request = op.request
+    # the target reads "PROVIDER:METHOD PATH" for provider files; say it once
+    what = request.target.removeprefix(f"{op.provider}:")
+    if what == request.target:
+        what = f"{request.method} {request.target}"
+    text = f"{op.actor} asked {op.provider} for {what}"
     if op.key != op.operation_id:
         text += f" (key {op.key})"
     if op.authorized_by:

@@ -54,7 +54,7 @@ def id_table(*headers: str) -> Table:
 def print_table(table: Table) -> None:
     """Print `table` whole at any terminal width, piped or not: narrower than the table,
     the lines are left to the terminal to wrap instead of cutting what is in them."""
-    needed = Measurement.get(console, console.options, table).maximum
+    needed = Measurement.get(console, console.options.update_width(100_000), table).maximum
     wide = console if needed <= console.width else Console(highlight=False, width=needed)
     wide.print(table)
 

@@ -32,7 +32,7 @@ from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.runtime import runtime
 from jobtrail.store.urls import shown_url
-from jobtrail.views import iso, operation_json, progress_text, shown, waiting_for
+from jobtrail.views import iso, operation_json, progress_text, waiting_for
 
 
 @click.command()
@@ -168,7 +168,7 @@ async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
                 op = await rt.ledger.get(operation_id)
                 holder = None if claims else _foreign_lease(op, actor, rt.clock.now())
                 if holder is not None and holder != waited_for:
-                    live.console.print(f"waiting for the lease held by {shown(holder)}")
+                    say(f"waiting for the lease held by {holder} on {operation_id}", err=True)
                 waited_for = holder
                 live.update(_panel(op, rt.clock.now()), refresh=True)
                 due = op.next_poll_at

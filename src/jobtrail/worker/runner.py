@@ -44,6 +44,7 @@ class Runner:
         try:
             while op.lease_owner is not None:
                 op = await self._step(op)
+            log.info("released (state %s)", op.state.value, extra=_fields(op))
             return op
         except LostOwnership as exc:
             log.warning("lost ownership: %s", exc, extra=_fields(op))
@@ -55,13 +56,9 @@ class Runner:
         if isinstance(action, Nothing | Wait):
             due = action.until if isinstance(action, Wait) else None
             await self.ledger.store.release(op.operation_id, op.fence, now, due)
-            log.info(
-                "released (next %s)",
-                due.isoformat() if due else "none: automation ended or waits for a person",
-                extra=_fields(op),
-            )
             return evolve(op, lease_owner=None)
         if isinstance(action, Decide):
+            log.info("deciding: %s", type(action.outcome).__name__, extra=_fields(op))
             return await self.ledger.settle(op, action.outcome, self.actor)
         return await self._call(op, action)
 
