@@ -38,3 +38,33 @@ def test_readme_says_how_to_get_jobtrail_on_the_path() -> None:
     """`make demo` leaves jobtrail in .venv/bin; the README names the two ways to reach it."""
     text = README.read_text(encoding="utf-8")
     assert ". .venv/bin/activate" in text and ".venv/bin/jobtrail" in text
+
+
+def test_the_readme_table_shows_every_required_option() -> None:
+    """Each command row of the README table names the options the command requires."""
+    import click
+
+    from jobtrail.cli.main import cli
+
+    rows = [
+        line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith("| `")
+    ]
+    context = click.Context(cli)
+    checked = 0
+    for name in cli.list_commands(context):
+        command = cli.get_command(context, name)
+        assert command is not None
+        commands = {name: command}
+        if isinstance(command, click.Group):
+            commands = {f"{name} {sub}": command.commands[sub] for sub in command.commands}
+        for full, found in commands.items():
+            required = [
+                p.opts[0] for p in found.params if p.required and p.opts[0].startswith("--")
+            ]
+            row = next((r for r in rows if f"`{full} " in r or f"`{full}`" in r), None)
+            if row is None or not required:
+                continue
+            checked += 1
+            for option in required:
+                assert option in row, f"README row for {full} lacks {option}: {row}"
+    assert checked >= 4  # submit, cancel, resolve, extend at least
