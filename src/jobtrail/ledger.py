@@ -42,7 +42,7 @@ from jobtrail.errors import (
     LostOwnership,
     NotFound,
 )
-from jobtrail.histories import Forgery, audited_steps
+from jobtrail.histories import Forgery, audited_requests, audited_steps, request_problem
 from jobtrail.histories import check as check_history
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
@@ -236,17 +236,22 @@ class Ledger:
 
     async def forged_operations(self) -> list[Forgery]:
         """Operations whose stored state or remote job id is not what their audited history
-        replays to (see jobtrail.histories), oldest first."""
+        replays to, or whose stored request is not the one audited (see jobtrail.histories),
+        oldest first."""
         read = []
         for op in reversed(await self.store.list_operations(limit=_EVERY)):
             if (pair := await self._with_history(op)) is not None:
                 read.append(pair)
         # Read last: a step and its audit entry commit together, so every step read above is
         # in these rows even while workers run.
-        audited = audited_steps(await self.store.audit_rows())
+        rows = await self.store.audit_rows()
+        audited, requests = audited_steps(rows), audited_requests(rows)
         found = []
         for op, history in read:
-            if (problem := check_history(op, history, audited)) is not None:
+            problem = check_history(op, history, audited) or request_problem(
+                op, requests.get(op.operation_id)
+            )
+            if problem is not None:
                 found.append(Forgery(operation_id=op.operation_id, problem=problem))
         return found
 

@@ -44,7 +44,8 @@ def test_body_and_duration_mistakes_are_one_sentence(ws: Workspace) -> None:
 
 
 def test_the_request_body_is_stored_once(ws: Workspace) -> None:
-    """The operation row holds the body; its audit entry holds fingerprint and size only."""
+    """The operation row holds the body; its audit entry holds fingerprint and size only,
+    and `audit verify --replay` still catches an edited body."""
     marker = "only-in-the-operation-row"
     op = ws.json("submit", "simulator", "--body", json.dumps({"account": marker}))
     with sqlite3.connect(ws.db) as db:
@@ -55,6 +56,12 @@ def test_the_request_body_is_stored_once(ws: Workspace) -> None:
     assert data["fingerprint"] == op["request_fingerprint"] and data["body_bytes"] > 0
     assert ws.json("audit", "verify")["ok"] is True
     assert marker in json.dumps(ws.json("explain", op["operation_id"])["request_body"])
+    with sqlite3.connect(ws.db) as db:  # the row's body is still bound by the chain
+        db.execute("UPDATE operations SET request = replace(request, ?, 'forged')", (marker,))
+    verdict = ws.run("audit", "verify", "--replay", "--json", check=False)
+    assert verdict.returncode == 1
+    (forged,) = json.loads(verdict.stdout)["forged"]
+    assert forged["operation_id"] == op["operation_id"] and "forged request" in forged["problem"]
 
 
 async def test_an_mcp_call_missing_an_argument_is_one_sentence(ws: Workspace) -> None:

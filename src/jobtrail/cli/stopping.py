@@ -82,7 +82,7 @@ async def warn_unset_credentials(rt: Runtime, only: str | None = None) -> dict[s
         op = await rt.ledger.get(only)
         ops = [] if op.state.ends_automation else [op]
     else:
-        ops = await rt.ledger.store.list_operations(states=_OPEN, limit=10_000)
+        ops = await rt.ledger.store.list_operations(states=_OPEN, limit=1000)
     missing = unset_by_provider((op.provider, op.provider_config) for op in ops)
     for provider, names in missing.items():
         for name in names:
