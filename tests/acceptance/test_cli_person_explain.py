@@ -45,3 +45,7 @@ def test_explain_shows_progress_and_relative_times(ws: Workspace) -> None:
     assert re.search(r"result in \d+ (s|min|h|d) \(\d{4}-\d\d-\d\dT[\d:.]+Z\)", text), text
     assert re.search(r"create (in|\d+ (s|min) ago|now)", text), text
     assert "{'" not in text and '{"completed"' not in text
+    status = ws.run("status", op).stdout
+    assert re.search(r"created_at\s+\S+Z \((now|\d+ (s|min) ago)\)", status), status
+    assert re.search(r"result_deadline\s+\S+Z \(in \d+ min\)", status), status
+    assert re.search(r"progress\s+\d+/\d+", status), status

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from jobtrail.views import (
     iso,
     operation_json,
     progress_text,
+    relative,
     transition_json,
 )
 from jobtrail.worker.blobs import BlobStore, is_file_location, read_checked
@@ -114,6 +116,9 @@ def show(document: dict[str, Any]) -> None:
         value = document.get(field)
         if field == "progress" and value is not None:
             value = progress_text(value)
+        if field in ("created_at", "result_deadline") and isinstance(value, str):
+            at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            value = f"{value} ({relative(at, datetime.now(UTC))})"
         if value is not None:
             table.add_row(field, cell(value if isinstance(value, str) else json.dumps(value)))
     result = document.get("result")
