@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobtrail.cli.exits import run_exit
+from jobtrail.core.states import State
+
 from harness import ROOT, SECRET
 
 JOBTRAIL = str(Path(sys.executable).with_name("jobtrail"))
@@ -54,6 +57,15 @@ class Workspace:
 
     def json(self, *args: str) -> Any:
         return json.loads(self.run(*args, "--json").stdout)
+
+    def drive(self, operation: str, **env: str) -> Any:
+        """`jobtrail run OPERATION --json` to whatever end; its exit code must name that end
+        (0 only for succeeded, see jobtrail.cli.exits)."""
+        done = self.run("run", operation, "--json", check=False, **env)
+        document = json.loads(done.stdout)
+        expected = run_exit(State(document["state"]))
+        assert done.returncode == expected, f"run exited {done.returncode}: {done.stderr}"
+        return document
 
 
 def make_workspace(root: Path, base_url: str) -> Workspace:

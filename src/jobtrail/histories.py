@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from jobtrail.audit import AuditRow
+from jobtrail.core.canonical import fingerprint
 from jobtrail.core.model import Operation, Transition
 from jobtrail.core.replay import replay
 from jobtrail.errors import TransitionRefused
@@ -93,5 +94,34 @@ def check(op: Operation, history: Sequence[Transition], audited: Counter[StepKey
         return (
             f"stored remote job id is {op.remote_job_id!r} but its history carries "
             f"{expected!r} (forged remote job id)"
+        )
+    return None
+
+
+def audited_requests(rows: Iterable[AuditRow]) -> dict[str, str]:
+    """Each operation's request fingerprint as its `operation.submitted` entry recorded it.
+    The body itself is stored once, in the operation row: this is what binds it."""
+    found: dict[str, str] = {}
+    for row in rows:
+        try:
+            doc = json.loads(row.entry)
+        except ValueError:
+            continue
+        if not isinstance(doc, dict) or doc.get("kind") != "operation.submitted":
+            continue
+        data = doc.get("data") or {}
+        if isinstance(doc.get("operation_id"), str) and isinstance(data.get("fingerprint"), str):
+            found[doc["operation_id"]] = data["fingerprint"]
+    return found
+
+
+def request_problem(op: Operation, audited: str | None) -> str | None:
+    """What is wrong with `op`'s stored request given its audited fingerprint, or None."""
+    request = op.request
+    again = fingerprint(request.method, request.target, request.body, request.headers or None)
+    if audited is not None and again != audited:
+        return (
+            "its stored request does not match the fingerprint the audit log recorded "
+            "(forged request)"
         )
     return None

@@ -19,7 +19,7 @@ from jobtrail.clock import SystemClock
 from jobtrail.core import outcomes as o
 from jobtrail.core.admission import check_request
 from jobtrail.core.apply import Applied, Policy, apply
-from jobtrail.core.canonical import fingerprint
+from jobtrail.core.canonical import canonical_json, fingerprint
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
 from jobtrail.core.model import (
@@ -44,7 +44,7 @@ from jobtrail.errors import (
     LostOwnership,
     NotFound,
 )
-from jobtrail.histories import Forgery, audited_steps
+from jobtrail.histories import Forgery, audited_requests, audited_steps, request_problem
 from jobtrail.histories import check as check_history
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
@@ -54,6 +54,7 @@ from jobtrail.store.retention import Keep, Pruned
 
 Clock = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
 _MAX_RETRIES = 8
+MAX_BODY_BYTES = 1024 * 1024  # a request body, as canonical JSON (docs/guarantees.md)
 _EVERY = 2**62  # a list limit meaning "all"
 
 
@@ -121,6 +122,36 @@ class Ledger:
     ) -> Operation:
         """Write the operation record durably; nothing is sent here. The same key with the
         same request returns the existing operation."""
+        op, _ = await self.admit(
+            provider,
+            body,
+            headers=headers,
+            key=key,
+            actor=actor,
+            authorized_by=authorized_by,
+            reason=reason,
+            create_deadline=create_deadline,
+            result_deadline=result_deadline,
+            cancel_deadline=cancel_deadline,
+        )
+        return op
+
+    async def admit(
+        self,
+        provider: ProviderSpec,
+        body: Any,
+        *,
+        headers: dict[str, str] | None = None,
+        key: str | None = None,
+        actor: str,
+        authorized_by: str | None = None,
+        reason: str | None = None,
+        create_deadline: timedelta | None = None,
+        result_deadline: timedelta | None = None,
+        cancel_deadline: timedelta | None = None,
+    ) -> tuple[Operation, bool]:
+        """`submit`, also saying whether the operation already existed under its key (True:
+        nothing new was recorded)."""
         headers = dict(headers or {})
         check_request(
             headers,
@@ -133,6 +164,12 @@ class Ledger:
         )
         # The fingerprint is computed first: it refuses what is not JSON before any write.
         print_ = fingerprint(request.method, request.target, body, headers)
+        body_size = len(canonical_json(body).encode("utf-8"))
+        if body_size > MAX_BODY_BYTES:
+            raise InvalidInput(
+                f"the request body is {body_size} bytes; jobtrail records bodies up to "
+                f"{MAX_BODY_BYTES} bytes (1 MiB): send a reference to the data instead"
+            )
         if key is not None:
             _check_key(key)  # an existing key is found by create_operation, atomically
         now = self.clock()
@@ -172,13 +209,17 @@ class Ledger:
                 "trace_id": op.trace_id,
                 "authorized_by": authorized_by,
                 "reason": reason,
-                "body": provider.redactor.json(body),
+                # The request body is stored once, in the operation row; the chain holds
+                # its fingerprint and size, which bind that row (docs/guarantees.md).
+                "body_bytes": body_size,
             },
         )
         stored = await self.store.create_operation(
             op, redacted_entries([entry], self._redactors.for_operation(op))
         )
-        return stored if stored.operation_id == op_id else _same_request(stored, print_, op.key)
+        if stored.operation_id == op_id:
+            return stored, False
+        return _same_request(stored, print_, op.key), True
 
     # -- reading -------------------------------------------------------------------------
 
@@ -188,19 +229,31 @@ class Ledger:
             raise NotFound(f"no operation {operation_id!r} in this ledger")
         return op
 
+    async def find(self, ref: str) -> Operation:
+        """An operation by its id or, when no id matches, by its key."""
+        op = await self.store.get(ref) or await self.store.get_by_key(ref)
+        if op is None:
+            raise NotFound(f"no operation with the id or key {ref!r} in this ledger")
+        return op
+
     async def forged_operations(self) -> list[Forgery]:
         """Operations whose stored state or remote job id is not what their audited history
-        replays to (see jobtrail.histories), oldest first."""
+        replays to, or whose stored request is not the one audited (see jobtrail.histories),
+        oldest first."""
         read = []
         for op in reversed(await self.store.list_operations(limit=_EVERY)):
             if (pair := await self._with_history(op)) is not None:
                 read.append(pair)
         # Read last: a step and its audit entry commit together, so every step read above is
         # in these rows even while workers run.
-        audited = audited_steps(await self.store.audit_rows())
+        rows = await self.store.audit_rows()
+        audited, requests = audited_steps(rows), audited_requests(rows)
         found = []
         for op, history in read:
-            if (problem := check_history(op, history, audited)) is not None:
+            problem = check_history(op, history, audited) or request_problem(
+                op, requests.get(op.operation_id)
+            )
+            if problem is not None:
                 found.append(Forgery(operation_id=op.operation_id, problem=problem))
         return found
 
@@ -235,6 +288,12 @@ class Ledger:
         that the remote job stopped."""
         for _ in range(_MAX_RETRIES):
             op = await self.get(operation_id)
+            if op.state.ends_automation and op.state not in REMOTE_MAY_RUN:
+                # The same answer for every finished state, with or without an earlier intent.
+                raise ActionRefused(
+                    f"{operation_id} already ended ({op.state}); there is no running job to "
+                    "cancel and nothing was recorded"
+                )
             if op.cancel_intent is not None:
                 return op
             if not op.capabilities.cancel:

@@ -60,6 +60,49 @@ def iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat().replace("+00:00", "Z")
 
 
+def relative(at: datetime, now: datetime) -> str:
+    """`at` as a person reads it next to `now`: "in 12 s", "3 min ago"."""
+    seconds = (at - now).total_seconds()
+    size = abs(seconds)
+    if size < 1:
+        return "now"
+    if size < 60:
+        span = f"{size:.0f} s"
+    elif size < 3600:
+        span = f"{size // 60:.0f} min"
+    elif size < 2 * 86400:
+        span = f"{size / 3600:.0f} h"
+    else:
+        span = f"{size // 86400:.0f} d"
+    return f"in {span}" if seconds > 0 else f"{span} ago"
+
+
+def when(at: datetime | None, now: datetime) -> str:
+    """Relative time with the absolute one beside it: "in 12 s (2026-12-01T10:00:12Z)"."""
+    return "none" if at is None else f"{relative(at, now)} ({iso(at)})"
+
+
+def progress_text(progress: object) -> str:
+    """A provider's progress as a person reads it: {"completed": 146, "total": 500} is
+    "146/500"; anything else is shown as the provider wrote it."""
+    if progress is None:
+        return "-"
+    if isinstance(progress, dict):
+        done = next((progress[k] for k in _DONE if k in progress), None)
+        total = progress.get("total")
+        if _count(done) and _count(total):
+            return f"{done}/{total}"
+        return json.dumps(progress, ensure_ascii=False)
+    return str(progress)
+
+
+_DONE = ("completed", "done", "processed", "succeeded", "current")
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def waiting_for(op: Operation, now: datetime) -> str:
     """What jobtrail will do next for this operation, in words."""
     action = plan(op, now)
@@ -71,7 +114,7 @@ def waiting_for(op: Operation, now: datetime) -> str:
             )
         return f"nothing: {action.why}"
     if isinstance(action, Wait):
-        return f"{action.then.describe()} at {iso(action.until)}"
+        return f"{action.then.describe()} {when(action.until, now)}"
     if op.lease_owner:
         return f"{action.describe()} (in progress on {op.lease_owner})"
     return f"{action.describe()} now (waiting for a worker)"
@@ -160,7 +203,7 @@ def timeline(
     for run in (ob for ob in observations if ob.source == "status"):
         label = "status read" if run.seen_count == 1 else f"{run.seen_count} status reads"
         last = run.last_progress if run.last_seen_at is not None else run.progress
-        progress = f", progress {last}" if last is not None else ""
+        progress = f", progress {progress_text(last)}" if last is not None else ""
         events.append((run.observed_at, 1, f"{label}: remote {run.remote_state}{progress}"))
     for at in attempts:
         if at.kind.value == "status" and at.outcome == "Observed":
@@ -190,6 +233,10 @@ def _attempt_line(at: Attempt) -> str:
         "reconcile": "lookup by client reference",
         "status": "status read",
     }[at.kind.value]
+    detail = at.detail if isinstance(at.detail, dict) else {}
+    # "nothing was sent" in the error: an attempt recorded before calls were marked unsent
+    if detail.get("sent") is False or "nothing was sent" in str(detail.get("error", "")):
+        what = f"{at.kind.value} not sent"
     if at.outcome is None:
         return f"{what} ({at.attempt_id}): no outcome recorded — the worker stopped mid-call"
     status = f" HTTP {at.http_status}" if at.http_status else ""
@@ -206,19 +253,32 @@ def explain_text(
     attempts: list[Attempt],
     observations: list[Observation],
     now: datetime,
+    *,
+    body: Any = None,
 ) -> str:
-    request = op.request
+    """`body` is the request body as it may be shown (redacted by the caller)."""
+    seen = ""
+    if op.remote_state:
+        seen = f" — last seen {op.remote_state}"
+        if op.progress is not None:
+            seen += f", progress {progress_text(op.progress)}"
     lines = [
         f"Operation {op.operation_id} — {op.state}",
-        f"  asked:      {request.method} {request.target} (key {op.key})",
+        f"  asked:      {_asked(op)}",
         f"              fingerprint {op.fingerprint}, token {op.idempotency_token}",
         f"              trace {op.trace_id}",
-        f"  remote job: {op.remote_job_id or 'none known'}"
-        + (f" — last seen {op.remote_state}" if op.remote_state else ""),
-        f"  deadlines:  create {iso(op.create_deadline)}, result {iso(op.result_deadline)}"
-        + (f", cancel {iso(op.cancel_deadline)}" if op.cancel_deadline else ""),
+    ]
+    if body is not None:
+        lines.append(f"  body:       {_body_line(body)}")
+    lines += [
+        f"  remote job: {op.remote_job_id or 'none known'}{seen}",
+        f"  deadlines:  create {when(op.create_deadline, now)}",
+        f"              result {when(op.result_deadline, now)}"
+        + (f"; cancel {when(op.cancel_deadline, now)}" if op.cancel_deadline else ""),
         f"  next:       {waiting_for(op, now)}",
     ]
+    if (rejected := _rejection(attempts)) is not None:
+        lines.append(f"  rejected:   {rejected}")
     if op.conflicting_job_ids:
         lines.append(
             f"  conflict:   provider tied this operation to {', '.join(op.conflicting_job_ids)}"
@@ -241,6 +301,46 @@ def explain_text(
         lines.append(f"  {at.strftime('%Y-%m-%d %H:%M:%S')}  {text}")
     # each entry is one line of ours: a provider's line break or escape inside it is shown
     return "\n".join(shown(line) for line in lines)
+
+
+def _asked(op: Operation) -> str:
+    """Who asked whom for what, as a sentence: "alice asked simulator for POST /v1/reports
+    (key feb-report), authorized by bob: February report"."""
+    request = op.request
+    # the target reads "PROVIDER:METHOD PATH" for provider files; say it once
+    what = request.target.removeprefix(f"{op.provider}:")
+    if what == request.target:
+        what = f"{request.method} {request.target}"
+    text = f"{op.actor} asked {op.provider} for {what}"
+    if op.key != op.operation_id:
+        text += f" (key {op.key})"
+    if op.authorized_by:
+        text += f", authorized by {op.authorized_by}"
+    return text + (f": {op.reason}" if op.reason else "")
+
+
+_BODY_SHOWN = 400  # characters of the request body in `explain`; --json has all of it
+
+
+def _body_line(body: Any) -> str:
+    text = json.dumps(body, ensure_ascii=False, separators=(", ", ": "))
+    if len(text) > _BODY_SHOWN:
+        return f"{text[:_BODY_SHOWN]}… ({len(text)} characters; --json shows all)"
+    return text
+
+
+def _rejection(attempts: list[Attempt]) -> str | None:
+    """The provider's own words for the last refused create, from its answer's body."""
+    for at in reversed(attempts):
+        if at.kind.value != "create" or at.outcome != "Rejected":
+            continue
+        detail = at.detail if isinstance(at.detail, dict) else {}
+        words = detail.get("error") or detail.get("body")
+        status = f"HTTP {at.http_status}: " if at.http_status else ""
+        if words is None:
+            return f"{status}the provider gave no reason"
+        return status + (words if isinstance(words, str) else json.dumps(words))
+    return None
 
 
 def _result_line(op: Operation) -> str:

@@ -36,7 +36,7 @@ def test_submit_then_run_to_success(ws: Workspace) -> None:
     assert set(submitted) >= REQUIRED and submitted["state"] == "create_pending"
     assert submitted["request_fingerprint"].startswith("sha256:")
     op = submitted["operation_id"]
-    final = ws.json("run", op)
+    final = ws.drive(op)
     assert final["state"] == "succeeded" and final["remote_job_id"]
     status = ws.json("status", op)
     assert set(status) >= REQUIRED and status["idempotency_token"] == submitted["idempotency_token"]
@@ -124,7 +124,7 @@ def test_a_secret_reaches_no_file_and_no_output(ws: Workspace) -> None:
     refused = ws.run("submit", "simulator", "--body", '{"password": "hunter2-secret"}', check=False)
     assert refused.returncode == 1 and "sensitive field" in refused.stderr
     op = ws.json("submit", "simulator", "--body", '{"account": "a"}', "--key", "s")["operation_id"]
-    ws.json("run", op)
+    ws.drive(op)
     for command in (["status", op], ["explain", op], ["history", op], ["escalation", op]):
         ws.run(*command)
     ws.run("audit", "verify")
@@ -198,7 +198,7 @@ def test_cutting_the_tail_is_caught_against_an_anchor(ws: Workspace) -> None:
 def test_history_and_audit_refuse_update_and_delete(ws: Workspace) -> None:
     """The database itself refuses changes to the append-only tables."""
     op = ws.json("submit", "simulator", "--body", "{}")["operation_id"]
-    ws.json("run", op)
+    ws.drive(op)
     conn = sqlite3.connect(ws.db)
     for statement in (
         "UPDATE transitions SET actor = 'x'",

@@ -17,7 +17,7 @@ VIOLATION = '{"account": "v", "_sim": {"drop_create_answer": true, "different_id
 def test_adopting_one_of_the_job_ids_resumes_the_operation(ws: Workspace) -> None:
     """needs_human -> adopt a job id the provider gave -> the worker finishes it."""
     op = ws.json("submit", "simulator", "--body", VIOLATION)["operation_id"]
-    stuck = ws.json("run", op)
+    stuck = ws.drive(op)
     assert stuck["state"] == "needs_human" and len(stuck["conflicting_job_ids"]) == 2
     assert stuck["conflicting_job_ids"][0] in ws.run("escalation", op).stdout
     refused = ws.run(
@@ -48,7 +48,7 @@ def test_adopting_one_of_the_job_ids_resumes_the_operation(ws: Workspace) -> Non
         "support confirmed the first job",
     )
     assert resumed["state"] == "accepted" and resumed["remote_job_id"] == chosen
-    final = ws.json("run", op)
+    final = ws.drive(op)
     assert final["state"] == "succeeded" and final["remote_job_id"] == chosen
     decided = [h for h in ws.json("history", op) if h["evidence"] == "human_decision"]
     assert decided and decided[0]["actor"] == "alice"
@@ -57,7 +57,7 @@ def test_adopting_one_of_the_job_ids_resumes_the_operation(ws: Workspace) -> Non
 def test_retry_as_new_submits_a_fresh_operation_once(ws: Workspace) -> None:
     """retry-as-new fails the stuck operation and records the same request anew, once."""
     op = ws.json("submit", "simulator", "--body", VIOLATION)["operation_id"]
-    ws.json("run", op)
+    ws.drive(op)
     first = ws.json(
         "resolve", op, "--decision", "retry-as-new", "--actor", "bob", "--reason", "start clean"
     )
@@ -86,7 +86,7 @@ def test_extend_resumes_a_timed_out_operation(ws: Workspace) -> None:
     op = ws.json("submit", "simulator", "--body", body, "--result-deadline", "300ms")[
         "operation_id"
     ]
-    assert ws.json("run", op)["state"] == "result_timed_out"
+    assert ws.drive(op)["state"] == "result_timed_out"
     extended = ws.json(
         "extend",
         op,
@@ -98,7 +98,7 @@ def test_extend_resumes_a_timed_out_operation(ws: Workspace) -> None:
         "the report is worth waiting for",
     )
     assert extended["state"] == "observing"
-    assert ws.json("run", op)["state"] == "succeeded"
+    assert ws.drive(op)["state"] == "succeeded"
     assert any(h["actor"] == "carol" and h["to"] == "observing" for h in ws.json("history", op))
 
 

@@ -12,7 +12,7 @@ from cliutil import Workspace
 
 def _finished_and_waiting(ws: Workspace) -> tuple[str, str]:
     done = ws.json("submit", "simulator", "--body", '{"n": 1}')["operation_id"]
-    assert ws.json("run", done)["state"] == "succeeded"
+    assert ws.drive(done)["state"] == "succeeded"
     waiting = ws.json("submit", "simulator", "--body", '{"n": 2}')["operation_id"]
     return done, waiting
 

@@ -31,7 +31,7 @@ def blind_provider(ws: Workspace) -> None:
 def stuck(ws: Workspace) -> str:
     blind_provider(ws)
     op: str = ws.json("submit", "blind", "--body", HIDDEN)["operation_id"]
-    assert ws.json("run", op)["state"] == "needs_human"
+    assert ws.drive(op)["state"] == "needs_human"
     return op
 
 
@@ -64,7 +64,7 @@ def test_an_unseen_job_id_is_read_then_adopted(ws: Workspace, simulator: Simulat
     decided = [e for e in entries if e["kind"] == "human.decision"]
     assert decided[-1]["data"]["evidence"] == reads[0]["attempt_id"]
     assert ws.run("audit", "verify").returncode == 0
-    final = ws.json("run", op)
+    final = ws.drive(op)
     assert final["state"] == "succeeded" and final["remote_job_id"] == job
     assert [j.job_id for j in simulator.jobs.values() if j.client_reference == op] == [job]
 

@@ -14,9 +14,9 @@ from typing import Annotated, Any, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from jobtrail.agent.shapes import (
     CancelRecorded,
@@ -50,9 +50,43 @@ OperationId = Annotated[str, Field(description="The operation id returned by sub
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
+class _Server(MCPServer[Any]):
+    """The SDK's server, with arguments that do not fit a tool's schema answered in one
+    sentence naming them (the SDK's own answer is pydantic's multi-line report)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(_arguments_sentence(name, cause)) from cause
+
+
+def _arguments_sentence(tool: str, error: ValidationError) -> str:
+    missing, wrong = [], []
+    for problem in error.errors():
+        where = ".".join(str(part) for part in problem["loc"]) or "the arguments"
+        if problem["type"] == "missing":
+            missing.append(where)
+        else:
+            wrong.append(f"{where} ({problem['msg'].lower()})")
+    parts = []
+    if missing:
+        parts.append(
+            f"is missing the argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+        )
+    if wrong:
+        parts.append(f"got an unusable {', '.join(wrong)}")
+    return f"{tool} {' and '.join(parts)}; its input schema lists what it takes."
+
+
 def build_server(tools: AgentTools, *, actor: str | None = None) -> MCPServer[Any]:
     """The MCP server exposing `tools`; `actor` overrides the client's name as the actor."""
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = _Server(
         "jobtrail", version=version("jobtrail"), instructions=INSTRUCTIONS, log_level="WARNING"
     )
 

@@ -82,9 +82,10 @@ async def audit_verify(settings: Settings, anchor: str | None, replay: bool, as_
 
 
 @audit.command("head")
+@json_option
 @pass_settings
 @run_async
-async def audit_head(settings: Settings) -> None:
+async def audit_head(settings: Settings, as_json: bool) -> None:
     """Print COUNT:HASH of the chain's head, to keep somewhere else as an anchor."""
     async with opened(settings) as ledger:
         rows = await ledger.store.audit_rows()
@@ -92,7 +93,11 @@ async def audit_head(settings: Settings) -> None:
     if not verdict.ok:
         fail(verdict.message())
     # The head's number, not the count of rows: after a prune the two differ.
-    click.echo(f"{rows[-1].seq if rows else 0}:{verdict.head}")
+    seq = rows[-1].seq if rows else 0
+    if as_json:
+        emit_json({"seq": seq, "head": verdict.head, "anchor": f"{seq}:{verdict.head}"})
+    else:
+        click.echo(f"{seq}:{verdict.head}")
 
 
 @click.group()

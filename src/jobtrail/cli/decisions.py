@@ -24,17 +24,19 @@ from jobtrail.views import escalation_bundle, operation_json
 
 @click.command()
 @click.argument("operation_id")
+@json_option
 @pass_settings
 @run_async
-async def escalation(settings: Settings, operation_id: str) -> None:
-    """Print the escalation bundle (JSON) for a person or the provider's support: remote job
-    id, trace id, request history and provider request ids."""
+async def escalation(settings: Settings, operation_id: str, as_json: bool) -> None:
+    """Print the escalation bundle (JSON, with or without --json) for a person or the
+    provider's support: remote job id, trace id, request history and provider request ids.
+    OPERATION_ID may also be the operation's key."""
     async with opened(settings) as ledger:
-        op = await ledger.get(operation_id)
+        op = await ledger.find(operation_id)
         bundle = escalation_bundle(
             op,
-            await ledger.store.history(operation_id),
-            await ledger.store.attempts(operation_id),
+            await ledger.store.history(op.operation_id),
+            await ledger.store.attempts(op.operation_id),
             ledger.clock(),
         )
     emit_json(bundle)
@@ -105,7 +107,7 @@ async def resolve(
 @click.option(
     "--cancel-deadline",
     metavar="DURATION",
-    help="Keep waiting for a cancellation until now + DURATION.",
+    help="Keep waiting for a cancellation_unconfirmed operation's cancel until now + DURATION.",
 )
 @click.option("--actor", required=True)
 @click.option("--reason", required=True)
@@ -127,7 +129,7 @@ async def extend(
     duration = parse_duration(result_deadline or cancel_deadline or "")
     async with opened(settings) as ledger:
         human = o.HumanDecision(
-            decision=o.Decision.EXTEND,
+            decision=o.Decision.EXTEND if result_deadline else o.Decision.EXTEND_CANCEL,
             actor=actor,
             reason=reason,
             new_deadline=ledger.clock() + duration,

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from jobtrail.cli.context import (
@@ -29,10 +31,13 @@ from jobtrail.core.durations import parse_duration
 from jobtrail.core.states import State
 from jobtrail.errors import InvalidInput
 from jobtrail.providers.config import find_provider
+from jobtrail.providers.credentials import unset_credentials
 from jobtrail.views import (
     explain_text,
     iso,
     operation_json,
+    progress_text,
+    relative,
     transition_json,
 )
 from jobtrail.worker.blobs import BlobStore, is_file_location, read_checked
@@ -40,13 +45,39 @@ from jobtrail.worker.blobs import BlobStore, is_file_location, read_checked
 console = Console(highlight=False)
 
 
+def id_table(*headers: str) -> Table:
+    """A table of ids and words, none of them ever cut (a cut id cannot be pasted back)."""
+    table = Table(*headers)
+    for column in table.columns:
+        column.no_wrap = True
+    return table
+
+
+def print_table(table: Table) -> None:
+    """Print `table` whole at any terminal width, piped or not: narrower than the table,
+    the lines are left to the terminal to wrap instead of cutting what is in them."""
+    needed = Measurement.get(console, console.options.update_width(100_000), table).maximum
+    wide = console if needed <= console.width else Console(highlight=False, width=needed)
+    wide.print(table)
+
+
 def _body(text: str) -> Any:
     if text.startswith("@"):
         name = text[1:]
+        if not name:
+            raise InvalidInput("--body @ needs a file name after the @ (or @- for stdin)")
+        where = "stdin" if name == "-" else f"the body file {name}"
         try:
-            text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+            raw = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
         except OSError as exc:
-            raise InvalidInput(f"cannot read the body file {name}: {exc.strerror}") from None
+            raise InvalidInput(f"cannot read {where}: {exc.strerror}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(
+                f"{where} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+                f"{exc.start}); save it as UTF-8 JSON"
+            ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -65,8 +96,8 @@ def _headers(values: tuple[str, ...]) -> dict[str, str]:
 
 def show(document: dict[str, Any]) -> None:
     table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(no_wrap=True)
     for field in (
         "operation_id",
         "state",
@@ -83,6 +114,11 @@ def show(document: dict[str, Any]) -> None:
         "result_deadline",
     ):
         value = document.get(field)
+        if field == "progress" and value is not None:
+            value = progress_text(value)
+        if field in ("created_at", "result_deadline") and isinstance(value, str):
+            at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            value = f"{value} ({relative(at, datetime.now(UTC))})"
         if value is not None:
             table.add_row(field, cell(value if isinstance(value, str) else json.dumps(value)))
     result = document.get("result")
@@ -91,7 +127,7 @@ def show(document: dict[str, Any]) -> None:
             "result",
             cell("valid" if result["valid"] else "invalid: " + "; ".join(result["problems"])),
         )
-    console.print(table)
+    print_table(table)
 
 
 @click.command()
@@ -138,8 +174,14 @@ async def submit(
     (`jobtrail worker`, or `jobtrail run OPERATION_ID`) sends it.
     """
     spec = find_provider(provider)
+    for name in unset_credentials(spec):
+        say(
+            f"warning: environment variable {name} is not set: the operation is recorded, "
+            f"but nothing can be sent to {spec.name!r} until it is",
+            err=True,
+        )
     async with opened(settings, create=True) as ledger:
-        op = await ledger.submit(
+        op, existing = await ledger.admit(
             spec,
             _body(body),
             headers=_headers(headers),
@@ -151,9 +193,15 @@ async def submit(
             result_deadline=parse_duration(result_deadline) if result_deadline else None,
             cancel_deadline=parse_duration(cancel_deadline) if cancel_deadline else None,
         )
-        document = operation_json(op, ledger.clock())
+        document = operation_json(op, ledger.clock()) | {"existing": existing}
     if as_json:
         emit_json(document)
+    elif existing:
+        show(document)
+        say(
+            f"\nThe key {op.key} already names this operation (same request): nothing new "
+            f"was recorded. It is {op.state}."
+        )
     else:
         show(document)
         console.print(
@@ -168,9 +216,9 @@ async def submit(
 @pass_settings
 @run_async
 async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
-    """Show one operation's record."""
+    """Show one operation's record (OPERATION_ID may also be its key)."""
     async with opened(settings) as ledger:
-        document = operation_json(await ledger.get(operation_id), ledger.clock())
+        document = operation_json(await ledger.find(operation_id), ledger.clock())
     emit_json(document) if as_json else show(document)
 
 
@@ -194,7 +242,9 @@ async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json
     if as_json:
         emit_json([operation_json(op, now) for op in ops])
         return
-    table = Table("operation", "state", "provider", "remote job", "remote state", "created", "key")
+    table = id_table(
+        "operation", "state", "provider", "remote job", "remote state", "created", "key"
+    )
     for op in ops:
         key = "" if op.key == op.operation_id else op.key
         table.add_row(
@@ -211,7 +261,7 @@ async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json
                 ),
             )
         )
-    console.print(table)
+    print_table(table)
 
 
 @click.command()
@@ -222,12 +272,12 @@ async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json
 async def history(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show an operation's transition history (append-only)."""
     async with opened(settings) as ledger:
-        await ledger.get(operation_id)
+        operation_id = (await ledger.find(operation_id)).operation_id
         transitions = await ledger.store.history(operation_id)
     if as_json:
         emit_json([transition_json(t) for t in transitions])
         return
-    table = Table("at", "actor", "from", "to", "evidence", "cause")
+    table = id_table("at", "actor", "from", "to", "evidence", "cause")
     for t in transitions:
         table.add_row(
             *map(
@@ -242,7 +292,7 @@ async def history(settings: Settings, operation_id: str, as_json: bool) -> None:
                 ),
             )
         )
-    console.print(table)
+    print_table(table)
 
 
 @click.command()
@@ -254,7 +304,9 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Tell an operation's story: what we asked, which remote job, what we observed, what
     we did next."""
     async with opened(settings) as ledger:
-        op = await ledger.get(operation_id)
+        op = await ledger.find(operation_id)
+        operation_id = op.operation_id
+        body = ledger.redactor(op).json(op.request.body)
         store = ledger.store
         hist, attempts = await store.history(operation_id), await store.attempts(operation_id)
         observations = await store.observations(operation_id)
@@ -265,6 +317,7 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
         emit_json(
             operation_json(op, now)
             | {
+                "request_body": body,
                 "timeline": [
                     {"at": iso(at), "event": text}
                     for at, text in timeline(op, hist, attempts, observations)
@@ -272,7 +325,7 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
             }
         )
     else:
-        say(explain_text(op, hist, attempts, observations, now))
+        say(explain_text(op, hist, attempts, observations, now, body=body))
 
 
 @click.command()
@@ -294,6 +347,7 @@ async def cancel(
     """Record the intent to cancel. The lease owner sends the cancel once and keeps
     observing; the operation is `cancelled` only when the provider says so."""
     async with opened(settings) as ledger:
+        operation_id = (await ledger.find(operation_id)).operation_id
         op = await ledger.cancel(
             operation_id, actor=actor, reason=reason, expected_effect=expected_effect
         )
@@ -309,7 +363,7 @@ async def cancel(
 async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show the validated result summary and where the content is stored."""
     async with opened(settings) as ledger:
-        op = await ledger.get(operation_id)
+        op = await ledger.find(operation_id)
     summary = operation_json(op, op.created_at)["result"]
     problem = None
     if op.result is not None and op.result.location and is_file_location(op.result.location):
@@ -348,7 +402,7 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
         )
         if items["failed_refs"]:
             table.add_row("failed items", cell(", ".join(items["failed_refs"][:50])))
-    console.print(table)
+    print_table(table)
     if problem:
         fail(problem)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 from datetime import datetime
 
 import click
@@ -18,24 +17,21 @@ from jobtrail.cli.context import (
     concurrency_option,
     default_actor,
     emit_json,
+    fail,
     json_option,
     pass_settings,
     run_async,
     say,
     worker_id_option,
 )
+from jobtrail.cli.exits import EXIT_HELP, RunExit, run_exit
+from jobtrail.cli.stopping import Stopper, log_steps, warn_unset_credentials
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
-from jobtrail.runtime import Runtime, runtime
+from jobtrail.runtime import runtime
 from jobtrail.store.urls import shown_url
-from jobtrail.views import iso, operation_json, waiting_for
-
-
-def _stop_on_signals(rt: Runtime) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, rt.worker.stop.set)
+from jobtrail.views import iso, operation_json, progress_text, waiting_for
 
 
 @click.command()
@@ -53,13 +49,25 @@ def _stop_on_signals(rt: Runtime) -> None:
     metavar="DURATION",
     help="How long a claim holds an operation before others may take it over.",
 )
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Log each claim, call, outcome and release to stderr."
+)
 @pass_settings
 @run_async
 async def worker(
-    settings: Settings, concurrency: int, until_idle: bool, worker_id: str | None, lease: str
+    settings: Settings,
+    concurrency: int,
+    until_idle: bool,
+    worker_id: str | None,
+    lease: str,
+    verbose: bool,
 ) -> None:
-    """Claim due operations and carry them forward until stopped (SIGINT/SIGTERM stop it
-    gracefully: in-flight calls finish, or are left recorded as sent)."""
+    """Claim due operations and carry them forward until stopped. Ctrl-C (or SIGTERM) stops
+    taking work at once and waits for the steps in flight, naming them; a second Ctrl-C
+    abandons them (their calls stay recorded as sent). The stop is recorded in the audit
+    log as a graceful stop."""
+    if verbose:
+        log_steps()
     async with runtime(
         settings.db,
         settings.data_dir,
@@ -69,12 +77,14 @@ async def worker(
         lease_for=parse_duration(lease),
         results=settings.results,
     ) as rt:
-        _stop_on_signals(rt)
+        stopper = Stopper(rt, rt.worker.in_flight, rt.worker.abandon)
         click.echo(
             f"{rt.runner.actor} working on {shown_url(settings.db)} (concurrency {concurrency})",
             err=True,
         )
+        await warn_unset_credentials(rt)
         stats = await rt.worker.run(until_idle=until_idle)
+        await stopper.record(claimed=stats.claimed, finished=stats.finished)
     click.echo(
         f"stopped: {stats.claimed} claims, {stats.finished} operations ended, "
         f"{stats.lost} lost to other workers",
@@ -85,23 +95,36 @@ async def worker(
 def _panel(op: Operation, now: datetime) -> Table:
     table = Table(show_header=False, box=None)
     table.add_column(style="bold")
+    table.add_column(no_wrap=True, overflow="fold")
     table.add_row("operation", cell(op.operation_id))
     table.add_row("state", cell(op.state.value))
     table.add_row("remote job", cell(op.remote_job_id or "-"))
     table.add_row("remote state", cell(op.remote_state or "-"))
-    table.add_row("progress", cell(op.progress if op.progress is not None else "-"))
+    table.add_row("progress", cell(progress_text(op.progress)))
     table.add_row("next", cell(waiting_for(op, now)))
     return table
 
 
-@click.command()
+def _foreign_lease(op: Operation, actor: str, now: datetime) -> str | None:
+    """Whose live lease keeps `run` from driving `op` now, in words; None if nobody's."""
+    if not op.lease_owner or op.lease_owner == actor:
+        return None
+    if op.lease_expires_at is not None and op.lease_expires_at <= now:
+        return None
+    until = f" until {iso(op.lease_expires_at)}" if op.lease_expires_at else ""
+    return f"{op.lease_owner} (fence {op.fence}){until}"
+
+
+@click.command(epilog=EXIT_HELP)
 @click.argument("operation_id")
 @json_option
 @pass_settings
 @run_async
 async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Drive one operation in the foreground until automation ends for it, showing its
-    state, remote state, progress and next poll."""
+    state, remote state, progress and next poll. Exits 0 only when it succeeded, so
+    `jobtrail run OP && next-step` is safe. Ctrl-C stops after the step in flight; a
+    second Ctrl-C abandons it."""
     actor = f"run:{default_actor()}"
     async with runtime(
         settings.db,
@@ -112,20 +135,43 @@ async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
         create=False,  # the operation must already be recorded, so must its ledger
         results=settings.results,
     ) as rt:
-        _stop_on_signals(rt)
-        op = await rt.ledger.get(operation_id)
+        op = await rt.ledger.find(operation_id)
+        operation_id = op.operation_id
+        if await warn_unset_credentials(rt, only=operation_id):
+            fail(
+                f"{operation_id} cannot be sent: set the variable named above and run it "
+                "again (nothing was sent)",
+                code=RunExit.PROVIDER_MISSING,
+            )
+        steps: list[asyncio.Task[Operation | None]] = []
+
+        def abandon() -> None:
+            for step in steps:
+                step.cancel()
+
+        stopper = Stopper(
+            rt, lambda: [operation_id] if any(not s.done() for s in steps) else [], abandon
+        )
+        waited_for: str | None = None
         with Live(_panel(op, rt.clock.now()), transient=as_json, auto_refresh=False) as live:
             while not op.state.ends_automation and not rt.worker.stop.is_set():
                 claims = await rt.ledger.claim(actor, 1, rt.runner.lease_for, only=operation_id)
                 if claims:
-                    await rt.runner.drive(claims[0].operation)
+                    steps[:] = [asyncio.create_task(rt.runner.drive(claims[0].operation))]
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await steps[0]
                 op = await rt.ledger.get(operation_id)
+                holder = None if claims else _foreign_lease(op, actor, rt.clock.now())
+                if holder is not None and holder != waited_for:
+                    say(f"waiting for the lease held by {holder} on {operation_id}", err=True)
+                waited_for = holder
                 live.update(_panel(op, rt.clock.now()), refresh=True)
                 due = op.next_poll_at
                 delay = 1.0 if due is None else (due - rt.clock.now()).total_seconds()
                 if not op.state.ends_automation and delay > 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(rt.worker.stop.wait(), timeout=min(delay, 1.0))
+        await stopper.record(finished=int(op.state.ends_automation))
         if as_json:
             emit_json(operation_json(op, rt.clock.now()))
         else:
@@ -133,6 +179,10 @@ async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
                 f"{op.operation_id} {op.state.value} (remote job "
                 f"{op.remote_job_id or 'none'}) at {iso(rt.clock.now())}"
             )
+    code = run_exit(op.state)
+    if code is RunExit.INTERRUPTED:
+        say(f"interrupted: {op.operation_id} is still {op.state.value}", err=True)
+    raise SystemExit(int(code))
 
 
 COMMANDS = [worker, run]

@@ -15,7 +15,7 @@ def parse_duration(text: str | int | float) -> timedelta:
     if isinstance(text, int | float) and not isinstance(text, bool):
         if text < 0:
             raise InvalidInput(f"a duration cannot be negative: {text}")
-        return timedelta(seconds=text)
+        return _bounded(text, text)
     if not isinstance(text, str):
         raise InvalidInput(f"a duration must be text like '90s' or '2m', got {text!r}")
     compact = text.strip().replace(" ", "")
@@ -27,7 +27,18 @@ def parse_duration(text: str | int | float) -> timedelta:
         pos = match.end()
     if not compact or pos != len(compact):
         raise InvalidInput(f"cannot read the duration {text!r}; write it like 90s, 2m, 1h30m or 1d")
-    return timedelta(seconds=total)
+    return _bounded(text, total)
+
+
+# Deadlines are added to today's date: past ten years they stop meaning anything, and far
+# past it the date itself overflows.
+MAX_DAYS = 3650
+
+
+def _bounded(text: str | int | float, seconds: float) -> timedelta:
+    if seconds > MAX_DAYS * 86400:
+        raise InvalidInput(f"the duration {text!r} is too long; the longest is {MAX_DAYS}d")
+    return timedelta(seconds=seconds)
 
 
 def format_duration(delta: timedelta) -> str:

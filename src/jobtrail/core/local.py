@@ -104,5 +104,15 @@ def on_decision(step: Step, out: o.Outcome) -> None:
             step.set(cancel_deadline=out.new_deadline, poll_count=0)
             step.move(State.CANCELLING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
             step.now_next()
+        case (o.Decision.EXTEND, State.CANCELLATION_UNCONFIRMED):
+            raise ActionRefused(
+                f"{op.operation_id} is cancellation_unconfirmed: it waits on the cancel "
+                "deadline, not the result deadline; extend that one (--cancel-deadline)"
+            )
+        case (o.Decision.EXTEND_CANCEL, State.RESULT_TIMED_OUT):
+            raise ActionRefused(
+                f"{op.operation_id} is result_timed_out: it waits on the result deadline, "
+                "not the cancel deadline; extend that one (--result-deadline)"
+            )
         case _:
             raise ActionRefused(f"the decision '{out.decision}' does not apply in state {op.state}")

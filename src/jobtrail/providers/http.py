@@ -181,7 +181,8 @@ class HttpProvider:
             secret = os.environ.get(auth.env)
             if not secret:
                 reason = f"environment variable {auth.env} is not set; nothing was sent"
-                return Reply(outcome=o.Throttled(reason=reason), detail={"error": reason})
+                detail = {"error": reason, "sent": False}
+                return Reply(outcome=o.Throttled(reason=reason), detail=detail)
             prepared.headers[auth.header] = auth.prefix + secret
         limit = (
             self.spec.result.max_bytes
@@ -226,7 +227,7 @@ class HttpProvider:
         except aiohttp.ClientConnectorError as exc:
             why = exc.os_error.strerror or type(exc).__name__
             reason = f"could not connect to {req.url.split('/')[2]} ({why}); nothing was sent"
-            return self._failed(o.Throttled(reason=reason), started)
+            return self._failed(o.Throttled(reason=reason), started, sent=False)
         except aiohttp.ClientError as exc:
             reason = f"the {what} call broke off after sending ({type(exc).__name__})"
             return self._failed(o.Ambiguous(reason=reason), started)
@@ -294,9 +295,14 @@ class HttpProvider:
         )
         return Reply(outcome=None, detail=detail, fetched=fetched)
 
-    def _failed(self, outcome: o.Ambiguous | o.Throttled, started: float) -> Reply:
+    def _failed(
+        self, outcome: o.Ambiguous | o.Throttled, started: float, *, sent: bool = True
+    ) -> Reply:
         elapsed = round((time.monotonic() - started) * 1000, 1)
-        return Reply(outcome=outcome, detail={"error": outcome.reason, "elapsed_ms": elapsed})
+        detail: dict[str, Any] = {"error": outcome.reason, "elapsed_ms": elapsed}
+        if not sent:  # stopped before any byte left: the timeline must not say "sent"
+            detail["sent"] = False
+        return Reply(outcome=outcome, detail=detail)
 
     def _detail(
         self, status: int, headers: dict[str, str], body: bytes | None, started: float

@@ -83,9 +83,26 @@ class Worker:
         self.stats.claimed += 1
         if self.record_lateness:
             self.stats.lateness.append((self.clock.now() - claim.was_due).total_seconds())
-        task = asyncio.create_task(self._drive(claim.operation))
+        op = claim.operation
+        log.info(
+            "claimed (fence %d, due %s)",
+            op.fence,
+            claim.was_due.isoformat(),
+            extra={"operation_id": op.operation_id, "state": op.state.value},
+        )
+        task = asyncio.create_task(self._drive(op), name=op.operation_id)
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
+
+    def in_flight(self) -> list[str]:
+        """The operations whose steps are running now (what a stopping worker waits for)."""
+        return sorted(task.get_name() for task in self._inflight)
+
+    def abandon(self) -> None:
+        """Stop waiting for in-flight steps (a second Ctrl-C): their calls keep their
+        recorded intent, and the next owner settles them as interrupted."""
+        for task in self._inflight:
+            task.cancel()
 
     async def _drive(self, op: Operation) -> None:
         try:

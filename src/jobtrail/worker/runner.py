@@ -45,6 +45,7 @@ class Runner:
         try:
             while op.lease_owner is not None:
                 op = await self._step(op)
+            log.info("released (state %s)", op.state.value, extra=_fields(op))
             return op
         except LostOwnership as exc:
             log.warning("lost ownership: %s", exc, extra=_fields(op))
@@ -56,6 +57,7 @@ class Runner:
         if isinstance(action, Nothing | Wait):
             return await self.ledger.release(op, action.until if isinstance(action, Wait) else None)
         if isinstance(action, Decide):
+            log.info("deciding: %s", type(action.outcome).__name__, extra=_fields(op))
             return await self.ledger.settle(op, action.outcome, self.actor)
         return await self._call(op, action)
 
@@ -75,6 +77,7 @@ class Runner:
             reply = await self._collect_locally(op)
         else:
             spec = self.providers.spec(op)
+            log.info("calling: %s", action.describe(), extra=_fields(op))
             reply = await guarded_call(provider, spec, action.kind, op)
         outcome = await self._outcome(op, reply)
         detail = reply.detail

@@ -1,0 +1,110 @@
+"""What `worker` and `run` share about starting and stopping in front of a person: a loud
+word about credentials that are not set, readable step logs (`-v`), and Ctrl-C handled in
+two stages (stop taking work and say what is still running; a second one abandons it),
+with the stop recorded in the audit log as a graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable
+
+from jobtrail.audit import AuditEntry
+from jobtrail.cli.context import say
+from jobtrail.core.states import ENDS_AUTOMATION, State
+from jobtrail.providers.credentials import unset_by_provider
+from jobtrail.runtime import Runtime
+from jobtrail.views import shown
+
+_OPEN = [state for state in State if state not in ENDS_AUTOMATION]
+
+
+class Stopper:
+    """Ctrl-C (SIGINT) and SIGTERM for a driver: the first sets `rt.worker.stop` and says
+    what is still in flight; the second calls `abandon`."""
+
+    def __init__(
+        self, rt: Runtime, in_flight: Callable[[], list[str]], abandon: Callable[[], None]
+    ) -> None:
+        self.rt, self.in_flight, self.abandon = rt, in_flight, abandon
+        self.signal: str | None = None
+        self.abandoned: list[str] = []
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        busy = self.in_flight()
+        if self.signal is None:
+            self.signal = sig.name
+            self.rt.worker.stop.set()
+            if busy:
+                say(
+                    f"stopping ({sig.name}): no new work is taken; waiting for the step in "
+                    f"flight on {', '.join(busy)} to finish. Press Ctrl-C again to abandon "
+                    "it (its call stays recorded as sent, and is settled by the next owner).",
+                    err=True,
+                )
+            else:
+                say(f"stopping ({sig.name}): nothing in flight.", err=True)
+            return
+        if busy:
+            say(f"abandoning the step in flight on {', '.join(busy)}.", err=True)
+            self.abandoned = busy
+            self.abandon()
+
+    async def record(self, **counts: int) -> None:
+        """Write the stop to the audit log: a person stopped this driver, it did not crash."""
+        if self.signal is None:
+            return
+        rt = self.rt
+        entry = AuditEntry(
+            at=rt.clock.now(),
+            operation_id=None,
+            kind="worker.stopped",
+            actor=rt.runner.actor,
+            data={
+                "graceful": True,
+                "signal": self.signal,
+                "abandoned": self.abandoned,
+                **counts,
+            },
+        )
+        await rt.ledger.store.append_audit([entry])
+
+
+async def warn_unset_credentials(rt: Runtime, only: str | None = None) -> dict[str, list[str]]:
+    """Name, on stderr, every credential variable that open operations' providers need and
+    that is not set; those operations cannot be sent until it is."""
+    if only is not None:
+        op = await rt.ledger.get(only)
+        ops = [] if op.state.ends_automation else [op]
+    else:
+        ops = await rt.ledger.store.list_operations(states=_OPEN, limit=1000)
+    missing = unset_by_provider((op.provider, op.provider_config) for op in ops)
+    for provider, names in missing.items():
+        for name in names:
+            say(
+                f"WARNING: environment variable {name} is not set: nothing can be sent to "
+                f"provider {provider!r} until it is (its calls stop before sending).",
+                err=True,
+            )
+    return missing
+
+
+class _StepFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        when = self.formatTime(record, "%H:%M:%S")
+        op = getattr(record, "operation_id", None)
+        return shown(f"{when} {op or '-'} {record.getMessage()}")
+
+
+def log_steps() -> None:
+    """`-v`: each claim, call, outcome and release on stderr, one plain line each."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_StepFormatter())
+    logger = logging.getLogger("jobtrail")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)

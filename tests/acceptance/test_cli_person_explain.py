@@ -1,0 +1,51 @@
+"""`explain` as a person reads it: who asked whom for what in a sentence, the request body
+(redacted), the provider's own reason for a refusal, progress as "done/total", and times
+relative to now with the absolute time beside them."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from cliutil import Workspace
+
+
+def test_explain_shows_the_rejection_reason_and_the_body(ws: Workspace) -> None:
+    """A refused create: the provider's message and the request body are both shown."""
+    rejected = {"status": 422, "message": "account acct_9 is closed"}
+    body = json.dumps({"account": "acct_9", "_sim": {"reject_create": rejected}})
+    op = ws.json(
+        "submit",
+        "simulator",
+        "--body",
+        body,
+        "--key",
+        "closed-account",
+        "--reason",
+        "monthly report",
+        "--authorized-by",
+        "alice",
+    )["operation_id"]
+    ws.run("run", op, check=False)
+    text = ws.run("explain", op).stdout
+    asked = "asked:      tester asked simulator for POST /v1/reports (key closed-account), "
+    assert asked + "authorized by alice: monthly report" in text
+    assert re.search(r"rejected:\s+HTTP 422: .*account acct_9 is closed", text), text
+    assert '"account": "acct_9"' in text  # the body line
+    document = ws.json("explain", op)
+    assert document["request_body"]["account"] == "acct_9"
+
+
+def test_explain_shows_progress_and_relative_times(ws: Workspace) -> None:
+    """Progress reads "3/3"; deadlines read "in …" with the ISO time beside them."""
+    op = ws.json("submit", "simulator", "--body", '{"account": "p"}')["operation_id"]
+    ws.run("run", op)
+    text = ws.run("explain", op).stdout
+    assert re.search(r"progress \d+/\d+", text), text
+    assert re.search(r"result in \d+ (s|min|h|d) \(\d{4}-\d\d-\d\dT[\d:.]+Z\)", text), text
+    assert re.search(r"create (in|\d+ (s|min) ago|now)", text), text
+    assert "{'" not in text and '{"completed"' not in text
+    status = ws.run("status", op).stdout
+    assert re.search(r"created_at\s+\S+Z \((now|\d+ (s|min) ago)\)", status), status
+    assert re.search(r"result_deadline\s+\S+Z \(in \d+ min\)", status), status
+    assert re.search(r"progress\s+\d+/\d+", status), status
