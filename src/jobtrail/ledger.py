@@ -18,11 +18,9 @@ from jobtrail.clock import SystemClock
 from jobtrail.core import outcomes as o
 from jobtrail.core.apply import Applied, Policy, apply
 from jobtrail.core.canonical import fingerprint
-from jobtrail.core.durations import parse_duration
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
 from jobtrail.core.model import Attempt, AttemptKind, CancelIntent, JobRequest, Operation, evolve
 from jobtrail.core.plan import Call, Decide, plan
-from jobtrail.core.schedule import Backoff
 from jobtrail.core.states import REMOTE_MAY_RUN, State
 from jobtrail.errors import (
     ActionRefused,
@@ -32,7 +30,7 @@ from jobtrail.errors import (
     LostOwnership,
     NotFound,
 )
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.config import ProviderSpec, parse_provider, poll_rules
 from jobtrail.store.base import Change, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
 
@@ -53,19 +51,18 @@ class Ledger:
         self.clock: Clock = clock or SystemClock().now
         self.rand = rand or secrets.SystemRandom()
         self._group = GroupCommitter(store) if group_commit else None
-        self._policies: dict[tuple[str, str], Policy] = {}
+        self._policies: dict[tuple[tuple[str, str], ...], Policy] = {}
 
     def policy(self, op: Operation) -> Policy:
         """Scheduling for this operation, from the [poll] table of its provider file."""
         poll = op.provider_config.get("poll", {}) if isinstance(op.provider_config, dict) else {}
-        shape = (str(poll.get("initial", "2s")), str(poll.get("cap", "60s")))
+        shape = tuple(sorted((str(k), str(v)) for k, v in poll.items()))
         policy = self._policies.get(shape)
         if policy is None:
-            backoff = Backoff(
-                base=parse_duration(shape[0]).total_seconds(),
-                cap=parse_duration(shape[1]).total_seconds(),
+            rules = poll_rules(poll)
+            policy = self._policies[shape] = Policy(
+                rand=self.rand, poll=rules.backoff, bounds=rules.bounds, refusals=rules.refusals
             )
-            policy = self._policies[shape] = Policy(rand=self.rand, poll=backoff)
         return policy
 
     async def _commit(self, change: Change) -> CommitResult:

@@ -279,6 +279,13 @@ def _escalation_summary(op: Operation) -> str:
                 f"jobs ({', '.join(op.conflicting_job_ids)}). Automation stopped; decide "
                 "which job is ours."
             )
+        case State.NEEDS_HUMAN if op.refused_reads:
+            return (
+                f"{op.provider} refused {op.refused_reads} status reads of job "
+                f"{op.remote_job_id} in a row (the answers are in request_history). "
+                "Automation stopped; check the job, then adopt it to resume polling or "
+                "mark the operation failed."
+            )
         case State.NEEDS_HUMAN:
             return "The create outcome could not be proven; decide whether a job exists."
         case State.RESULT_TIMED_OUT:

@@ -72,7 +72,7 @@ def on_decision(step: Step, out: o.Outcome) -> None:
                 raise ActionRefused("adopting needs the remote job id to adopt")
             step.set(remote_job_id=out.job_id, candidate_job_id=None)
             step.move(State.ACCEPTED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
-            step.set(poll_count=0)
+            step.set(poll_count=0, refused_reads=0, refused_since=None)
             step.now_next()
         case (o.Decision.MARK_FAILED | o.Decision.RETRY_AS_NEW, State.NEEDS_HUMAN):
             step.move(State.FAILED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
