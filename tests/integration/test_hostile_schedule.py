@@ -5,6 +5,7 @@ human instead of spinning."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
@@ -26,6 +27,12 @@ S = State
 async def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
     async with harness(tmp_path, monkeypatch=monkeypatch) as h:
         yield h
+
+
+async def run(rig: Harness) -> None:
+    """The worker until idle; the bound only turns a regression into a failure, not a hang
+    (on a virtual clock a year-long wait is a loop of idle wake-ups)."""
+    await asyncio.wait_for(rig.run(), timeout=120)
 
 
 def with_poll(**keys: Any) -> Callable[[dict[str, Any]], None]:
@@ -52,7 +59,7 @@ async def test_a_far_retry_after_cannot_push_a_poll_past_the_result_deadline(
     """The worker wakes at the result deadline, not at the hint: result_timed_out on time."""
     body = {"account": "a", "_sim": {"never_finish": True, "status_hint": {"value": hint}}}
     op = await rig.submit(body, result_deadline=timedelta(seconds=30))
-    await rig.run()
+    await run(rig)
     op = await rig.op(op)
     assert op.state is S.RESULT_TIMED_OUT
     (last,) = [t for t in await rig.history(op) if t.to_state is S.RESULT_TIMED_OUT]
@@ -68,7 +75,7 @@ async def test_a_far_retry_after_cannot_push_a_poll_past_the_cancel_deadline(
     op = await rig.submit({"account": "a", "_sim": faults}, cancel_deadline=timedelta(seconds=20))
     await rig.until(op, S.OBSERVING)
     await rig.rt.ledger.cancel(op.operation_id, actor="alice", reason="not needed")
-    await rig.run()
+    await run(rig)
     op = await rig.op(op)
     assert op.state is S.CANCELLATION_UNCONFIRMED and op.cancel_deadline is not None
     (last,) = [t for t in await rig.history(op) if t.to_state is S.CANCELLATION_UNCONFIRMED]
@@ -79,7 +86,7 @@ async def test_retry_after_zero_is_held_to_the_poll_floor(rig: Harness) -> None:
     """`Retry-After: 0` on every running status answer: polls stay [poll] min (1 s) apart."""
     faults = {"never_finish": True, "status_hint": {"value": "zero", "times": 200}}
     op = await rig.submit({"account": "a", "_sim": faults}, result_deadline=timedelta(seconds=40))
-    await rig.run()
+    await run(rig)
     op = await rig.op(op)
     assert op.state is S.RESULT_TIMED_OUT
     reads = await status_attempts(rig, op)
@@ -92,14 +99,14 @@ async def test_retry_after_zero_is_held_to_the_poll_floor(rig: Harness) -> None:
 async def test_unreadable_retry_after_falls_back_to_backoff(rig: Harness, hint: str) -> None:
     """A hint that is not a delay or a date is ignored; the job is still followed to the end."""
     op = await rig.submit({"account": "a", "_sim": {"status_hint": {"value": hint}}})
-    await rig.run()
+    await run(rig)
     assert (await rig.op(op)).state is S.SUCCEEDED
 
 
 async def test_refused_status_reads_back_off_and_end_in_needs_human(rig: Harness) -> None:
     """400 on every status read: growing waits, then needs_human with every answer kept."""
     op = await rig.submit({"account": "a", "_sim": {"refuse_status": {"status": 400}}})
-    await rig.run()
+    await run(rig)
     op = await rig.op(op)
     assert op.state is S.NEEDS_HUMAN and op.refused_reads == 5
     reads = await status_attempts(rig, op)
@@ -127,7 +134,7 @@ async def test_a_404_right_after_create_is_tolerated(tmp_path: Path, monkeypatch
     async with harness(tmp_path, edit=edit, monkeypatch=monkeypatch) as rig:
         faults = {"refuse_status": {"status": 404, "times": 3}}
         op = await rig.submit({"account": "a", "_sim": faults})
-        await rig.run()
+        await run(rig)
         op = await rig.op(op)
         assert op.state is S.SUCCEEDED
         assert [a.http_status for a in await status_attempts(rig, op)][:3] == [404, 404, 404]
@@ -138,7 +145,7 @@ async def test_a_job_that_stays_404_ends_in_needs_human(tmp_path: Path, monkeypa
     edit = with_poll(max_refused_reads=3, not_found_grace="20s")
     async with harness(tmp_path, edit=edit, monkeypatch=monkeypatch) as rig:
         op = await rig.submit({"account": "a", "_sim": {"refuse_status": {"status": 404}}})
-        await rig.run()
+        await run(rig)
         op = await rig.op(op)
         assert op.state is S.NEEDS_HUMAN
         reads = await status_attempts(rig, op)
@@ -151,7 +158,7 @@ async def test_server_errors_back_off_until_the_deadline(rig: Harness) -> None:
     """5xx on every status read: capped exponential backoff, result_timed_out, no needs_human."""
     faults = {"status_error": 10_000}
     op = await rig.submit({"account": "a", "_sim": faults}, result_deadline=timedelta(minutes=10))
-    await rig.run()
+    await run(rig)
     op = await rig.op(op)
     assert op.state is S.RESULT_TIMED_OUT
     waits = gaps(await status_attempts(rig, op))
