@@ -62,6 +62,7 @@ def operation_json(op: Operation, now: datetime) -> dict[str, Any]:
             else None
         ),
         "conflicting_job_ids": list(op.conflicting_job_ids),
+        "refused_reads": op.refused_reads,
         "result": asdict(op.result) if op.result else None,
         "remote_may_still_run": op.state in REMOTE_MAY_RUN,
     }
@@ -195,6 +196,10 @@ def explain_text(
     if op.conflicting_job_ids:
         lines.append(
             f"  conflict:   provider tied this operation to {', '.join(op.conflicting_job_ids)}"
+        )
+    if op.refused_reads:
+        lines.append(
+            f"  refused:    {op.refused_reads} status reads in a row since {iso(op.refused_since)}"
         )
     if op.cancel_intent:
         ci = op.cancel_intent

@@ -16,7 +16,7 @@ import pytest
 
 from jobtrail.core.model import Attempt, AttemptKind, Operation
 from jobtrail.core.states import Evidence, State
-from jobtrail.views import escalation_bundle
+from jobtrail.views import escalation_bundle, explain_text
 
 from harness import Harness, harness
 
@@ -124,6 +124,8 @@ async def test_refused_status_reads_back_off_and_end_in_needs_human(rig: Harness
         op.created_at,
     )
     assert "refused 5 status reads" in bundle["summary"]
+    text = explain_text(op, await rig.history(op), [], [], op.created_at)
+    assert "refused:    5 status reads in a row" in text
     assert await rig.rt.ledger.store.next_due() is None  # nothing left to spin on
 
 
