@@ -113,7 +113,7 @@ def _on_rejected(step: Step, out: o.Outcome) -> None:
     elif step.op.state in _WATCHING:
         refused.on_refused_read(step, out)
     else:
-        step.schedule_poll(None)  # a refused lookup: back off (it raises the poll count)
+        step.schedule_poll(None)  # any other refused call backs off too (poll count rises)
 
 
 def _on_ambiguous(step: Step, out: o.Outcome) -> None:
