@@ -20,7 +20,6 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.admission import check_request
 from jobtrail.core.apply import Applied, Policy, apply
 from jobtrail.core.canonical import canonical_json, fingerprint
-from jobtrail.core.durations import parse_duration
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
 from jobtrail.core.model import (
     Attempt,
@@ -34,7 +33,6 @@ from jobtrail.core.model import (
 )
 from jobtrail.core.plan import Call, Decide, plan
 from jobtrail.core.redact import Redactor
-from jobtrail.core.schedule import Backoff
 from jobtrail.core.states import REMOTE_MAY_RUN, State
 from jobtrail.errors import (
     ActionRefused,
@@ -46,7 +44,7 @@ from jobtrail.errors import (
 )
 from jobtrail.histories import Forgery, audited_requests, audited_steps, request_problem
 from jobtrail.histories import check as check_history
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.config import ProviderSpec, parse_provider, poll_rules
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
@@ -71,20 +69,19 @@ class Ledger:
         self.clock: Clock = clock or SystemClock().now
         self.rand = rand or secrets.SystemRandom()
         self._group = GroupCommitter(store) if group_commit else None
-        self._policies: dict[tuple[str, str], Policy] = {}
+        self._policies: dict[tuple[tuple[str, str], ...], Policy] = {}
         self._redactors = Redactors()
 
     def policy(self, op: Operation) -> Policy:
         """Scheduling for this operation, from the [poll] table of its provider file."""
         poll = op.provider_config.get("poll", {}) if isinstance(op.provider_config, dict) else {}
-        shape = (str(poll.get("initial", "2s")), str(poll.get("cap", "60s")))
+        shape = tuple(sorted((str(k), str(v)) for k, v in poll.items()))
         policy = self._policies.get(shape)
         if policy is None:
-            backoff = Backoff(
-                base=parse_duration(shape[0]).total_seconds(),
-                cap=parse_duration(shape[1]).total_seconds(),
+            rules = poll_rules(poll)
+            policy = self._policies[shape] = Policy(
+                rand=self.rand, poll=rules.backoff, bounds=rules.bounds, refusals=rules.refusals
             )
-            policy = self._policies[shape] = Policy(rand=self.rand, poll=backoff)
         return policy
 
     def redactor(self, op: Operation) -> Redactor:

@@ -149,6 +149,7 @@ def operation_json(op: Operation, now: datetime) -> dict[str, Any]:
             else None
         ),
         "conflicting_job_ids": list(op.conflicting_job_ids),
+        "refused_reads": op.refused_reads,
         "result": asdict(op.result) if op.result else None,
         "remote_may_still_run": op.state in REMOTE_MAY_RUN,
     }
@@ -283,6 +284,10 @@ def explain_text(
         lines.append(
             f"  conflict:   provider tied this operation to {', '.join(op.conflicting_job_ids)}"
         )
+    if op.refused_reads:
+        lines.append(
+            f"  refused:    {op.refused_reads} status reads in a row since {iso(op.refused_since)}"
+        )
     if op.cancel_intent:
         ci = op.cancel_intent
         lines.append(
@@ -406,6 +411,13 @@ def _escalation_summary(op: Operation) -> str:
                 f"{op.provider} tied one idempotency token / client reference to several "
                 f"jobs ({', '.join(op.conflicting_job_ids)}). Automation stopped; decide "
                 "which job is ours."
+            )
+        case State.NEEDS_HUMAN if op.refused_reads:
+            return (
+                f"{op.provider} refused {op.refused_reads} status reads of job "
+                f"{op.remote_job_id} in a row (the answers are in request_history). "
+                "Automation stopped; check the job, then adopt it to resume polling or "
+                "mark the operation failed."
             )
         case State.NEEDS_HUMAN:
             return "The create outcome could not be proven; decide whether a job exists."

@@ -4,6 +4,7 @@ proves that nothing was created once a create may have reached the provider."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
@@ -141,8 +142,11 @@ def test_a_refusal_after_a_429_is_still_final() -> None:
 
 
 def test_refused_lookups_back_off_instead_of_spinning() -> None:
-    """A lookup refused again and again is asked with growing waits, never every second."""
-    op = step(_unknown(), ALREADY_EXISTS).operation
+    """A lookup refused again and again is asked with growing waits, never every second.
+    (The create deadline is far, so no wait is clamped to it.)"""
+    op = step(
+        replace(_unknown(), create_deadline=T0 + timedelta(hours=1)), ALREADY_EXISTS
+    ).operation
     refused = o.Rejected(reason="lookup answered HTTP 400", http_status=400)
     waits = []
     for n in range(6):

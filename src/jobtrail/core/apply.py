@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from jobtrail.core import local
+from jobtrail.core import local, refused
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import Operation
 from jobtrail.core.states import ENDS_AUTOMATION, Evidence, RemoteStatus, State
@@ -114,13 +114,15 @@ def _on_rejected(step: Step, out: o.Outcome) -> None:
         # retry, until the create deadline hands the question to a person.
         step.set(create_attempts=step.op.create_attempts + 1)
         step.schedule_retry(None, step.op.create_attempts)
-    elif step.op.state is State.CANCEL_REQUESTED:
+    elif step.op.state is State.CANCEL_REQUESTED and not step.op.cancel_sent:
         # The provider refused the cancel (for example: already finished). It was sent once;
         # keep observing to learn the real terminal state.
         step.set(cancel_sent=True)
         step.now_next()
+    elif step.op.state in _WATCHING:
+        refused.on_refused_read(step, out)
     else:
-        step.schedule_retry(None, step.op.poll_count)
+        step.schedule_poll(None)  # any other refused call backs off too (poll count rises)
 
 
 def _unproven(step: Step, out: o.Rejected) -> None:
@@ -167,6 +169,7 @@ def _on_ambiguous(step: Step, out: o.Outcome) -> None:
 def _on_observed(step: Step, out: o.Outcome) -> None:
     assert isinstance(out, o.Observed)
     step.set(inflight_attempt=None)
+    refused.reset(step)
     step.observe("status", out, out.ref)
     cause = cause_of("observation", out.ref)
     _follow_observation(step, out.remote_status, cause)

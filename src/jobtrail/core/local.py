@@ -87,7 +87,7 @@ def on_decision(step: Step, out: o.Outcome) -> None:
             if out.read is not None:
                 step.observe("status", out.read, out.read.ref)
             step.move(State.ACCEPTED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
-            step.set(poll_count=0)
+            step.set(poll_count=0, refused_reads=0, refused_since=None)
             step.now_next()
         case (o.Decision.MARK_FAILED | o.Decision.RETRY_AS_NEW, State.NEEDS_HUMAN):
             step.move(State.FAILED, Evidence.HUMAN_DECISION, cause, actor=out.actor)

@@ -152,6 +152,10 @@ class Operation:
     poll_count: int = 0
     create_attempts: int = 0
     inflight_attempt: str | None = None
+    # Status reads refused in a row (4xx other than 408/425/429) and when the run began;
+    # a readable status answer resets both.
+    refused_reads: int = 0
+    refused_since: datetime | None = None
     cancel_intent: CancelIntent | None = None
     cancel_deadline: datetime | None = None
     cancel_sent: bool = False

@@ -132,6 +132,19 @@ def _decision(op: Operation, now: datetime) -> Decide | None:
     return None
 
 
+def deadline_in_force(op: Operation) -> datetime | None:
+    """The deadline that ends the current phase: no wait may reach past it, so whatever a
+    provider hints, the worker is awake when it passes (DESIGN rule 13)."""
+    state = op.state
+    if state in (State.CREATE_PENDING, State.CREATE_UNKNOWN, State.RECONCILIATION):
+        return op.create_deadline
+    if state in (State.ACCEPTED, State.OBSERVING, State.RESULT_COLLECTING):
+        return op.result_deadline
+    if state in (State.CANCEL_REQUESTED, State.CANCELLING):
+        return op.cancel_deadline
+    return None
+
+
 def _call(op: Operation) -> Call | Decide:
     caps = op.capabilities
     match op.state:

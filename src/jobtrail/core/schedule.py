@@ -1,4 +1,9 @@
-"""When to call again: Retry-After wins, otherwise capped exponential backoff with jitter."""
+"""When to call again: Retry-After wins, otherwise capped exponential backoff with jitter.
+
+Whatever is chosen, a provider cannot break the schedule (DESIGN rule 13): every wait lies
+between a floor and a ceiling (`Bounds`, the provider file's `[poll] min` and `max`), and
+the step that stores it clamps it to the deadline in force (see `Step.result`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,11 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
 MAX_RETRY_AFTER = 30 * 86400
+# Nine digits are already years; longer numbers are never converted, so no provider can
+# make us build a huge int (or trip Python's int-to-str digit limit) from a header.
+_MAX_DIGITS = 9
+# The longest HTTP-date ("Wednesday, 31-Dec-9999 23:59:59 GMT") is well under this.
+_MAX_DATE_LENGTH = 64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,27 +30,60 @@ class Backoff:
     jitter: float = 0.2
 
     def delay(self, attempt: int, rand: random.Random) -> timedelta:
-        raw = min(self.cap, self.base * (2 ** min(attempt, 32)))
+        raw = min(self.cap, self.base * (2 ** min(max(attempt, 0), 32)))
         factor = 1.0 + self.jitter * (2.0 * rand.random() - 1.0)
         return timedelta(seconds=min(self.cap, raw * factor))
 
 
+@dataclass(frozen=True, kw_only=True)
+class Bounds:
+    """Every wait between two calls lasts at least `floor` seconds (a `Retry-After: 0`
+    included) and at most `ceiling` seconds (a Retry-After of a year included)."""
+
+    floor: float = 1.0
+    ceiling: float = 3600.0
+
+    def clamp(self, when: datetime, now: datetime) -> datetime:
+        earliest = now + timedelta(seconds=self.floor)
+        latest = now + timedelta(seconds=max(self.floor, self.ceiling))
+        return min(max(when, earliest), latest)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Refusals:
+    """What refused status reads (4xx other than 408/425/429) lead to.
+
+    A 404 while no status read has succeeded yet, within `not_found_grace` seconds of the
+    first refusal, means "not visible yet" (providers answer 404 for a moment after a
+    create) and does not count. Otherwise `limit` refusals in a row stop automation."""
+
+    not_found_grace: float = 30.0
+    limit: int = 5
+
+
 def parse_retry_after(value: str | None, now: datetime) -> datetime | None:
     """Retry-After as delay-seconds or HTTP-date (RFC 9110 10.2.3); None when absent or
-    unreadable. A date in the past means "now"."""
+    unreadable (a negative number, a fraction, garbage). A date in the past means "now";
+    anything further than MAX_RETRY_AFTER means MAX_RETRY_AFTER. Never raises."""
     if value is None:
         return None
     text = value.strip()
+    limit = now + timedelta(seconds=MAX_RETRY_AFTER)
     if text.isascii() and text.isdigit():
-        # Deadlines bound every wait anyway; the clamp only keeps the arithmetic in range.
+        if len(text.lstrip("0")) > _MAX_DIGITS:
+            return limit
         return now + timedelta(seconds=min(int(text), MAX_RETRY_AFTER))
+    if len(text) > _MAX_DATE_LENGTH:
+        return None
     try:
         when = parsedate_to_datetime(text)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        # Compared before any conversion: a year-9999 date with a negative offset is a
+        # valid datetime that cannot be converted to UTC.
+        return max(min(when, limit), now).astimezone(UTC)
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(when, now)
 
 
 def next_call_at(
@@ -50,9 +93,10 @@ def next_call_at(
     retry_after: str | None,
     backoff: Backoff,
     rand: random.Random,
+    bounds: Bounds | None = None,
 ) -> datetime:
-    """The time of the next call: the provider's Retry-After if it gave one, else backoff."""
+    """The time of the next call: the provider's Retry-After if it gave one, else backoff;
+    either way inside `bounds`."""
     hinted = parse_retry_after(retry_after, now)
-    if hinted is not None:
-        return hinted
-    return now + backoff.delay(attempt, rand)
+    when = hinted if hinted is not None else now + backoff.delay(attempt, rand)
+    return (bounds or Bounds()).clamp(when, now)

@@ -103,6 +103,7 @@ class Evidence(StrEnum):
     RESULT_DEADLINE_PASSED = "result_deadline_passed"
     CANCEL_DEADLINE_PASSED = "cancel_deadline_passed"
     HUMAN_DECISION = "human_decision"
+    READS_REFUSED = "reads_refused"
 
 
 EVIDENCE_MEANING: dict[Evidence, str] = {
@@ -133,6 +134,8 @@ EVIDENCE_MEANING: dict[Evidence, str] = {
     Evidence.RESULT_DEADLINE_PASSED: "the result deadline passed",
     Evidence.CANCEL_DEADLINE_PASSED: "the cancel deadline passed",
     Evidence.HUMAN_DECISION: "a recorded human decision (actor and reason)",
+    Evidence.READS_REFUSED: "status reads refused (4xx) as many times in a row as the "
+    "provider file's [poll] max_refused_reads",
 }
 
 S, E = State, Evidence
@@ -178,6 +181,7 @@ for _from in _OBSERVING:
     TRANSITIONS[(_from, S.CANCELLED)] = frozenset({E.OBSERVED_CANCELLED})
     TRANSITIONS[(_from, S.RESULT_TIMED_OUT)] = frozenset({E.RESULT_DEADLINE_PASSED})
     TRANSITIONS[(_from, S.CANCEL_REQUESTED)] = frozenset({E.CANCEL_INTENT})
+    TRANSITIONS[(_from, S.NEEDS_HUMAN)] = frozenset({E.READS_REFUSED})
 for _from in _CANCELLING:
     TRANSITIONS[(_from, S.CANCELLED)] = frozenset({E.OBSERVED_CANCELLED})
     TRANSITIONS[(_from, S.RESULT_COLLECTING)] = frozenset({E.OBSERVED_SUCCEEDED})

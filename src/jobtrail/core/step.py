@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import Observation, Operation, Transition, evolve
-from jobtrail.core.schedule import Backoff, next_call_at
+from jobtrail.core.plan import deadline_in_force
+from jobtrail.core.schedule import Backoff, Bounds, Refusals, next_call_at
 from jobtrail.core.states import Evidence, State, check_transition
 
 
@@ -24,6 +25,8 @@ class Policy:
     rand: random.Random
     poll: Backoff = field(default_factory=Backoff)
     retry: Backoff = field(default_factory=lambda: Backoff(base=1.0, cap=30.0))
+    bounds: Bounds = field(default_factory=Bounds)
+    refusals: Refusals = field(default_factory=Refusals)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +71,7 @@ class Step:
             retry_after=retry_after,
             backoff=self.policy.poll,
             rand=self.policy.rand,
+            bounds=self.policy.bounds,
         )
         self.set(next_poll_at=when, poll_count=self.op.poll_count + 1)
 
@@ -78,6 +82,7 @@ class Step:
             retry_after=retry_after,
             backoff=self.policy.retry,
             rand=self.policy.rand,
+            bounds=self.policy.bounds,
         )
         self.set(next_poll_at=when)
 
@@ -111,11 +116,22 @@ class Step:
         op = evolve(self.op, updated_at=self.now)
         if op.state.ends_automation:
             op = evolve(op, next_poll_at=None)
+        elif op.next_poll_at is not None:
+            op = evolve(op, next_poll_at=self._bounded(op.next_poll_at))
         return Applied(
             operation=op,
             transitions=tuple(self.transitions),
             observations=tuple(self.observations),
         )
+
+    def _bounded(self, when: datetime) -> datetime:
+        """No wait reaches past the policy's ceiling or the deadline in force, whichever
+        outcome chose it: at the deadline the plan escalates instead of calling."""
+        latest = self.now + timedelta(seconds=self.policy.bounds.ceiling)
+        deadline = deadline_in_force(self.op)
+        if deadline is not None:
+            latest = min(latest, deadline)
+        return min(when, latest)
 
 
 def cause_of(kind: str, ref: str | None) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.redact import SENSITIVE_HEADERS, Redactor
+from jobtrail.core.schedule import Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.providers.spec import (
@@ -22,6 +23,7 @@ from jobtrail.providers.spec import (
     ItemsRule,
     ListSpec,
     Placement,
+    PollRules,
     ProviderSpec,
     ResultSpec,
     WebhookSpec,
@@ -33,9 +35,13 @@ __all__ = [
     "find_provider_named",
     "load_provider_file",
     "parse_provider",
+    "poll_rules",
 ]
 
 DEFAULT_DEADLINES = {"create": "2m", "result": "1h", "cancel": "10m"}
+DEFAULT_POLL_MIN = 1.0  # seconds
+DEFAULT_POLL_MAX = 3600.0
+MIN_POLL_FLOOR = 0.001
 _SIZE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2}
 
 
@@ -156,7 +162,7 @@ _KEYS: dict[str, frozenset[str]] = {
             "timestamp_header",
         }
     ),
-    "poll": frozenset({"initial", "cap"}),
+    "poll": frozenset({"initial", "cap", "min", "max", "not_found_grace", "max_refused_reads"}),
 }
 
 
@@ -211,7 +217,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         raise ProviderConfigError(
             f"unknown deadlines {sorted(unknown)}; use create, result, cancel"
         )
-    poll = r.table("poll")
+    poll = poll_rules(r.table("poll"))
     return ProviderSpec(
         name=name,
         base_url=base_url,
@@ -248,11 +254,46 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         else None,
         webhooks=_webhooks(r.table("webhooks")) if "webhooks" in doc else None,
         deadlines=deadlines,
-        poll_initial=parse_duration(poll.get("initial", "2s")).total_seconds(),
-        poll_cap=parse_duration(poll.get("cap", "60s")).total_seconds(),
+        poll=poll,
         redactor=Redactor().extended(
             headers=[*redact.get("headers", ()), *([auth.header] if auth else [])],
             fields=redact.get("fields", ()),
+        ),
+    )
+
+
+def poll_rules(table: dict[str, Any]) -> PollRules:
+    """The [poll] table, checked: backoff, the floor and ceiling of every wait, and what
+    refused status reads lead to. `min` defaults to 1 s (or to a faster `initial`); `max`
+    to 1 h (or to a longer `cap`)."""
+
+    def seconds(key: str, default: float) -> float:
+        if key not in table:
+            return default
+        return parse_duration(table[key]).total_seconds()
+
+    initial, cap = seconds("initial", 2.0), seconds("cap", 60.0)
+    floor = seconds("min", min(DEFAULT_POLL_MIN, initial))
+    ceiling = seconds("max", max(DEFAULT_POLL_MAX, cap))
+    if floor < MIN_POLL_FLOOR:
+        raise ProviderConfigError(
+            f"poll.min must be at least {MIN_POLL_FLOOR * 1000:g}ms, or a provider answering "
+            "Retry-After: 0 could make jobtrail spin"
+        )
+    if not floor <= cap <= ceiling:
+        raise ProviderConfigError(
+            f"[poll] needs min <= cap <= max (got min {floor:g}s, cap {cap:g}s, max {ceiling:g}s)"
+        )
+    limit = table.get("max_refused_reads", Refusals().limit)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ProviderConfigError(
+            f"poll.max_refused_reads must be a whole number >= 1, not {limit!r}"
+        )
+    return PollRules(
+        backoff=Backoff(base=initial, cap=cap),
+        bounds=Bounds(floor=floor, ceiling=ceiling),
+        refusals=Refusals(
+            not_found_grace=seconds("not_found_grace", Refusals().not_found_grace), limit=limit
         ),
     )
 

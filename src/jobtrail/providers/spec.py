@@ -10,6 +10,7 @@ from typing import Any
 
 from jobtrail.core.model import Capabilities, Idempotency, ResultMode
 from jobtrail.core.redact import Redactor
+from jobtrail.core.schedule import Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
 
 
@@ -81,6 +82,16 @@ class WebhookSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PollRules:
+    """The [poll] table: backoff without hints, the floor and ceiling of every wait, and
+    what refused status reads lead to (see docs/providers.md)."""
+
+    backoff: Backoff = field(default_factory=Backoff)
+    bounds: Bounds = field(default_factory=Bounds)
+    refusals: Refusals = field(default_factory=Refusals)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ProviderSpec:
     name: str
     base_url: str
@@ -112,8 +123,7 @@ class ProviderSpec:
     listing: ListSpec | None = None
     webhooks: WebhookSpec | None = None
     deadlines: dict[str, timedelta] = field(default_factory=dict)
-    poll_initial: float = 2.0
-    poll_cap: float = 60.0
+    poll: PollRules = field(default_factory=lambda: PollRules())
     redactor: Redactor = field(default_factory=Redactor)
 
     @property

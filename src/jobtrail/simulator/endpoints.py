@@ -52,7 +52,11 @@ class JobEndpoints:
             job.status_reads += 1
             faults = job.faults
             throttle = faults.throttle_status
-            if throttle is not None and job.status_throttled < throttle.times:
+            refusal = faults.refuse_status
+            if refusal is not None and (refusal.times is None or job.status_reads <= refusal.times):
+                # a refused read is not an observation either
+                response = error(refusal.status, "refused", f"status of {job_id} refused")
+            elif throttle is not None and job.status_throttled < throttle.times:
                 # a throttled read is not an observation: the job does not advance
                 job.status_throttled += 1
                 response = throttled(throttle)
@@ -66,6 +70,14 @@ class JobEndpoints:
                 st.step(job, now, read=True)
                 hint = faults.status_retry_after
                 headers = None if hint is None or job.terminal else {"Retry-After": str(hint)}
+                hostile = faults.status_hint
+                reads = job.status_reads
+                if (
+                    hostile
+                    and not job.terminal
+                    and (hostile.times is None or reads <= hostile.times)
+                ):
+                    headers = {"Retry-After": hostile.header}
                 payload = job.status_json()
                 if faults.echo_credentials:
                     token = echo.bearer(request)

@@ -56,6 +56,63 @@ class Rejection:
     message: str
 
 
+# -- hostile schedules (issue 9, items 4-6): hints and refusals on status reads ------------
+
+# Retry-After values a hostile or careless provider sends, by name (JSON-friendly).
+HINTS = {
+    "far": "31536000",  # a year
+    "zero": "0",
+    "huge": "9" * 5000,  # past Python's int-from-text digit limit
+    "date_9999": "Fri, 31 Dec 9999 23:59:59 GMT",
+    "negative": "-30",
+    "garbage": "whenever, really",
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Hint:
+    """Send ``Retry-After: HINTS[value]`` with running status answers, on the first
+    ``times`` status reads (every read when ``times`` is None)."""
+
+    value: str
+    times: int | None = None
+
+    @property
+    def header(self) -> str:
+        return HINTS[self.value]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Refusal:
+    """Answer the first ``times`` status reads (every read when None) with ``status``, a
+    definitive 4xx; ``status: 404, times: 3`` is a provider slow to show a new job."""
+
+    status: int
+    times: int | None = None
+
+
+def _hint(name: str, raw: Any) -> Hint | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or set(raw) - {"value", "times"}:
+        raise FaultError(f"{name} must be an object with value and times")
+    value = raw.get("value")
+    if value not in HINTS:
+        raise FaultError(f"{name}.value must be one of {sorted(HINTS)}, got {value!r}")
+    return Hint(value=value, times=_optional_int(f"{name}.times", raw.get("times")))
+
+
+def _refusal(name: str, raw: Any) -> Refusal | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or set(raw) - {"status", "times"}:
+        raise FaultError(f"{name} must be an object with status and times")
+    status = _int(f"{name}.status", raw.get("status", 404), 400, 499)
+    if status in (408, 425, 429):
+        raise FaultError(f"{name}.status {status} means 'later', not a refusal")
+    return Refusal(status=status, times=_optional_int(f"{name}.times", raw.get("times")))
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Faults:
     """Everything a single simulated job may do wrong; defaults are a well-behaved job."""
@@ -105,13 +162,16 @@ class Faults:
     reject_retry: Rejection | None = None  # refused: 409 "already exists", 400, 422
     retry_error: int | None = None  # a 5xx
     retry_malformed: bool = False  # a 202 whose body is a proxy's HTML page
+    # hostile schedules (issue 9, items 4-6): see Hint and Refusal
+    status_hint: Hint | None = None
+    refuse_status: Refusal | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form, for the admin endpoints."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, Throttle | Rejection):
+            if isinstance(value, Throttle | Rejection | Hint | Refusal):
                 value = {k.name: getattr(value, k.name) for k in fields(value)}
             out[f.name] = value
         return out
@@ -293,4 +353,6 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "reject_retry": _rejection,
     "retry_error": _server_error,
     "retry_malformed": _flag,
+    "status_hint": _hint,
+    "refuse_status": _refusal,
 }

@@ -67,6 +67,8 @@ MUTABLE = (
     "inline_result",
     "result",
     "updated_at",
+    "refused_reads",
+    "refused_since",
 )
 LEASE = ("fence", "lease_owner", "lease_expires_at", "version")
 COLUMNS = IMMUTABLE + MUTABLE + LEASE
@@ -193,6 +195,8 @@ class Codec:
             ("inline_result", "inline_result", same),
             ("result", "result", lambda result: dump(result_doc(result)) if result else None),
             ("updated_at", "updated_at", t),
+            ("refused_reads", "refused_reads", same),
+            ("refused_since", "refused_since", t),
         ]
 
     def after_update(self, op: Operation, row: Any) -> Operation:
@@ -277,6 +281,8 @@ class Codec:
             "lease_expires_at": t(row["lease_expires_at"]),
             "version": row["version"],
             "updated_at": t(row["updated_at"]),
+            "refused_reads": row["refused_reads"],
+            "refused_since": t(row["refused_since"]),
         }
 
     def transition_row(self, tr: Transition) -> dict[str, Any]:

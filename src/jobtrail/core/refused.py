@@ -1,0 +1,42 @@
+"""Refused status reads: back off, forgive a 404 just after create, and stop for a human
+when the refusals keep coming (DESIGN rule 13: nothing spins).
+
+A refusal is a status answer in 4xx other than 408, 425 and 429 (those are "later", see
+providers/parse.py). It is not evidence about the remote job, so it never moves the
+operation on its own; only a run of them as long as the provider file's
+`[poll] max_refused_reads` does, to `needs_human`, with every answer kept on its attempt.
+"""
+
+from __future__ import annotations
+
+from jobtrail.core import outcomes as o
+from jobtrail.core.states import Evidence, State
+from jobtrail.core.step import Step, cause_of
+
+# States in which a run of refusals stops automation. While cancelling, the cancel
+# deadline already bounds the wait and ends in cancellation_unconfirmed (escalated).
+_STOPS = frozenset({State.ACCEPTED, State.OBSERVING})
+
+
+def on_refused_read(step: Step, out: o.Rejected) -> None:
+    op, rules = step.op, step.policy.refusals
+    since = op.refused_since or step.now
+    # No status read has succeeded yet (still `accepted`): a 404 may only mean the new job
+    # is not visible yet, so it is forgiven for a while after the first refusal.
+    not_yet_visible = (
+        out.http_status == 404
+        and op.state is State.ACCEPTED
+        and (step.now - since).total_seconds() < rules.not_found_grace
+    )
+    count = op.refused_reads if not_yet_visible else op.refused_reads + 1
+    step.set(refused_reads=count, refused_since=since)
+    if count >= rules.limit and op.state in _STOPS:
+        step.move(State.NEEDS_HUMAN, Evidence.READS_REFUSED, cause_of("status_refused", out.ref))
+        step.set(next_poll_at=None)
+        return
+    step.schedule_poll(None)  # exponential: every scheduled read raises the poll count
+
+
+def reset(step: Step) -> None:
+    """A readable status answer ends a run of refusals."""
+    step.set(refused_reads=0, refused_since=None)
