@@ -41,9 +41,11 @@ from jobtrail.errors import (
     KeyConflict,
     LostOwnership,
     NotFound,
+    NotPermitted,
 )
 from jobtrail.histories import Forgery, audited_steps
 from jobtrail.histories import check as check_history
+from jobtrail.policy import Action, ActionPolicy, kind_of
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, CommitResult, Store, Verdict
@@ -63,8 +65,10 @@ class Ledger:
         clock: Clock | None = None,
         rand: random.Random | None = None,
         group_commit: bool = False,
+        actions: ActionPolicy | None = None,
     ) -> None:
         self.store = store
+        self.actions = actions or ActionPolicy.default()
         self.clock: Clock = clock or SystemClock().now
         self.rand = rand or secrets.SystemRandom()
         self._group = GroupCommitter(store) if group_commit else None
@@ -119,6 +123,7 @@ class Ledger:
     ) -> Operation:
         """Write the operation record durably; nothing is sent here. The same key with the
         same request returns the existing operation."""
+        await self.permit(Action.SUBMIT, actor, None, subject=key)
         headers = dict(headers or {})
         check_request(
             headers,
@@ -221,6 +226,7 @@ class Ledger:
         store/retention.py). `keep` archives them; nothing is removed if it fails."""
         if older_than <= timedelta(0):
             raise InvalidInput("prune needs a positive age, like 30d: only the past is pruned")
+        await self.permit(Action.PRUNE, actor, None)
         now = self.clock()
         return await self.store.prune(now - older_than, now, actor, keep)
 
@@ -231,6 +237,7 @@ class Ledger:
     ) -> Operation:
         """Record the intent to cancel. The lease owner sends the cancel; nothing here claims
         that the remote job stopped."""
+        await self.permit(Action.CANCEL, actor, await self.get(operation_id))
         for _ in range(_MAX_RETRIES):
             op = await self.get(operation_id)
             if op.cancel_intent is not None:
@@ -278,6 +285,7 @@ class Ledger:
         """Apply a recorded human decision (resolve a needs_human, extend a deadline).
         `read` is the finished status call behind `decision.read` (adopting a job id the
         operation never saw): it is recorded with the decision, in the same transaction."""
+        await self.permit(decision_action(decision), decision.actor, await self.get(operation_id))
         for _ in range(_MAX_RETRIES):
             op = await self.get(operation_id)
             now = self.clock()
@@ -320,6 +328,43 @@ class Ledger:
             actor=actor,
             authorized_by=actor,
             reason=f"retry of {op.operation_id}: {reason}",
+        )
+
+    async def permit(
+        self, action: Action, actor: str, op: Operation | None, *, subject: str | None = None
+    ) -> None:
+        """Refuse, and audit the refusal of, what the action policy does not let `actor` do
+        to `op` (None: an action on no one operation, such as submit or prune)."""
+        if self.actions.allows(action, actor, owner=op.actor if op else None):
+            return
+        kind = kind_of(actor)
+        entry = AuditEntry(
+            at=self.clock(),
+            operation_id=op.operation_id if op else None,
+            kind="policy.refused",
+            actor=actor,
+            data={
+                "action": action.value,
+                "actor_kind": kind.value,
+                "operation_id": op.operation_id if op else None,
+                "owner": op.actor if op else None,
+                "subject": subject,
+                "policy": self.actions.source,
+            },
+        )
+        redactor = self._redactors.for_operation(op) if op else Redactor()
+        await self.store.append_audit(redacted_entries([entry], redactor))
+        scope = self.actions.scope(action, actor)
+        what = f"operation {op.operation_id}" if op else "this ledger"
+        why = (
+            f"it may {action.value} only operations it submitted ({op.actor} submitted this one)"
+            if scope.value == "own" and op
+            else f"{kind.value}s may not {action.value}"
+        )
+        raise NotPermitted(
+            f"{actor} may not {action.value} {what}: {why} under {self.actions.source}. "
+            "Ask a person allowed to, or change the policy (JOBTRAIL_POLICY); the refusal "
+            "is in the audit log"
         )
 
     # -- the worker's side ---------------------------------------------------------------
@@ -474,6 +519,12 @@ class Ledger:
 
     def _entry(self, op: Operation, now: datetime, kind: str, actor: str, data: Any) -> AuditEntry:
         return AuditEntry(at=now, operation_id=op.operation_id, kind=kind, actor=actor, data=data)
+
+
+def decision_action(decision: o.HumanDecision) -> Action:
+    """Which action of the policy a human decision is."""
+    extends = (o.Decision.EXTEND, o.Decision.EXTEND_CANCEL)
+    return Action.EXTEND if decision.decision in extends else Action.RESOLVE
 
 
 def _own_headers(provider: ProviderSpec) -> list[str]:
