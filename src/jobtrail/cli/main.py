@@ -21,6 +21,7 @@ HOME = {
     **dict.fromkeys(("audit", "provider", "simulator"), "admin"),
     "mcp": "agent",
     "serve": "serving",
+    "dashboard": "serving",
     "backup": "ledgerfile",
     "prune": "retention",
     "archive": "retention",
