@@ -296,18 +296,7 @@ def story_sections(story: Story, now: datetime) -> Html:
         render(Template("<li>$at <span>$text</span></li>"), at=when(at, now), text=text)
         for at, text in timeline(op, story.history, story.attempts, story.observations)
     )
-    audit = join(
-        render(
-            Template(
-                "<tr><td>$at</td><td>$kind</td><td>$actor</td><td><code>$data</code></td></tr>"
-            ),
-            at=entry.get("at", ""),
-            kind=entry.get("kind", ""),
-            actor=entry.get("actor", ""),
-            data=json.dumps(entry.get("data"), ensure_ascii=False, sort_keys=True),
-        )
-        for entry in story.audit
-    )
+    audit = join(_audit_row(entry) for entry in story.audit)
     request = op.request
     body = json.dumps(request.body, indent=2, ensure_ascii=False, sort_keys=True, default=str)
     bundle = json.dumps(
@@ -333,6 +322,27 @@ def story_sections(story: Story, now: datetime) -> Html:
         audit=audit,
         bundle_href=path("operations", op.operation_id, "escalation.json"),
         bundle=bundle,
+    )
+
+
+def _audit_row(entry: dict[str, Any]) -> Html:
+    """One audit entry; long data folds away behind its first words."""
+    data = json.dumps(entry.get("data"), ensure_ascii=False, sort_keys=True)
+    shown = (
+        render(Template("<code>$data</code>"), data=data)
+        if len(data) <= 160
+        else render(
+            Template("<details><summary><code>$head…</code></summary><code>$data</code></details>"),
+            head=data[:120],
+            data=data,
+        )
+    )
+    return render(
+        Template("<tr><td>$at</td><td>$kind</td><td>$actor</td><td>$data</td></tr>"),
+        at=entry.get("at", ""),
+        kind=entry.get("kind", ""),
+        actor=entry.get("actor", ""),
+        data=shown,
     )
 
 
