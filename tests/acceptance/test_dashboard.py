@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +201,28 @@ async def test_the_list_filters_counts_and_pages(rig: Rig) -> None:
     assert "3 of 53" in second and "(showing 51–53)" in second
     assert "26 of 26" in agents and "cli:bob" not in agents
     assert "1 of 1" in keyed and ">k7<" in keyed
+
+
+async def test_an_extend_resumes_a_timed_out_operation_under_the_operators_name(rig: Rig) -> None:
+    """Extending the result deadline of a result_timed_out operation goes through the
+    ledger's decision: the state moves on and the audit log names the operator."""
+    op = await rig.h.submit(
+        {"account": "a", "_sim": {"duration_polls": 10_000}},
+        result_deadline=timedelta(seconds=30),
+    )
+    await rig.h.until(op, State.RESULT_TIMED_OUT, rounds=200)
+    answer = await rig.post(
+        f"/operations/{op.operation_id}/extend",
+        {
+            "deadline": "result",
+            "duration": "2h",
+            "reason": "the report is big",
+            "csrf": await rig.csrf(op.operation_id),
+        },
+    )
+    assert answer.status == 200 and "extend took effect" in await answer.text()
+    assert (await rig.h.op(op)).state is State.OBSERVING
+    decisions = [e for e in await audit(rig, op.operation_id) if e["kind"] == "human.decision"]
+    assert [(e["actor"], e["data"]["decision"]) for e in decisions] == [
+        ("dashboard:alice", "extend")
+    ]
