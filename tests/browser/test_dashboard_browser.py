@@ -272,4 +272,5 @@ async def test_the_page_follows_the_job_without_a_reload(browser: Any, stack: St
         timeout=15_000,
     )
     assert await page.evaluate("() => window.__kept") == marker  # no reload happened
+    await shoot(page, "hostile-text", full_page=False)
     assert await page.evaluate("() => document.querySelectorAll('#story script').length") == 0
