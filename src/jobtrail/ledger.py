@@ -335,37 +335,21 @@ class Ledger:
     ) -> None:
         """Refuse, and audit the refusal of, what the action policy does not let `actor` do
         to `op` (None: an action on no one operation, such as submit or prune)."""
-        if self.actions.allows(action, actor, owner=op.actor if op else None):
+        op_id, owner = (op.operation_id, op.actor) if op else (None, None)
+        if self.actions.allows(action, actor, owner=owner):
             return
-        kind = kind_of(actor)
-        entry = AuditEntry(
-            at=self.clock(),
-            operation_id=op.operation_id if op else None,
-            kind="policy.refused",
-            actor=actor,
-            data={
-                "action": action.value,
-                "actor_kind": kind.value,
-                "operation_id": op.operation_id if op else None,
-                "owner": op.actor if op else None,
-                "subject": subject,
-                "policy": self.actions.source,
-            },
-        )
+        data = {
+            "action": action.value,
+            "actor_kind": kind_of(actor).value,
+            "operation_id": op_id,
+            "owner": owner,
+            "subject": subject,
+            "policy": self.actions.source,
+        }
+        entry = self._entry_for(op_id, self.clock(), "policy.refused", actor, data)
         redactor = self._redactors.for_operation(op) if op else Redactor()
         await self.store.append_audit(redacted_entries([entry], redactor))
-        scope = self.actions.scope(action, actor)
-        what = f"operation {op.operation_id}" if op else "this ledger"
-        why = (
-            f"it may {action.value} only operations it submitted ({op.actor} submitted this one)"
-            if scope.value == "own" and op
-            else f"{kind.value}s may not {action.value}"
-        )
-        raise NotPermitted(
-            f"{actor} may not {action.value} {what}: {why} under {self.actions.source}. "
-            "Ask a person allowed to, or change the policy (JOBTRAIL_POLICY); the refusal "
-            "is in the audit log"
-        )
+        raise NotPermitted(self.actions.refusal(action, actor, op_id, owner))
 
     # -- the worker's side ---------------------------------------------------------------
 
@@ -518,7 +502,12 @@ class Ledger:
         )
 
     def _entry(self, op: Operation, now: datetime, kind: str, actor: str, data: Any) -> AuditEntry:
-        return AuditEntry(at=now, operation_id=op.operation_id, kind=kind, actor=actor, data=data)
+        return self._entry_for(op.operation_id, now, kind, actor, data)
+
+    def _entry_for(
+        self, op_id: str | None, now: datetime, kind: str, actor: str, data: Any
+    ) -> AuditEntry:
+        return AuditEntry(at=now, operation_id=op_id, kind=kind, actor=actor, data=data)
 
 
 def decision_action(decision: o.HumanDecision) -> Action:

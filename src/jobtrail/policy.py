@@ -66,6 +66,9 @@ cancel = "own"
 """
 
 
+_PLURAL = {Kind.PERSON: "people", Kind.AGENT: "agents", Kind.WORKER: "workers"}
+
+
 def kind_of(actor: str) -> Kind:
     if actor.startswith("agent:"):
         return Kind.AGENT
@@ -94,6 +97,20 @@ class ActionPolicy:
         if scope is Scope.OWN:
             return action is Action.SUBMIT or (owner is not None and owner == actor)
         return False
+
+    def refusal(
+        self, action: Action, actor: str, operation_id: str | None, owner: str | None
+    ) -> str:
+        """Why `actor` may not take `action`, and what to do about it, in one sentence."""
+        what = f"operation {operation_id}" if operation_id else "this ledger"
+        if self.scope(action, actor) is Scope.OWN and owner is not None:
+            why = f"it may {action.value} only operations it submitted ({owner} submitted this one)"
+        else:
+            why = f"{_PLURAL[kind_of(actor)]} may not {action.value}"
+        return (
+            f"{actor} may not {action.value} {what}: {why} under {self.source}. Ask someone "
+            "allowed to, or change the policy (JOBTRAIL_POLICY); the refusal is in the audit log"
+        )
 
     @classmethod
     def default(cls) -> ActionPolicy:

@@ -226,3 +226,31 @@ async def test_an_extend_resumes_a_timed_out_operation_under_the_operators_name(
     assert [(e["actor"], e["data"]["decision"]) for e in decisions] == [
         ("dashboard:alice", "extend")
     ]
+
+
+async def test_resolve_adopts_a_job_and_shows_the_needs_human_operation_first(rig: Rig) -> None:
+    """A needs_human operation leads the attention page; resolving it by adopting one of the
+    conflicting jobs goes through the ledger, under the operator's name."""
+    violation = {"drop_create_answer": True, "different_id_on_retry": True}
+    op = await rig.h.submit({"account": "a", "_sim": violation})
+    await rig.h.run()
+    op = await rig.h.op(op)
+    assert op.state is State.NEEDS_HUMAN
+    home = await (await rig.get("/")).text()
+    assert op.operation_id in home and "waiting for a decision" in home
+    answer = await rig.post(
+        f"/operations/{op.operation_id}/resolve",
+        {
+            "decision": "adopt",
+            "job_id": op.conflicting_job_ids[0],
+            "reason": "support confirmed the first job",
+            "csrf": await rig.csrf(op.operation_id),
+        },
+    )
+    assert answer.status == 200 and "resolve took effect" in await answer.text()
+    after = await rig.h.op(op)
+    assert after.remote_job_id == op.conflicting_job_ids[0] and after.state is not State.NEEDS_HUMAN
+    decisions = [e for e in await audit(rig, op.operation_id) if e["kind"] == "human.decision"]
+    assert [(e["actor"], e["data"]["decision"]) for e in decisions] == [
+        ("dashboard:alice", "adopt")
+    ]
