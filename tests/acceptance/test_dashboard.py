@@ -254,3 +254,21 @@ async def test_resolve_adopts_a_job_and_shows_the_needs_human_operation_first(ri
     assert [(e["actor"], e["data"]["decision"]) for e in decisions] == [
         ("dashboard:alice", "adopt")
     ]
+
+
+async def test_overdue_polls_and_expired_leases_need_attention(rig: Rig) -> None:
+    """An operation due long ago that no worker took, and one whose lease expired while held,
+    are both listed as needing attention, with the lease holder named."""
+    store = rig.h.rt.ledger.store
+    waiting = await rig.h.submit({"account": "w"}, key="waiting")
+    held = await rig.h.submit({"account": "h"}, key="held")
+    claims = await store.claim_due(
+        "worker:gone", rig.h.clock.now(), 10, timedelta(seconds=30), only=held.operation_id
+    )
+    assert [c.operation.operation_id for c in claims] == [held.operation_id]
+    before = await (await rig.get("/")).text()
+    rig.h.clock.advance(600)
+    after = await (await rig.get("/")).text()
+    assert waiting.operation_id not in before and held.operation_id not in before
+    assert waiting.operation_id in after and "poll overdue since 10 min ago" in after
+    assert held.operation_id in after and "lease of worker:gone (fence 1) expired" in after

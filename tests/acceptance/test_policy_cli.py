@@ -25,3 +25,4 @@ def test_a_policy_file_refuses_a_cancel_and_the_refusal_is_audited(ws: Workspace
         kinds = [json.loads(e)["kind"] for (e,) in conn.execute("SELECT entry FROM audit_log")]
     assert kinds.count("policy.refused") == 2 and "cancel.intent" not in kinds
     ws.run("cancel", op_id, "--reason", "the default lets people cancel")
+    ws.run("audit", "verify", "--replay")  # refusals keep the chain and the histories provable

@@ -34,6 +34,7 @@ from jobtrail.ledger import Ledger
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results
 from jobtrail.store.finding import OperationQuery
+from jobtrail.views import escalation_bundle
 
 log = logging.getLogger("jobtrail.dashboard")
 PAGE_SIZE = 50
@@ -266,8 +267,6 @@ class Dashboard:
         )
 
     async def escalation(self, request: web.Request, who: Principal) -> web.StreamResponse:
-        from jobtrail.views import escalation_bundle
-
         story = await self._story(request.match_info["id"])
         bundle = escalation_bundle(story.op, story.history, story.attempts, self.now())
         return web.json_response(bundle, dumps=lambda d: json.dumps(d, indent=2, default=str))
@@ -299,7 +298,8 @@ class Dashboard:
         )
 
 
-_MOVING = tuple(s for s in State if not s.ends_automation)
+# late, among those not already listed for their state
+_MOVING = tuple(s for s in State if not s.ends_automation and s not in ATTENTION)
 _FILTER_NAMES = ("state", "provider", "actor", "key", "from", "until", "page")
 
 
