@@ -201,6 +201,11 @@ async def test_the_list_filters_counts_and_pages(rig: Rig) -> None:
     assert "3 of 53" in second and "(showing 51–53)" in second
     assert "26 of 26" in agents and "cli:bob" not in agents
     assert "1 of 1" in keyed and ">k7<" in keyed
+    future = await (await rig.get("/operations?from=2100-01-01")).text()
+    past = await (await rig.get("/operations?until=2000-01-01T00:00")).text()
+    since = await (await rig.get("/operations?from=2000-01-01&until=2100-01-01")).text()
+    assert "0 of 0" in future and "0 of 0" in past and "50 of 53" in since
+    assert (await rig.get("/operations?from=yesterday")).status == 400
 
 
 async def test_an_extend_resumes_a_timed_out_operation_under_the_operators_name(rig: Rig) -> None:
