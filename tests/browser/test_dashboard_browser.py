@@ -38,6 +38,7 @@ from harness import SECRET
 pytestmark = pytest.mark.browser
 TOKEN = "alice-" + secrets.token_hex(16)
 LONG = {"duration_polls": 100_000}  # a job that keeps running through the whole module
+CONFLICT = {"drop_create_answer": True, "different_id_on_retry": True}  # needs a person
 
 
 @dataclass
@@ -71,6 +72,7 @@ async def _seed(db: str, provider: Path) -> dict[str, str]:
             {},
         ),
         ("hostile-job", {"account": "h", "_sim": {**LONG, "hostile_text": True}}, {}),
+        ("conflict-job", {"account": "c", "_sim": CONFLICT}, {}),
         *((f"batch-{n}", {"account": f"acct_{n}"}, {"actor": "agent:nightly"}) for n in range(6)),
     ]
     try:
@@ -183,10 +185,15 @@ async def test_pages_load_filter_and_open_an_operation(browser: Any, stack: Stac
     actor, and opens an operation by its full id."""
     await until_state(stack, "late-job", State.RESULT_TIMED_OUT)
     await until_state(stack, "feb-report", State.SUCCEEDED)
+    await until_state(stack, "conflict-job", State.NEEDS_HUMAN)
     page = await signed_in(browser, stack)
     attention = await page.text_content("#attention")
     assert attention is not None and stack.ids["late-job"] in attention
+    assert stack.ids["conflict-job"] in attention
     await shoot(page, "attention")
+    await page.click(f"text={stack.ids['conflict-job']}")
+    assert await page.is_visible("form.action select[name=decision]")
+    await shoot(page, "resolve-form", full_page=False)
     await page.click("header nav >> text=Operations")
     await page.wait_for_url(f"{stack.url}/operations")
     await shoot(page, "operations")

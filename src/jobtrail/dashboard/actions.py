@@ -120,9 +120,12 @@ def action_forms(op: Operation, csrf: str, may_act: bool) -> Html:
         return Html('<p class="ro">Read-only access: actions need the operator role.</p>')
     forms = []
     oid = op.operation_id
-    if op.cancel_intent is None and (
-        op.state in REMOTE_MAY_RUN or op.state is State.CREATE_PENDING
-    ):
+    # the states Ledger.cancel takes: a job may run, and no person has to decide first
+    cancellable = (REMOTE_MAY_RUN | {State.CREATE_PENDING}) - {
+        State.NEEDS_HUMAN,
+        State.CANCELLATION_UNCONFIRMED,
+    }
+    if op.cancel_intent is None and op.state in cancellable:
         forms.append(("cancel", "Cancel", Html("")))
     if op.state is State.NEEDS_HUMAN:
         fields = Html(
