@@ -277,3 +277,22 @@ async def test_overdue_polls_and_expired_leases_need_attention(rig: Rig) -> None
     assert waiting.operation_id not in before and held.operation_id not in before
     assert waiting.operation_id in after and "poll overdue since 10 min ago" in after
     assert held.operation_id in after and "lease of worker:gone (fence 1) expired" in after
+
+
+async def test_the_result_download_rechecks_the_hash(rig: Rig) -> None:
+    """The download serves the stored result as an attachment; once the stored file no
+    longer matches its hash, it is refused instead of served."""
+    op = await rig.h.submit({"account": "a"})
+    await rig.h.run()
+    op = await rig.h.op(op)
+    assert op.result is not None and op.result.location
+    url = f"/operations/{op.operation_id}/result"
+    good = await rig.get(url)
+    content = await good.read()
+    assert good.status == 200 and content.startswith(b"id,status,value")
+    assert good.headers["Content-Disposition"].startswith("attachment")
+    assert good.content_type == "application/octet-stream"
+    stored = Path(op.result.location)
+    stored.write_bytes(stored.read_bytes() + b"forged,row\n")
+    forged = await rig.get(url)
+    assert forged.status == 409 and b"forged" not in await forged.read()

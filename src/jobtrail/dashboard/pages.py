@@ -229,6 +229,8 @@ def facts(story: Story, now: datetime) -> Html:
         )
     if op.conflicting_job_ids:
         rows.append(("conflicting jobs", ", ".join(op.conflicting_job_ids)))
+    if op.result:
+        rows.append(("result", result_section(op)))
     if error := provider_error(story.attempts):
         rows.append(("provider error", error))
     return render(
