@@ -360,7 +360,7 @@ def result_section(op: Operation) -> Html:
         if result.items
         else None,
         result.content_type,
-        result.sha256,
+        f"sha256 {result.sha256}" if result.sha256 else None,
     ]
     link = (
         render(
