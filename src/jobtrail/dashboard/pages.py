@@ -12,7 +12,7 @@ from typing import Any
 
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
-from jobtrail.dashboard.html import Html, join, path, query, render, when
+from jobtrail.dashboard.html import Html, join, path, query, relative, render, when
 from jobtrail.store.finding import OperationPage, OperationQuery
 from jobtrail.views import escalation_bundle, timeline, waiting_for
 
@@ -112,8 +112,6 @@ def _state_why(op: Operation) -> str:
 
 
 def _rel(value: datetime | None, now: datetime) -> str:
-    from jobtrail.dashboard.html import relative
-
     return relative(value, now) if value else "?"
 
 

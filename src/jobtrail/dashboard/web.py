@@ -103,27 +103,11 @@ class Dashboard:
             if act:
                 form = await request.post()
                 if not self.access.csrf_ok(who, str(form.get("csrf", ""))):
-                    return self._html(
-                        page(
-                            "Refused",
-                            Html(
-                                '<p class="notice bad">The form is stale or not '
-                                "ours (CSRF check failed); reload the page and try again.</p>"
-                            ),
-                        ),
-                        403,
-                    )
+                    stale = "The form is stale or not ours (CSRF check failed); reload the page."
+                    return self._html(page("Refused", _notice(stale, False)), 403)
                 if who.operator.role is not Role.OPERATOR:
-                    return self._html(
-                        page(
-                            "Refused",
-                            Html(
-                                '<p class="notice bad">Read-only access: actions '
-                                "need the operator role.</p>"
-                            ),
-                        ),
-                        403,
-                    )
+                    read_only = "Read-only access: actions need the operator role."
+                    return self._html(page("Refused", _notice(read_only, False)), 403)
             try:
                 response = await handler(request, who)
             except NotFound as exc:
