@@ -35,6 +35,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Say loudly when PostgreSQL tests were skipped: a quiet skip would read as a pass."""
     skipped = terminalreporter.stats.get("skipped", [])
     reasons = {str(getattr(r, "longrepr", "")) for r in skipped}
+    if any("browser tests cannot run" in reason for reason in reasons):
+        terminalreporter.write_sep("!", "BROWSER TESTS WERE SKIPPED", red=True, bold=True)
+        terminalreporter.write_line(
+            "No headless Chromium or Playwright here; the dashboard's browser tests did NOT run "
+            "(apt-get install chromium; CI runs them with JOBTRAIL_REQUIRE_BROWSER=1).",
+            red=True,
+        )
     if any("PostgreSQL not reachable" in reason for reason in reasons):
         terminalreporter.write_sep("!", "PostgreSQL TESTS WERE SKIPPED", red=True, bold=True)
         terminalreporter.write_line(

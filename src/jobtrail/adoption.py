@@ -14,7 +14,7 @@ from jobtrail.core.local import seen_job_ids
 from jobtrail.core.model import Attempt, AttemptKind, Operation, evolve
 from jobtrail.core.states import State
 from jobtrail.errors import ActionRefused
-from jobtrail.ledger import Ledger
+from jobtrail.ledger import Ledger, decision_action
 from jobtrail.providers.guarded import guarded_call
 from jobtrail.providers.registry import ProviderRegistry
 
@@ -24,6 +24,7 @@ async def adopt(
 ) -> Operation:
     """Apply an adopt decision, reading the job's status first when the id is new to us."""
     op = await ledger.get(operation_id)
+    await ledger.permit(decision_action(decision), decision.actor, op)  # before any call
     job_id = decision.job_id
     if not job_id or op.state is not State.NEEDS_HUMAN or job_id in seen_job_ids(op):
         return await ledger.decide(operation_id, decision)  # the core checks the rest

@@ -7,6 +7,7 @@
     ├── KeyConflict           same operation key, different request
     ├── TransitionRefused     a state change without its evidence
     ├── ActionRefused         a human/agent action that does not fit the operation's state
+    │   └── NotPermitted      the action policy does not let this actor take it
     ├── LostOwnership         a worker's lease was taken over (fencing number moved on)
     ├── ConcurrentUpdate      someone else changed the operation first; reload and retry
     ├── StoreError            the ledger database could not be opened or migrated
@@ -48,6 +49,10 @@ class TransitionRefused(JobtrailError):
 
 class ActionRefused(JobtrailError):
     """The action does not fit the operation's current state."""
+
+
+class NotPermitted(ActionRefused):
+    """The action policy (jobtrail.policy) does not let this actor take this action."""
 
 
 class LostOwnership(JobtrailError):

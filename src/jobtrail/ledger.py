@@ -41,9 +41,11 @@ from jobtrail.errors import (
     KeyConflict,
     LostOwnership,
     NotFound,
+    NotPermitted,
 )
 from jobtrail.histories import Forgery, audited_requests, audited_steps, request_problem
 from jobtrail.histories import check as check_history
+from jobtrail.policy import Action, ActionPolicy, kind_of
 from jobtrail.providers.config import ProviderSpec, parse_provider, poll_rules
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
@@ -64,8 +66,10 @@ class Ledger:
         clock: Clock | None = None,
         rand: random.Random | None = None,
         group_commit: bool = False,
+        actions: ActionPolicy | None = None,
     ) -> None:
         self.store = store
+        self.actions = actions or ActionPolicy.default()
         self.clock: Clock = clock or SystemClock().now
         self.rand = rand or secrets.SystemRandom()
         self._group = GroupCommitter(store) if group_commit else None
@@ -149,6 +153,7 @@ class Ledger:
     ) -> tuple[Operation, bool]:
         """`submit`, also saying whether the operation already existed under its key (True:
         nothing new was recorded)."""
+        await self.permit(Action.SUBMIT, actor, None, subject=key)
         headers = dict(headers or {})
         check_request(
             headers,
@@ -273,6 +278,7 @@ class Ledger:
         store/retention.py). `keep` archives them; nothing is removed if it fails."""
         if older_than <= timedelta(0):
             raise InvalidInput("prune needs a positive age, like 30d: only the past is pruned")
+        await self.permit(Action.PRUNE, actor, None)
         now = self.clock()
         return await self.store.prune(now - older_than, now, actor, keep)
 
@@ -283,6 +289,7 @@ class Ledger:
     ) -> Operation:
         """Record the intent to cancel. The lease owner sends the cancel; nothing here claims
         that the remote job stopped."""
+        await self.permit(Action.CANCEL, actor, await self.get(operation_id))
         for _ in range(_MAX_RETRIES):
             op = await self.get(operation_id)
             if op.state.ends_automation and op.state not in REMOTE_MAY_RUN:
@@ -336,6 +343,7 @@ class Ledger:
         """Apply a recorded human decision (resolve a needs_human, extend a deadline).
         `read` is the finished status call behind `decision.read` (adopting a job id the
         operation never saw): it is recorded with the decision, in the same transaction."""
+        await self.permit(decision_action(decision), decision.actor, await self.get(operation_id))
         for _ in range(_MAX_RETRIES):
             op = await self.get(operation_id)
             now = self.clock()
@@ -432,6 +440,27 @@ class Ledger:
             request_poll=request_poll,
         )
         return (await self._commit(change)).verdict
+
+    async def permit(
+        self, action: Action, actor: str, op: Operation | None, *, subject: str | None = None
+    ) -> None:
+        """Refuse, and audit the refusal of, what the action policy does not let `actor` do
+        to `op` (None: an action on no one operation, such as submit or prune)."""
+        op_id, owner = (op.operation_id, op.actor) if op else (None, None)
+        if self.actions.allows(action, actor, owner=owner):
+            return
+        data = {
+            "action": action.value,
+            "actor_kind": kind_of(actor).value,
+            "operation_id": op_id,
+            "owner": owner,
+            "subject": subject,
+            "policy": self.actions.source,
+        }
+        entry = self._entry_for(op_id, self.clock(), "policy.refused", actor, data)
+        redactor = self._redactors.for_operation(op) if op else Redactor()
+        await self.store.append_audit(redacted_entries([entry], redactor))
+        raise NotPermitted(self.actions.refusal(action, actor, op_id, owner))
 
     # -- the worker's side ---------------------------------------------------------------
 
@@ -596,7 +625,18 @@ class Ledger:
         )
 
     def _entry(self, op: Operation, now: datetime, kind: str, actor: str, data: Any) -> AuditEntry:
-        return AuditEntry(at=now, operation_id=op.operation_id, kind=kind, actor=actor, data=data)
+        return self._entry_for(op.operation_id, now, kind, actor, data)
+
+    def _entry_for(
+        self, op_id: str | None, now: datetime, kind: str, actor: str, data: Any
+    ) -> AuditEntry:
+        return AuditEntry(at=now, operation_id=op_id, kind=kind, actor=actor, data=data)
+
+
+def decision_action(decision: o.HumanDecision) -> Action:
+    """Which action of the policy a human decision is."""
+    extends = (o.Decision.EXTEND, o.Decision.EXTEND_CANCEL)
+    return Action.EXTEND if decision.decision in extends else Action.RESOLVE
 
 
 def _own_headers(provider: ProviderSpec) -> list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jobtrail.clock import Clock, SystemClock
 from jobtrail.ledger import Ledger
+from jobtrail.policy import ActionPolicy, policy_from_env
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results, open_results
 from jobtrail.store import open_store
@@ -48,15 +49,17 @@ async def runtime(
     record_lateness: bool = False,
     create: bool = True,
     results: str | None = None,
+    actions: ActionPolicy | None = None,
 ) -> AsyncIterator[Runtime]:
     """`results` is the result store's URL (see jobtrail.results); files under `data_dir`
-    when None."""
+    when None. `actions` is the action policy; JOBTRAIL_POLICY's (or the default) when None."""
+    actions = actions or policy_from_env()
     clock = clock or SystemClock()
     stored = open_results(results, data_dir=data_dir, ledger=db)  # a bad URL fails here first
     store = await open_store(db, audit_key=audit_key, create=create)
     providers = ProviderRegistry(connections=max(10, concurrency))
     try:
-        ledger = Ledger(store, clock=clock.now, group_commit=True)
+        ledger = Ledger(store, clock=clock.now, group_commit=True, actions=actions)
         runner = Runner(
             ledger,
             providers,

@@ -190,7 +190,8 @@ async def test_list_explain_and_the_recorded_actor(tmp_path: Path, providers: Pa
 
 
 async def test_actor_option_and_cancel_before_the_create(tmp_path: Path, providers: Path) -> None:
-    """--actor names every operation and cancel; a cancel before the create is kept as intent."""
+    """--actor names every operation and cancel, always as an agent; a cancel before the create
+    is kept as intent."""
     async with agent(tmp_path, providers, "--no-worker", "--actor", "ops:alice") as a:
         sent = await a.call("submit_job", submit({"account": "a7"}, "k7"))
         waited = await a.call(
@@ -199,7 +200,8 @@ async def test_actor_option_and_cancel_before_the_create(tmp_path: Path, provide
         asked = await a.call("cancel_job", {"operation_id": sent["operation_id"], "reason": "x"})
     assert waited["changed"] is False and waited["state"] == "create_pending"
     assert 0.5 <= waited["waited_seconds"] < 2
-    assert waited["actor"] == "ops:alice" and asked["cancel_requested_by"] == "ops:alice"
+    assert waited["actor"] == "agent:ops:alice"
+    assert asked["cancel_requested_by"] == "agent:ops:alice"
     assert asked["state"] == "create_pending" and "withdraw" in asked["next_step"]
 
 

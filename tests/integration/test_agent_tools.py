@@ -14,7 +14,7 @@ import pytest
 from jobtrail.agent.content import INLINE_LIMIT, read_stored
 from jobtrail.agent.tools import WAIT_CAP_SECONDS, WAIT_POLL_SECONDS, AgentTools
 from jobtrail.clock import SystemClock, VirtualClock
-from jobtrail.errors import InvalidInput, KeyConflict, NotFound
+from jobtrail.errors import InvalidInput, KeyConflict, NotFound, NotPermitted
 from jobtrail.ledger import Ledger
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.providers.registry import ProviderRegistry
@@ -178,11 +178,13 @@ async def test_wait_returns_when_the_state_changes(
 
 async def test_cancel_before_the_create_keeps_the_intent(tools: AgentTools) -> None:
     """A cancel on a pending create records the intent by the agent and claims nothing more."""
-    sent = await ask(tools, {"account": "a"})
+    sent = await ask(tools, {"account": "a"}, actor="agent:x")
     asked = await tools.cancel_job(sent.operation_id, reason="not needed", actor="agent:x")
-    again = await tools.cancel_job(sent.operation_id, reason="twice", actor="agent:y")
+    again = await tools.cancel_job(sent.operation_id, reason="twice", actor="agent:x")
     assert asked.state == "create_pending" and asked.cancel_requested_by == "agent:x"
     assert again.cancel_requested_by == "agent:x" and again.cancel_reason == "not needed"
+    with pytest.raises(NotPermitted, match="only operations it submitted"):
+        await tools.cancel_job(sent.operation_id, reason="not mine", actor="agent:y")
     assert asked.remote_may_still_run is False and "withdraw" in asked.next_step
     with pytest.raises(InvalidInput, match="reason"):
         await tools.cancel_job(sent.operation_id, reason=" ", actor="agent:x")

@@ -85,13 +85,15 @@ def _arguments_sentence(tool: str, error: ValidationError) -> str:
 
 
 def build_server(tools: AgentTools, *, actor: str | None = None) -> MCPServer[Any]:
-    """The MCP server exposing `tools`; `actor` overrides the client's name as the actor."""
+    """The MCP server exposing `tools`; `actor` overrides the client's name as the actor.
+    Either way the actor is an agent (`agent:NAME`): the action policy treats whoever talks
+    MCP as an agent, never as a person, whatever name it chose."""
     server: MCPServer[Any] = _Server(
         "jobtrail", version=version("jobtrail"), instructions=INSTRUCTIONS, log_level="WARNING"
     )
 
     def who(ctx: Context[Any, Any]) -> str:
-        return actor or client_actor(ctx)
+        return as_agent(actor) if actor else client_actor(ctx)
 
     @server.tool(
         description="Record a job for a provider (by name) and return its operation id. "
@@ -190,6 +192,11 @@ def client_actor(ctx: Context[Any, Any]) -> str:
     name = params.client_info.name if params is not None else ""
     shown = "".join(ch for ch in name if ch.isprintable()).strip()[:80]
     return f"agent:{shown or 'unknown'}"
+
+
+def as_agent(name: str) -> str:
+    """`name` as an agent's actor name: `agent:` is added unless it is already there."""
+    return name if name.startswith("agent:") else f"agent:{name}"
 
 
 async def _guard(call: Awaitable[T]) -> T:

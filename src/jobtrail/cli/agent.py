@@ -11,8 +11,8 @@ from jobtrail.cli.context import Settings, concurrency_option, fail, pass_settin
 @click.command()
 @click.option(
     "--actor",
-    help="Who is recorded as asking, for every operation and cancel. "
-    "[default: agent:<the MCP client's name>]",
+    help="Who is recorded as asking, for every operation and cancel, always as an agent "
+    "(agent:NAME; the policy's agent rules apply). [default: agent:<the MCP client's name>]",
 )
 @click.option(
     "--no-worker",

@@ -68,11 +68,12 @@ async def opened(
     """The ledger, opened for one command. Only commands that start work (`submit`) pass
     `create`: the others never leave an empty ledger behind a mistyped path."""
     from jobtrail.ledger import Ledger
+    from jobtrail.policy import policy_from_env
     from jobtrail.store import open_store
 
     store = await open_store(settings.db, audit_key=settings.audit_key, create=create)
     try:
-        yield Ledger(store, **ledger_options)
+        yield Ledger(store, **({"actions": policy_from_env()} | ledger_options))
     finally:
         await store.close()
 

@@ -21,6 +21,7 @@ HOME = {
     **dict.fromkeys(("audit", "provider", "simulator"), "admin"),
     "mcp": "agent",
     "serve": "serving",
+    "dashboard": "serving",
     "backup": "ledgerfile",
     "prune": "retention",
     "archive": "retention",
@@ -70,15 +71,29 @@ class LazyGroup(click.Group):
     "ledger's database; db:?max_bytes=N caps a result) or s3://BUCKET/PREFIX (endpoint and "
     "credentials from the standard AWS settings). [env JOBTRAIL_RESULTS]",
 )
+@click.option(
+    "--policy",
+    metavar="FILE",
+    help="The action policy (TOML): which actions people, agents and workers may take. "
+    "[env JOBTRAIL_POLICY; default: docs/policy.md]",
+)
 @click.version_option(package_name="jobtrail")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None, data_dir: str | None, results: str | None) -> None:
+def cli(
+    ctx: click.Context,
+    db: str | None,
+    data_dir: str | None,
+    results: str | None,
+    policy: str | None,
+) -> None:
     """jobtrail: run long jobs on third-party APIs without sending them twice, losing a
     result, or claiming a cancellation that never happened.
 
     Every operation is written down before anything is sent; every call, observation and
     decision is recorded, and `jobtrail explain` tells the story.
     """
+    if policy:  # every ledger this process opens, worker and servers included, reads it
+        os.environ["JOBTRAIL_POLICY"] = policy
     ctx.obj = settings_from(db, data_dir, results)
 
 

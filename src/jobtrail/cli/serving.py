@@ -14,6 +14,8 @@ from aiohttp import web
 
 from jobtrail.cli.context import Settings, concurrency_option, pass_settings, worker_id_option
 from jobtrail.core.redact import Redactor
+from jobtrail.dashboard.access import Access, operators_from_env
+from jobtrail.dashboard.web import Dashboard
 from jobtrail.errors import JobtrailError, ProviderConfigError
 from jobtrail.logs import install_json_logging
 from jobtrail.providers.config import load_provider_file
@@ -26,9 +28,12 @@ log = logging.getLogger("jobtrail.serve")
 
 
 def secrets_redactor(folder: Path, db: str = "") -> Redactor:
-    """A redactor holding every secret the provider files in `folder` name, the audit key
-    and the ledger URL's password: read once, at start."""
+    """A redactor holding every secret the provider files in `folder` name, the audit key,
+    the dashboard's operator tokens and the ledger URL's password: read once, at start."""
     values = [os.environ.get("JOBTRAIL_AUDIT_KEY", ""), *url_passwords(db)]
+    for variable in ("JOBTRAIL_OPERATOR_TOKENS", "JOBTRAIL_VIEWER_TOKENS"):
+        pairs = os.environ.get(variable, "").split(",")
+        values.extend(pair.partition(":")[2].strip() for pair in pairs)
     for file in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
         try:
             values.extend(load_provider_file(file).secret_values())
@@ -69,13 +74,15 @@ class Health:
 def serve(
     settings: Settings, host: str, port: int, concurrency: int, worker_id: str | None
 ) -> None:
-    """Run the worker and the webhook receiver (POST /webhooks/PROVIDER, GET /healthz) in
-    one process. Logs are JSON lines on stderr. SIGINT/SIGTERM stop it gracefully: no new
-    requests, in-flight steps finish."""
+    """Run the worker, the webhook receiver (POST /webhooks/PROVIDER, GET /healthz) and the
+    dashboard (GET /, for operators named in JOBTRAIL_OPERATOR_TOKENS) in one process. Logs
+    are JSON lines on stderr. SIGINT/SIGTERM stop it gracefully: no new requests, in-flight
+    steps finish."""
     folder = providers_folder()
     install_json_logging(secrets_redactor(folder, settings.db))
     try:
-        asyncio.run(_serve(settings, folder, host, port, concurrency, worker_id))
+        access = Access(operators_from_env())
+        asyncio.run(_serve(settings, folder, host, port, concurrency, worker_id, access))
     except (JobtrailError, OSError) as exc:
         log.error("serve stopped: %s", exc)
         raise SystemExit(1) from None
@@ -88,7 +95,11 @@ async def _serve(
     port: int,
     concurrency: int,
     worker_id: str | None,
+    access: Access,
+    *,
+    with_worker: bool = True,
 ) -> None:
+    """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -100,33 +111,41 @@ async def _serve(
         worker_id=worker_id,
         concurrency=concurrency,
         results=settings.results,
+        create=with_worker,
     ) as rt:
         health = Health(rt)
         app = web.Application(client_max_size=MAX_EVENT_BYTES)
-        WebhookReceiver(rt.ledger, folder, on_recorded=rt.worker.wake).add_routes(app)
-        app.router.add_get("/healthz", health.handle)
+        if with_worker:
+            WebhookReceiver(rt.ledger, folder, on_recorded=rt.worker.wake).add_routes(app)
+            app.router.add_get("/healthz", health.handle)
+        Dashboard(rt.ledger, rt.results, rt.providers, access).add_routes(app)
         server = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=10)
         await server.setup()
+        worker = None
         try:
             await web.TCPSite(server, host, port).start()
             bound_host, bound_port = server.addresses[0][:2]
-            health.worker = worker = asyncio.create_task(rt.worker.run())
+            running: list[asyncio.Task[Any]] = [asyncio.create_task(stop.wait())]
+            if with_worker:
+                health.worker = worker = asyncio.create_task(rt.worker.run())
+                running.append(worker)
             log.info(
                 "serving on http://%s:%d",
                 bound_host,
                 bound_port,
                 extra={
-                    "worker_id": rt.worker.worker_id,
+                    "worker_id": rt.worker.worker_id if with_worker else None,
                     "db": shown_url(settings.db),
                     "port": bound_port,
                 },
             )
-            stopper = asyncio.create_task(stop.wait())
-            await asyncio.wait([worker, stopper], return_when=asyncio.FIRST_COMPLETED)
-            stopper.cancel()
+            await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            running[0].cancel()
             log.info("stopping: no new requests; in-flight steps finish")
         finally:
             await server.cleanup()  # stop listening, let requests in flight finish
+        if worker is None:
+            return
         rt.worker.stop.set()
         stats = await worker  # drains: in-flight calls finish, or stay recorded as sent
     log.info(
@@ -135,4 +154,30 @@ async def _serve(
     )
 
 
-COMMANDS = [serve]
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    default=8080,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (0: any free port, logged at start).",
+)
+@pass_settings
+def dashboard(settings: Settings, host: str, port: int) -> None:
+    """Serve the operators' dashboard alone (no worker): needs attention, operations, one
+    operation's story, and guarded actions. Operators and their tokens come from
+    JOBTRAIL_OPERATOR_TOKENS (name:token,...), JOBTRAIL_VIEWER_TOKENS (read-only) or
+    JOBTRAIL_OPERATOR_FILE; see docs/dashboard.md."""
+    install_json_logging(secrets_redactor(providers_folder(), settings.db))
+    try:
+        access = Access(operators_from_env())
+        asyncio.run(
+            _serve(settings, providers_folder(), host, port, 1, None, access, with_worker=False)
+        )
+    except (JobtrailError, OSError) as exc:
+        log.error("dashboard stopped: %s", exc)
+        raise SystemExit(1) from None
+
+
+COMMANDS = [serve, dashboard]

@@ -13,6 +13,7 @@ from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 
 if TYPE_CHECKING:
+    from jobtrail.store.finding import OperationPage, OperationQuery
     from jobtrail.store.retention import Keep, Pruned
 
 
@@ -155,6 +156,11 @@ class Store(Protocol):
         ...
 
     async def count_by_state(self) -> dict[State, int]: ...
+
+    async def find_operations(self, query: OperationQuery) -> OperationPage:
+        """One page of the operations matching `query`, newest first, and how many match
+        in all (for people: the dashboard's filters and paging)."""
+        ...
 
     async def history(self, operation_id: str) -> list[Transition]: ...
 

@@ -40,6 +40,7 @@ from jobtrail.store.base import (
     must_sync,
 )
 from jobtrail.store.chain import AuditChain
+from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.postgres_prune import prune
 from jobtrail.store.retention import Keep, Pruned
@@ -191,6 +192,20 @@ class PostgresStore:
 
     async def count_by_state(self) -> dict[State, int]:
         return {State(row["state"]): row["n"] for row in await self._rows("count_by_state")}
+
+    async def find_operations(self, query: OperationQuery) -> OperationPage:
+        clause, args = where(query, "%s", lambda value: value)
+
+        async def run(conn: Conn) -> OperationPage:
+            (counted,) = await _fetch(f"SELECT count(*) AS n FROM operations{clause}", args, conn)
+            rows = await _fetch(
+                f"SELECT * FROM operations{clause} ORDER BY operation_id DESC LIMIT %s OFFSET %s",
+                [*args, query.limit, query.offset],
+                conn,
+            )
+            return OperationPage(operations=[CODEC.operation(r) for r in rows], total=counted["n"])
+
+        return await self._run(run)
 
     async def history(self, operation_id: str) -> list[Transition]:
         return [CODEC.transition(row) for row in await self._rows("history", (operation_id,))]

@@ -36,6 +36,7 @@ from jobtrail.store.base import (
     must_sync,
 )
 from jobtrail.store.chain import AuditChain
+from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.retention import Keep, Pruned
 from jobtrail.store.sqlite_prune import prune
@@ -357,6 +358,21 @@ class SqliteStore:
         def run() -> dict[State, int]:
             rows = self._conn.execute("SELECT state, count(*) FROM operations GROUP BY state")
             return {State(state): n for state, n in rows}
+
+        return await self._call(run)
+
+    async def find_operations(self, query: OperationQuery) -> OperationPage:
+        clause, args = where(query, "?", _t_out)
+
+        def run() -> OperationPage:
+            (total,) = self._conn.execute(
+                f"SELECT count(*) FROM operations{clause}", args
+            ).fetchone()
+            rows = self._conn.execute(
+                f"SELECT * FROM operations{clause} ORDER BY operation_id DESC LIMIT ? OFFSET ?",
+                [*args, query.limit, query.offset],
+            )
+            return OperationPage(operations=[CODEC.operation(r) for r in rows], total=total)
 
         return await self._call(run)
 

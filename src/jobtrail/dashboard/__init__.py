@@ -1,0 +1,1 @@
+"""The operator's web dashboard: server-rendered pages, guarded actions, no CDN."""

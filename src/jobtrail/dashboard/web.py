@@ -1,0 +1,328 @@
+"""The dashboard's routes on jobtrail's aiohttp server (`serve` at `/`, or `dashboard`).
+
+Every page and action answers 401 without a valid operator (a bearer token or a session
+cookie); actions also need the operator role and the form's CSRF token. `/healthz`, the
+webhook endpoint and the static assets (no data in them) are not behind this gate.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from string import Template
+
+from aiohttp import web
+
+from jobtrail.core.states import State
+from jobtrail.dashboard.access import COOKIE, SESSION_FOR, Access, Principal, Role
+from jobtrail.dashboard.actions import ACTIONS, action_forms, perform
+from jobtrail.dashboard.html import Html, page, render
+from jobtrail.dashboard.pages import (
+    ATTENTION,
+    Attention,
+    Story,
+    attention_page,
+    facts,
+    list_page,
+    story_sections,
+)
+from jobtrail.errors import InvalidInput, JobtrailError, NotFound, NotPermitted, ResultError
+from jobtrail.ledger import Ledger
+from jobtrail.providers.registry import ProviderRegistry
+from jobtrail.results import Results
+from jobtrail.store.finding import OperationQuery
+from jobtrail.views import escalation_bundle
+
+log = logging.getLogger("jobtrail.dashboard")
+PAGE_SIZE = 50
+LATE_AFTER = timedelta(seconds=30)  # a poll this late, or a lease expired this long, is shown
+ASSETS = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
+    "img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+}
+Handler = Callable[[web.Request, Principal], Awaitable[web.StreamResponse]]
+
+_LOGIN = Template(
+    '<h1>Sign in</h1><p class="notice bad">$why</p>'
+    '<form class="login" method="post" action="/login"><input type="hidden" name="next" '
+    'value="$next"><label>operator token <input type="password" name="token" '
+    'autocomplete="current-password" required></label><button type="submit">Sign in</button>'
+    "</form><p>Or send <code>Authorization: Bearer TOKEN</code>.</p>"
+)
+
+
+class Dashboard:
+    def __init__(
+        self, ledger: Ledger, results: Results, providers: ProviderRegistry, access: Access
+    ) -> None:
+        self.ledger, self.results, self.providers, self.access = ledger, results, providers, access
+
+    def add_routes(self, app: web.Application) -> None:
+        r = app.router
+        r.add_get("/", self._gate(self.attention))
+        r.add_get("/operations", self._gate(self.operations))
+        r.add_get("/operations/{id}", self._gate(self.operation))
+        r.add_get("/operations/{id}/result", self._gate(self.result))
+        r.add_get("/operations/{id}/escalation.json", self._gate(self.escalation))
+        r.add_post("/operations/{id}/{action}", self._gate(self.act, act=True))
+        r.add_post("/login", self.login)
+        r.add_post("/logout", self.logout)
+        r.add_get("/assets/{name}", self.asset)
+        if not self.access.operators:
+            log.warning(
+                "no dashboard operators configured: every page answers 401 (set "
+                "JOBTRAIL_OPERATOR_TOKENS or JOBTRAIL_OPERATOR_FILE)"
+            )
+
+    # -- the gate -----------------------------------------------------------------------
+
+    def principal(self, request: web.Request) -> Principal | None:
+        header = request.headers.get("Authorization")
+        if header is not None:  # a bad header is never rescued by a cookie
+            scheme, _, token = header.partition(" ")
+            return self.access.bearer(token.strip()) if scheme.lower() == "bearer" else None
+        cookie = request.cookies.get(COOKIE)
+        return self.access.from_cookie(cookie, self.now()) if cookie else None
+
+    def _gate(
+        self, handler: Handler, *, act: bool = False
+    ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def gated(request: web.Request) -> web.StreamResponse:
+            who = self.principal(request)
+            if who is None:
+                return self._unauthorized(request, "Sign in to see this page.")
+            if act:
+                form = await request.post()
+                if not self.access.csrf_ok(who, str(form.get("csrf", ""))):
+                    stale = "The form is stale or not ours (CSRF check failed); reload the page."
+                    return self._html(page("Refused", _notice(stale, False)), 403)
+                if who.operator.role is not Role.OPERATOR:
+                    read_only = "Read-only access: actions need the operator role."
+                    return self._html(page("Refused", _notice(read_only, False)), 403)
+            try:
+                response = await handler(request, who)
+            except NotFound as exc:
+                response = self._html(page("Not found", _notice(str(exc), False)), 404)
+            response.headers.update(HEADERS)
+            return response
+
+        return gated
+
+    def _unauthorized(self, request: web.Request, why: str) -> web.Response:
+        body = render(_LOGIN, why=why, next=request.path_qs if request.method == "GET" else "/")
+        response = self._html(page("Sign in", body), 401)
+        response.headers["WWW-Authenticate"] = 'Bearer realm="jobtrail"'
+        return response
+
+    async def login(self, request: web.Request) -> web.StreamResponse:
+        form = await request.post()
+        operator = self.access.by_token(str(form.get("token", "")))
+        if operator is None:
+            log.warning("dashboard login refused", extra={"remote": request.remote})
+            return self._unauthorized(request, "That token is not an operator's.")
+        value, _ = self.access.new_session(operator, self.now())
+        target = str(form.get("next", "/"))
+        if not target.startswith("/") or target.startswith("//"):
+            target = "/"  # only our own pages: never an open redirect
+        response = web.HTTPSeeOther(target)
+        response.set_cookie(
+            COOKIE,
+            value,
+            max_age=int(SESSION_FOR.total_seconds()),
+            path="/",
+            secure=True,
+            httponly=True,
+            samesite="Strict",
+        )
+        log.info("dashboard login", extra={"operator": operator.name})
+        raise response
+
+    async def logout(self, request: web.Request) -> web.StreamResponse:
+        response = web.HTTPSeeOther("/")
+        response.del_cookie(COOKIE, path="/")
+        raise response
+
+    async def asset(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        if name not in ASSETS:
+            raise web.HTTPNotFound()
+        data = (resources.files("jobtrail.dashboard") / "assets" / name).read_bytes()
+        return web.Response(
+            body=data, content_type=ASSETS[name], headers={"X-Content-Type-Options": "nosniff"}
+        )
+
+    # -- pages ---------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return self.ledger.clock()
+
+    def _html(self, body: Html, status: int = 200) -> web.Response:
+        response = web.Response(text=body, status=status, content_type="text/html", charset="utf-8")
+        response.headers.update(HEADERS)
+        return response
+
+    def _who(self, who: Principal) -> Html:
+        return render(
+            Template(
+                '$name ($role) <form class="logout" method="post" action="/logout">'
+                '<button type="submit">sign out</button></form>'
+            ),
+            name=who.operator.name,
+            role=who.operator.role.value,
+        )
+
+    async def attention(self, request: web.Request, who: Principal) -> web.StreamResponse:
+        store, now = self.ledger.store, self.now()
+        stuck = await store.find_operations(OperationQuery(states=ATTENTION, limit=200))
+        late = await store.find_operations(
+            OperationQuery(states=_MOVING, late_before=now - LATE_AFTER, limit=200)
+        )
+        seen = Attention(
+            stuck=stuck.operations,
+            overdue=[op for op in late.operations if not op.lease_owner],
+            expired=[op for op in late.operations if op.lease_owner],
+            counts=await store.count_by_state(),
+        )
+        return self._html(page("Needs attention", attention_page(seen, now), self._who(who)))
+
+    async def operations(self, request: web.Request, who: Principal) -> web.StreamResponse:
+        form = {k: v.strip() for k, v in request.query.items() if k in _FILTER_NAMES and v.strip()}
+        try:
+            asked = _query(form)
+        except InvalidInput as exc:
+            return self._html(page("Operations", _notice(str(exc), False), self._who(who)), 400)
+        found = await self.ledger.store.find_operations(asked)
+        body = list_page(found, asked, form, self.now())
+        return self._html(page("Operations", body, self._who(who)))
+
+    async def _story(self, operation_id: str) -> Story:
+        store = self.ledger.store
+        op = await self.ledger.get(operation_id)
+        rows = await store.audit_rows(operation_id)
+        return Story(
+            op=op,
+            history=await store.history(operation_id),
+            attempts=await store.attempts(operation_id),
+            observations=await store.observations(operation_id),
+            audit=[json.loads(row.entry) for row in rows],
+        )
+
+    async def operation(
+        self, request: web.Request, who: Principal, notice: Html | None = None, status: int = 200
+    ) -> web.StreamResponse:
+        story = await self._story(request.match_info["id"])
+        now = self.now()
+        may_act = who.operator.role is Role.OPERATOR
+        body = render(
+            Template(
+                '<h1 class="opid">$id</h1>$notice<div id="facts" data-live>$facts</div>'
+                '<h2>Actions</h2><div class="actions">$forms</div>'
+                '<div id="story" data-live>$story</div>'
+            ),
+            id=story.op.operation_id,
+            notice=notice or Html(""),
+            facts=facts(story, now),
+            forms=action_forms(story.op, self.access.csrf(who), may_act),
+            story=story_sections(story, now),
+        )
+        return self._html(page(story.op.operation_id, body, self._who(who)), status)
+
+    async def result(self, request: web.Request, who: Principal) -> web.StreamResponse:
+        op = await self.ledger.get(request.match_info["id"])
+        if op.result is None or not op.result.location:
+            raise web.HTTPNotFound(text=f"{op.operation_id} has no stored result")
+        try:
+            content = await self.results.read(op.result.location)  # re-checks the hash
+        except ResultError as exc:
+            return web.Response(text=f"not served: {exc}", status=409)
+        return web.Response(
+            body=content,
+            content_type="application/octet-stream",  # never the provider's word: no HTML here
+            headers={"Content-Disposition": f'attachment; filename="{op.operation_id}.result"'},
+        )
+
+    async def escalation(self, request: web.Request, who: Principal) -> web.StreamResponse:
+        story = await self._story(request.match_info["id"])
+        bundle = escalation_bundle(story.op, story.history, story.attempts, self.now())
+        return web.json_response(bundle, dumps=lambda d: json.dumps(d, indent=2, default=str))
+
+    async def act(self, request: web.Request, who: Principal) -> web.StreamResponse:
+        action = request.match_info["action"]
+        if action not in ACTIONS:
+            raise web.HTTPNotFound()
+        form = {k: str(v) for k, v in (await request.post()).items()}
+        actor = who.operator.actor
+        try:
+            done = await perform(
+                self.ledger, self.providers, action, request.match_info["id"], form, actor
+            )
+        except NotFound:
+            raise
+        except JobtrailError as exc:
+            status = 403 if isinstance(exc, NotPermitted) else 409
+            log.info(
+                "dashboard action refused", extra={"action": action, "operator": who.operator.name}
+            )
+            return await self.operation(
+                request, who, _notice(f"{action} refused: {exc}", False), status
+            )
+        log.info("dashboard action", extra={"action": action, "operator": who.operator.name})
+        effect = "took effect" if done.took_effect else "changed nothing"
+        return await self.operation(
+            request, who, _notice(f"{action} {effect}: {done.message}", done.took_effect)
+        )
+
+
+# late, among those not already listed for their state
+_MOVING = tuple(s for s in State if not s.ends_automation and s not in ATTENTION)
+_FILTER_NAMES = ("state", "provider", "actor", "key", "from", "until", "page")
+
+
+def _notice(text: str, good: bool) -> Html:
+    return render(
+        Template('<p class="notice $kind" role="status">$text</p>'),
+        kind="good" if good else "bad",
+        text=text,
+    )
+
+
+def _query(form: dict[str, str]) -> OperationQuery:
+    try:
+        states = (State(form["state"]),) if form.get("state") else ()
+    except ValueError:
+        raise InvalidInput(f"no state {form['state']!r}") from None
+    try:
+        number = max(1, int(form.get("page", "1")))
+    except ValueError:
+        raise InvalidInput("page must be a number") from None
+    return OperationQuery(
+        states=states,
+        provider=form.get("provider"),
+        actor=form.get("actor"),
+        key=form.get("key"),
+        created_from=_time(form.get("from")),
+        created_until=_time(form.get("until")),
+        offset=(number - 1) * PAGE_SIZE,
+        limit=PAGE_SIZE,
+    )
+
+
+def _time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(
+            f"{text!r} is not a time; write 2026-12-01 or 2026-12-01T09:30"
+        ) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
