@@ -38,6 +38,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from jobtrail.agent.tools import AgentTools
 from jobtrail.clock import VirtualClock
 from jobtrail.core.states import State
 from jobtrail.providers.config import parse_provider
@@ -345,10 +346,13 @@ async def test_every_azure_scenario_ends_as_the_guidelines_say(
                 if got != expected:
                     failures.append(f"{scenario.name}: result {got}, expected {expected}")
             if want is State.FAILED and scenario.headers != "none":
-                attempts = await rt.ledger.store.attempts(op.operation_id)
-                errors = [a.detail.get("provider_error") for a in attempts if a.detail]
-                if not any(errors):
-                    failures.append(f"{scenario.name}: no provider error recorded")
+                # the provider's own reason is shown to people and agents alike
+                told = await AgentTools(rt.ledger, worker_running=False).explain_job(
+                    op.operation_id
+                )
+                code = "OperationFailed" if scenario.headers == "Location" else "Failed"
+                if f"why:        the provider said {code}: " not in told.explanation:
+                    failures.append(f"{scenario.name}: no provider error explained")
     assert not failures, "\n".join(failures)
 
 

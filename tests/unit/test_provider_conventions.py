@@ -275,3 +275,30 @@ def test_json_lines_results_count_items_by_custom_id() -> None:
     assert (summary.items.succeeded, summary.items.failed_refs) == (1, ("r2", "r3"))
     broken = validate(Candidate(content=b"{}\nnot json\n", content_type=None), rules, None)
     assert not broken.valid and "line 2" in broken.problems[0]
+
+
+def test_provider_check_names_the_conventions_and_what_they_promise() -> None:
+    """`provider check` says which conventions a file uses and why at-most-once is (or is
+    not) provable with them."""
+    from jobtrail.cli.admin import guarantees
+
+    arm = dict(guarantees(spec("azure-arm-put")))
+    assert arm["job identity"] == "the URL the create was sent to"
+    assert "header Azure-AsyncOperation" in arm["status URL"]
+    assert "202 = still running" in arm["create answers"] and "204 = done" in arm["create answers"]
+    assert "idempotent by nature" in arm["reconciliation note"]
+    assert arm["at-most-once create"].startswith("provable")
+    google = dict(guarantees(spec("google-lro")))
+    assert "`done` true ends it" in google["state"] and "1 = cancelled" in google["state"]
+    assert google["idempotency"] == "token sent in query parameter requestId"
+    assert "`response` of the final status answer" in google["result"]
+    openai = dict(guarantees(spec("openai-batch-example")))
+    assert "`output_file_id` or `error_file_id`" in openai["result"]
+    assert "JSON Lines" in openai["result"]
+    assert "proves a job absent only if the list reaches back" in openai["reconciliation note"]
+    assert openai["client reference"] == "operation id sent in body field metadata.jobtrail_ref"
+    doc = examples()["openai-batch-example"]
+    del doc["reconcile"], doc["create"]["client_reference"]
+    bare = dict(guarantees(parse_provider(doc)))
+    assert bare["at-most-once create"].startswith("cannot be proven")
+    assert "never resubmits it on its own" in bare["at-most-once create"]
