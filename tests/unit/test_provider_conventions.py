@@ -41,7 +41,8 @@ def body(document: Any) -> bytes:
 def test_every_convention_example_loads() -> None:
     """Each documented convention example parses into a spec with the declared capabilities."""
     loaded = {name: parse_provider(doc) for name, doc in examples().items()}
-    assert {"azure-arm-put", "azure-ai", "google-lro", "openai-batch-example"} <= set(loaded)
+    names = {"azure-arm-put", "azure-ai", "google-lro", "openai-batch-example"}
+    assert names | {"anthropic-batch-example"} <= set(loaded)
     assert loaded["azure-arm-put"].capabilities.idempotency is Idempotency.NATURAL
     assert loaded["azure-arm-put"].capabilities.at_most_once_provable
     assert loaded["google-lro"].capabilities.idempotency is Idempotency.QUERY
@@ -297,8 +298,7 @@ def test_provider_check_names_the_conventions_and_what_they_promise() -> None:
     assert "JSON Lines" in openai["result"]
     assert "proves a job absent only if the list reaches back" in openai["reconciliation note"]
     assert openai["client reference"] == "operation id sent in body field metadata.jobtrail_ref"
-    doc = examples()["openai-batch-example"]
-    del doc["reconcile"], doc["create"]["client_reference"]
-    bare = dict(guarantees(parse_provider(doc)))
-    assert bare["at-most-once create"].startswith("cannot be proven")
-    assert "never resubmits it on its own" in bare["at-most-once create"]
+    anthropic = dict(guarantees(spec("anthropic-batch-example")))
+    assert anthropic["at-most-once create"].startswith("cannot be proven")
+    assert "never resubmits it on its own" in anthropic["at-most-once create"]
+    assert "GET the URL in `results_url`" in anthropic["result"]
