@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import Idempotency
@@ -302,3 +304,50 @@ def test_provider_check_names_the_conventions_and_what_they_promise() -> None:
     assert anthropic["at-most-once create"].startswith("cannot be proven")
     assert "never resubmits it on its own" in anthropic["at-most-once create"]
     assert "GET the URL in `results_url`" in anthropic["result"]
+
+
+_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+_answers = st.fixed_dictionaries(
+    {},
+    optional={
+        key: _values
+        for key in ("status", "properties", "done", "error", "errors", "response", "name", "id")
+    },
+)
+_headers = st.dictionaries(
+    st.sampled_from(["Location", "Azure-AsyncOperation", "Operation-Location", "Retry-After"]),
+    st.text(max_size=40),
+    max_size=3,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.sampled_from(sorted(examples())),
+    code=st.sampled_from([200, 201, 202, 204, 400, 404, 500]),
+    headers=_headers,
+    answer=_answers | _values,
+    raw=st.booleans(),
+)
+def test_convention_readers_return_an_outcome_for_any_answer(
+    name: str, code: int, headers: dict[str, str], answer: Any, raw: bool
+) -> None:
+    """Whatever a provider sends, every convention spec reads it into a typed outcome and
+    a provider error is a small record or nothing, never an exception."""
+    read = spec(name)
+    content = body(answer) if raw else b""
+    create = parse_create(read, code, headers, content)
+    assert isinstance(create, o.Accepted | o.SyncResult | o.Ambiguous | o.Rejected | o.Throttled)
+    if isinstance(create, o.Accepted) and "://" in create.job_id:
+        assert create.job_id.startswith(read.base_url)
+    status = parse_status(read, code, headers, content)
+    assert isinstance(status, o.Observed | o.Ambiguous | o.Rejected | o.Throttled)
+    found = provider_error(read, code, content)
+    assert found is None or set(found) <= {"code", "message", "count"}
