@@ -360,3 +360,16 @@ def test_a_status_answer_may_move_its_monitor() -> None:
     assert isinstance(out, o.Observed) and out.status_url == f"{ARM}/loc/2"
     plain = parse_status(spec("azure-ai"), 200, {"Location": "x"}, body({"status": "running"}))
     assert isinstance(plain, o.Observed) and plain.status_url is None
+
+
+def test_a_declared_non_2xx_create_code_is_an_outcome() -> None:
+    """An idempotent DELETE may declare 404 as done (already gone); undeclared, a 404 stays
+    a refusal."""
+    doc = examples()["azure-arm-put"]
+    doc["create"] |= {"method": "DELETE", "codes": {"404": "succeeded"}}
+    gone = parse_create(
+        parse_provider(doc), 404, {}, body({"error": {"code": "NotFound"}}), PUT_URL
+    )
+    assert isinstance(gone, o.Accepted) and gone.remote_status is RemoteStatus.SUCCEEDED
+    refused = parse_create(spec("azure-arm-put"), 404, {}, b"", PUT_URL)
+    assert isinstance(refused, o.Rejected)

@@ -164,10 +164,10 @@ def parse_create(
     """A create answer. `request_url` is the URL the create was sent to: status URLs are
     resolved against it, and it is the job's identity for `identity = ["request"]`."""
     req = request_id(spec, headers)
-    if not 200 <= status < 300:
+    reading = spec.create_rule.codes.get(status)
+    if not 200 <= status < 300 and reading is None:
         return error_outcome(status, headers, body, what="create", req=req)
     sent_to = request_url or spec.base_url + spec.create_path
-    reading = spec.create_rule.codes.get(status)
     document, problem = read_json(body) if body.strip() or reading is None else (None, None)
     if problem is not None and reading in (None, Reading.BODY):
         return o.Ambiguous(
