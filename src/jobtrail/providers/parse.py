@@ -324,11 +324,13 @@ def parse_list(
             request_id=req,
         )
     ids = []
+    # a provider that names its jobs by resource name lists them by that name too
+    names = any(source.kind is SourceKind.NAME for source in spec.identity)
     for item in items:
         other = listing.match is not None and reading_.find(item, listing.match) != reference
         if other and reference is not None:
             continue  # another job: the list is filtered here, not by the provider
-        job_id, problem = job_id_at(item, listing.job_id)
+        job_id, problem = job_id_at(item, listing.job_id, slashes=names)
         if job_id is None:
             return o.Ambiguous(
                 reason=f"a listed item is unreadable: {problem}", http_status=status, request_id=req
