@@ -245,7 +245,29 @@ def _attempt_line(at: Attempt) -> str:
     reason = ""
     if isinstance(at.detail, dict) and at.detail.get("error"):
         reason = f": {at.detail['error']}"
+    why = provider_error_text(at)
+    if why:
+        reason += f" (provider error {why})"
+    items = at.detail.get("item_errors") if isinstance(at.detail, dict) else None
+    if isinstance(items, dict) and isinstance(items.get("first"), list) and items["first"]:
+        first = items["first"][0]
+        said = ": ".join(str(first.get(k)) for k in ("code", "message") if first.get(k))
+        reason += f"; {items.get('failed')} failed item(s), first {first.get('ref')}" + (
+            f" ({said})" if said else ""
+        )
     return f"{what} ({at.attempt_id}) -> {at.outcome}{status}{reason}{request}"
+
+
+def provider_error_text(at: Attempt) -> str | None:
+    """The provider's own code and message for a failure, as read from its answer."""
+    found = at.detail.get("provider_error") if isinstance(at.detail, dict) else None
+    if not isinstance(found, dict):
+        return None
+    code, message = found.get("code"), found.get("message")
+    text = ": ".join(str(part) for part in (code, message) if part)
+    count = found.get("count")
+    more = f" (and {int(count) - 1} more)" if isinstance(count, int) and count > 1 else ""
+    return (text + more) or None
 
 
 def explain_text(
@@ -300,6 +322,9 @@ def explain_text(
             )
     if op.result:
         lines.append(f"  result:     {_result_line(op)}")
+    why = next((t for t in map(provider_error_text, reversed(attempts)) if t), None)
+    if why and op.state in (State.FAILED, State.CANCELLED, State.RESULT_UNAVAILABLE):
+        lines.append(f"  why:        the provider said {why}")
     lines.append("")
     lines.append("Timeline")
     for at, text in timeline(op, history, attempts, observations):
