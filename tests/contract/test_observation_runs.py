@@ -225,8 +225,11 @@ async def test_observations_of_an_older_ledger_become_closed_runs(
     for module in (sqlite_module, pg_module):
         monkeypatch.setattr(module, "migrations", before_0003)
     op = operation(1, next_poll_at=at(0), state=State.OBSERVING, remote_job_id="j1")
-    async with ledger_db.opened() as store:
-        await store.create_operation(op, [])
+    async with ledger_db.opened():
+        pass  # the schema as it was before 0003
+    # Today's codec writes columns that later migrations add: insert the row as a ledger of
+    # that age held it, with only the columns it had.
+    await ledger_db.raw_execute(_old_operation_insert(op))
     await ledger_db.raw_execute(
         "INSERT INTO observations (operation_id, source, observed_at, remote_state, "
         f"remote_status) VALUES ('{op.operation_id}', 'status', '2025-03-01T12:00:00.000000Z', "
@@ -239,3 +242,66 @@ async def test_observations_of_an_older_ledger_become_closed_runs(
         (claim,) = await store.claim_due("worker:a", at(1), 1, LEASE)
         await _commit(store, _read(claim.operation, 2, 0, _seen(op, 2)))
         assert [r.closed_at for r in await store.observations(op.operation_id)] == [at(0), None]
+
+
+def _old_operation_insert(op: Operation) -> str:
+    """An INSERT of `op` holding only the columns a ledger had before migration 0003."""
+    from jobtrail.store.sqlite import CODEC
+
+    row = CODEC.operation_row(op)
+    kept = {k: v for k, v in row.items() if k in _COLUMNS_BEFORE_0003}
+
+    def literal(value: Any) -> str:
+        if value is None:
+            return "NULL"
+        if isinstance(value, int | float):
+            return str(int(value) if isinstance(value, bool) else value)
+        return "'" + str(value).replace("'", "''") + "'"
+
+    values = ", ".join(literal(v) for v in kept.values())
+    return f"INSERT INTO operations ({', '.join(kept)}) VALUES ({values})"
+
+
+_COLUMNS_BEFORE_0003 = frozenset(
+    [
+        "operation_id",
+        "op_key",
+        "provider",
+        "provider_config",
+        "capabilities",
+        "request",
+        "fingerprint",
+        "idempotency_token",
+        "trace_id",
+        "actor",
+        "authorized_by",
+        "reason",
+        "created_at",
+        "create_deadline",
+        "cancel_timeout_s",
+        "result_deadline",
+        "state",
+        "remote_job_id",
+        "remote_state",
+        "remote_status",
+        "progress",
+        "status_url",
+        "candidate_job_id",
+        "conflicting_job_ids",
+        "next_poll_at",
+        "poll_count",
+        "create_attempts",
+        "inflight_attempt",
+        "cancel_intent",
+        "cancel_deadline",
+        "cancel_sent",
+        "inline_result",
+        "result",
+        "fence",
+        "lease_owner",
+        "lease_expires_at",
+        "version",
+        "updated_at",
+        "poll_requested",
+    ]
+)
