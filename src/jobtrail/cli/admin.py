@@ -225,6 +225,21 @@ def provider_check(file: str, as_json: bool) -> None:
         click.echo(f"  {name.ljust(width)}  {text}")
 
 
+@provider.command("list")
+@json_option
+def provider_list(as_json: bool) -> None:
+    """The provider profiles shipped with jobtrail (usable by name anywhere), one a line."""
+    from jobtrail.profiles import shipped_profiles
+
+    profiles = shipped_profiles()
+    if as_json:
+        emit_json([{"name": p.name, "summary": p.summary} for p in profiles])
+        return
+    width = max(len(p.name) for p in profiles)
+    for p in profiles:
+        click.echo(f"{p.name.ljust(width)}  {p.summary}")
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8700, show_default=True, type=click.IntRange(0, 65535))
