@@ -106,7 +106,7 @@ class Ledger:
     async def submit(
         self,
         provider: ProviderSpec,
-        body: Any,
+        body: Any = None,
         *,
         headers: dict[str, str] | None = None,
         key: str | None = None,

@@ -96,7 +96,11 @@ def show(document: dict[str, Any]) -> None:
 
 @click.command()
 @click.argument("provider")
-@click.option("--body", required=True, help="The request body: JSON text, @FILE, or @- for stdin.")
+@click.option(
+    "--body",
+    help="The request body: JSON text, @FILE, or @- for stdin. Omit it for a create sent "
+    "without a body (a DELETE, or a POST with none).",
+)
 @click.option("--key", help="Operation key: the same key and request return the same operation.")
 @click.option(
     "--header",
@@ -121,7 +125,7 @@ def show(document: dict[str, Any]) -> None:
 async def submit(
     settings: Settings,
     provider: str,
-    body: str,
+    body: str | None,
     key: str | None,
     headers: tuple[str, ...],
     actor: str,
@@ -141,7 +145,7 @@ async def submit(
     async with opened(settings, create=True) as ledger:
         op = await ledger.submit(
             spec,
-            _body(body),
+            None if body is None else _body(body),
             headers=_headers(headers),
             key=key,
             actor=actor,

@@ -39,6 +39,8 @@ def evolve(record: R, **changes: Any) -> R:
 class Idempotency(StrEnum):
     HEADER = "header"
     BODY = "body"
+    QUERY = "query"
+    NATURAL = "natural"  # a PUT or DELETE on a client-chosen resource URL
     NONE = "none"
 
 

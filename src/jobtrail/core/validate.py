@@ -34,6 +34,7 @@ class Rules:
     item_ref: str = "id"
     item_success: Sequence[str] = ("succeeded",)
     expected_items: int | None = None
+    jsonl: bool = False  # JSON Lines: one record per line, whatever the media type says
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,16 +104,39 @@ def _records(
     """Count records (and item outcomes) of CSV and JSON results."""
     is_json = media is not None and (media == "application/json" or media.endswith("+json"))
     is_csv = media in ("text/csv", "application/csv")
-    if not (is_json or is_csv or rules.schema is not None):
+    if not (is_json or is_csv or rules.jsonl or rules.schema is not None):
         return None, None
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:
         report.problems.append("the result is not UTF-8 text")
         return None, None
+    if rules.jsonl:
+        return _jsonl_records(text, rules, report)
     if is_csv:
         return _csv_records(text, rules, report)
     return _json_records(text, rules, report)
+
+
+def _jsonl_records(
+    text: str, rules: Rules, report: _Report
+) -> tuple[int | None, ItemCounts | None]:
+    """JSON Lines (batch results): each non-blank line one JSON object, one item."""
+    rows: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            report.problems.append(f"line {number} of the JSON Lines result is not JSON")
+            return None, None
+        if not isinstance(row, dict):
+            report.problems.append(f"line {number} of the JSON Lines result is not an object")
+            return None, None
+        rows.append(row)
+    report.checks.append("jsonl")
+    return len(rows), _items(rows, rules, report)
 
 
 def _csv_records(text: str, rules: Rules, report: _Report) -> tuple[int | None, ItemCounts | None]:
@@ -177,15 +201,25 @@ def _items(rows: Sequence[dict[str, Any]], rules: Rules, report: _Report) -> Ite
     failed_refs: list[str] = []
     succeeded = 0
     for index, row in enumerate(rows, 1):
-        status = str(row.get(rules.item_status, "")).strip()
+        found = _at(row, rules.item_status)
+        status = "" if found is None else str(found).strip()
         outcomes[status] += 1
         if status in rules.item_success:
             succeeded += 1
         elif len(failed_refs) < MAX_FAILED_REFS:
-            failed_refs.append(str(row.get(rules.item_ref) or f"#{index}"))
+            failed_refs.append(str(_at(row, rules.item_ref) or f"#{index}"))
     return ItemCounts(
         total=len(rows),
         succeeded=succeeded,
         failed=len(rows) - succeeded,
         failed_refs=tuple(failed_refs),
     )
+
+
+def _at(row: Any, path: str) -> Any:
+    """The value at a dotted path (`result.type`, `response.status_code`) of an item."""
+    if isinstance(row, dict) and path in row:
+        return row[path]
+    for part in path.split("."):
+        row = row.get(part) if isinstance(row, dict) else None
+    return row

@@ -17,14 +17,16 @@ from jobtrail.core.redact import SENSITIVE_HEADERS, Redactor
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.profiles import profile_names, shipped_profile
+from jobtrail.providers import conventions as cv
 from jobtrail.providers.spec import (
     Auth,
     Cookies,
     ItemsRule,
     ListSpec,
-    Placement,
     ProviderSpec,
     ResultSpec,
+    Source,
+    SourceKind,
     WebhookSpec,
 )
 
@@ -143,9 +145,10 @@ _KEYS: dict[str, frozenset[str]] = {
             "state",
             "status_url",
             "result",
+            *cv.CREATE_KEYS,
         }
     ),
-    "status": frozenset({"path", "state", "progress", "updated_at", "error"}),
+    "status": frozenset({"path", "state", "progress", "updated_at", "error", *cv.STATUS_KEYS}),
     "cancel": frozenset({"method", "path"}),
     "result": frozenset(
         {
@@ -158,6 +161,7 @@ _KEYS: dict[str, frozenset[str]] = {
             "schema",
             "items",
             "expected_items_from_request",
+            *cv.RESULT_KEYS,
         }
     ),
     "reconcile": frozenset({"same_token", "list"}),
@@ -210,8 +214,11 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
     create, status, cancel = r.sub("create"), r.sub("status"), r.sub("cancel", optional=True)
     result, reconcile = r.sub("result", optional=True), r.sub("reconcile", optional=True)
     auth = _auth(r.table("auth")) if "auth" in doc else None
-    idempotency = _placement(create.table("idempotency"), "create.idempotency")
-    client_reference = _placement(create.table("client_reference"), "create.client_reference")
+    method = create.text("method", "POST").upper()
+    idempotency = cv.placement(create.table("idempotency"), "create.idempotency", method=method)
+    client_reference = cv.placement(
+        create.table("client_reference"), "create.client_reference", method=method
+    )
     same_token = reconcile.flag("same_token") if reconcile else False
     listing = reconcile.table("list") if reconcile else {}
     if same_token and idempotency is None:
@@ -222,6 +229,11 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         raise ProviderConfigError(
             "reconcile.list needs create.client_reference, so the job can be found by it"
         )
+    if listing and set(listing) - cv.LIST_KEYS:
+        unknown = sorted(set(listing) - cv.LIST_KEYS)[0]
+        known = ", ".join(sorted(cv.LIST_KEYS))
+        raise ProviderConfigError(f"unknown key {unknown!r} in reconcile.list; known keys: {known}")
+    status_rule = cv.status_rule(status.doc)
     redact = r.table("redact")
     deadlines = {
         k: parse_duration(v) for k, v in (DEFAULT_DEADLINES | r.table("deadlines")).items()
@@ -242,18 +254,22 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         max_response_bytes=_size(doc.get("max_response_bytes", "1MB")),
         headers={str(k): str(v) for k, v in headers.items()},
         cookies=_cookies(doc.get("cookies", Cookies.IGNORE.value)),
-        create_method=create.text("method", "POST").upper(),
+        create_method=method,
         create_path=create.text("path"),
         idempotency=idempotency,
         client_reference=client_reference,
         create_job_id=create.text("job_id", "job_id"),
-        create_state=create.text("state", None),
+        create_state=create.doc.get("state") if isinstance(create.doc.get("state"), str) else None,
         create_status_url=create.text("status_url", "status_url"),
         status_path=status.text("path", None),
-        status_state=status.text("state", "state"),
+        status_state=status_rule.paths[0],
         status_progress=status.text("progress", None),
         status_updated_at=status.text("updated_at", None),
-        status_error=status.text("error", "error"),
+        status_error=status_rule.error[0],
+        identity=_identity(create),
+        status_from=_status_from(create),
+        create_rule=cv.create_rule(create.doc, status_rule.ignore_case),
+        status_rule=status_rule,
         states=_states(r.table("states")),
         cancel_method=cancel.text("method", "POST").upper() if cancel else "POST",
         cancel_path=cancel.text("path") if cancel else None,
@@ -263,6 +279,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
             path=str(listing["path"]),
             items=str(listing.get("items", "data")),
             job_id=str(listing.get("job_id", "job_id")),
+            match=str(listing["match"]) if "match" in listing else None,
         )
         if listing
         else None,
@@ -334,12 +351,20 @@ def _cookies(value: Any) -> Cookies:
         raise ProviderConfigError(f"cookies must be {choices}, not {value!r}") from None
 
 
-def _placement(table: dict[str, Any], where: str) -> Placement | None:
-    if not table:
-        return None
-    if ("header" in table) == ("field" in table):
-        raise ProviderConfigError(f"{where} needs exactly one of `header` or `field`")
-    return Placement(header=table.get("header"), field=table.get("field"))
+def _identity(create: _Reader) -> tuple[Source, ...]:
+    if "identity" in create.doc:
+        return cv.sources(create.doc["identity"], "create.identity", cv.IDENTITY_KINDS)
+    return (Source(kind=SourceKind.FIELD, name=create.text("job_id", "job_id")),)
+
+
+def _status_from(create: _Reader) -> tuple[Source, ...]:
+    if "status_from" in create.doc:
+        if "status_url" in create.doc:
+            raise ProviderConfigError("give create.status_from or create.status_url, not both")
+        return cv.sources(create.doc["status_from"], "create.status_from", cv.STATUS_KINDS)
+    headers = (Source(kind=SourceKind.HEADER, name=h) for h in ("Operation-Location", "Location"))
+    field = create.text("status_url", "status_url")
+    return (*headers, Source(kind=SourceKind.FIELD, name=field))
 
 
 def _states(table: dict[str, Any]) -> dict[str, RemoteStatus]:
@@ -377,6 +402,7 @@ def _result(r: _Reader | None, inline_field: str | None) -> ResultSpec:
         else None,
         expected_items_from_request=r.text("expected_items_from_request", None),
         inline_field=inline_field,
+        **cv.result_keys(r.doc),
     )
 
 

@@ -20,14 +20,14 @@ import aiohttp
 from yarl import URL
 
 from jobtrail.core import outcomes as o
-from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSummary
+from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSummary, evolve
 from jobtrail.core.redact import Redactor
 from jobtrail.errors import JobtrailError
-from jobtrail.providers import parse
+from jobtrail.providers import parse, reading
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.cookies import OperationCookies
 from jobtrail.providers.protocol import Fetched, Reply
-from jobtrail.providers.spec import Cookies
+from jobtrail.providers.spec import Cookies, SourceKind
 from jobtrail.providers.tracing import call_span
 
 _KEEP_HEADERS = (
@@ -78,13 +78,21 @@ class HttpProvider:
     # -- building requests --------------------------------------------------------------
 
     def _url(self, path: str, op: Operation) -> str:
-        """A path template filled in; each id is percent-encoded as one path segment."""
+        """A path template filled in; each id is percent-encoded as one path segment, and
+        `{job_url}` is a job whose identity is its URL on the provider's origin."""
+        if path == "{job_url}":
+            url = self._same_origin(op.remote_job_id or "")
+            if url is None or not op.remote_job_id:
+                raise _Unsendable("the remote job is not a URL on the provider's origin")
+            return url
         if "{job_id}" in path:
             job_id = op.remote_job_id or ""
-            unsafe = parse.unsafe_segment(job_id)
+            names = any(s.kind is SourceKind.NAME for s in self.spec.identity)
+            unsafe = parse.unsafe_name(job_id) if names else parse.unsafe_segment(job_id)
             if unsafe is not None:
                 raise _Unsendable(f"the remote job id {job_id!r} {unsafe}; nothing was sent")
-            path = path.replace("{job_id}", quote(job_id, safe=""))
+            encoded = "/".join(quote(part, safe="") for part in job_id.split("/"))
+            path = path.replace("{job_id}", encoded if names else quote(job_id, safe=""))
         return self.spec.base_url + path.replace("{operation_id}", quote(op.operation_id, safe=""))
 
     def _status_url(self, op: Operation) -> str | None:
@@ -97,15 +105,7 @@ class HttpProvider:
     def _same_origin(self, reference: str) -> str | None:
         """The status URL a create answer named, resolved against the create URL, if it
         stays on the provider's origin (scheme, host, port) and carries no user info."""
-        try:
-            url = self._create_url.join(URL(reference)).with_fragment(None)
-        except ValueError:
-            return None
-        if url.user is not None or url.password is not None:
-            return None
-        if not url.absolute or url.origin() != self._base_origin:
-            return None
-        return str(url)
+        return reading.same_origin(self.spec.base_url, str(self._create_url), reference)
 
     def _prepare(self, kind: AttemptKind, op: Operation) -> Prepared | str:
         """The request to send, or why it cannot be sent."""
@@ -120,21 +120,17 @@ class HttpProvider:
         body: bytes | None = None
         match kind:
             case AttemptKind.CREATE:
-                method, url = spec.create_method, spec.base_url + spec.create_path
-                document = op.request.body
+                method, url = spec.create_method, self._url(spec.create_path, op)
+                placed = _place(spec, op, op.request.body, headers)
+                if isinstance(placed, str):
+                    return placed
+                document, query = placed
                 headers |= op.request.headers
-                for placement, value in (
-                    (spec.idempotency, op.idempotency_token),
-                    (spec.client_reference, op.operation_id),
-                ):
-                    if placement and placement.header:
-                        headers[placement.header] = value
-                    elif placement and placement.field:
-                        if not isinstance(document, dict):
-                            return f"the provider wants `{placement.field}` in a JSON object body"
-                        document = {**document, placement.field: value}
-                headers["Content-Type"] = "application/json"
-                body = json.dumps(document, ensure_ascii=False).encode("utf-8")
+                if query:
+                    url = str(URL(url).update_query(query))
+                if document is not None:
+                    headers["Content-Type"] = "application/json"
+                    body = json.dumps(document, ensure_ascii=False).encode("utf-8")
             case AttemptKind.STATUS:
                 method, status_url = "GET", self._status_url(op)
                 if status_url is None:
@@ -145,10 +141,18 @@ class HttpProvider:
                     return "the provider file has no [cancel] path"
                 method, url = spec.cancel_method, self._url(spec.cancel_path, op)
             case AttemptKind.RESULT:
-                if spec.result.path is None:
+                rule = spec.result
+                if rule.source != "path" or rule.link:
+                    # the result is (or is named in) the status answer: read it again
+                    status_url = self._status_url(op)
+                    if status_url is None:
+                        return "no usable status URL to read the result from"
+                    method, url = "GET", status_url
+                elif rule.path is None:
                     return "the provider file has no [result] path"
-                method, url = "GET", self._url(spec.result.path, op)
-                headers["Accept"] = spec.result.content_type or "*/*"
+                else:
+                    method, url = "GET", self._url(rule.path, op)
+                    headers["Accept"] = rule.content_type or "*/*"
             case AttemptKind.RECONCILE:
                 if spec.listing is None:
                     return "the provider file has no [reconcile] list"
@@ -200,9 +204,50 @@ class HttpProvider:
                 prepared.headers["Cookie"] = cookie
         with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
             prepared.headers["traceparent"] = parent
-            return await self._send(kind, prepared, limit, op.operation_id)
+            reply = await self._send(kind, prepared, limit, op.operation_id)
+            if kind is AttemptKind.RESULT and self.spec.result.link and reply.fetched:
+                reply = await self._follow_link(prepared, reply, limit, op.operation_id)
+            return reply
 
-    async def _send(self, kind: AttemptKind, req: Prepared, limit: int, operation_id: str) -> Reply:
+    async def _follow_link(self, first: Prepared, reply: Reply, limit: int, op_id: str) -> Reply:
+        """The status answer names the result (a URL, or an id for `{link}` in the result
+        path): fetch it there, on the provider's origin only."""
+        assert reply.fetched is not None
+        document, _ = parse.read_json(reply.fetched.content)
+        rule = self.spec.result
+        value = next(
+            (v for v in (reading.find(document, f) for f in rule.link) if isinstance(v, str)),
+            None,
+        )
+        if not value:
+            reason = f"the status answer names no result at `{'` or `'.join(rule.link)}`"
+            return Reply(outcome=o.ResultMissing(reason=reason), detail=reply.detail)
+        if rule.path and "{link}" in rule.path:
+            unsafe = parse.unsafe_segment(value)
+            url = None if unsafe else self.spec.base_url + rule.path.replace("{link}", quote(value))
+        else:
+            url = reading.same_origin(self.spec.base_url, first.url, value)
+        if url is None:
+            reason = f"the result link {value[:100]!r} is not on the provider's origin"
+            return Reply(outcome=o.ResultMissing(reason=reason), detail=reply.detail)
+        headers = dict(first.headers, Accept=rule.content_type or "*/*")
+        second = Prepared(method="GET", url=url, headers=headers)
+        fetched = await self._send(AttemptKind.RESULT, second, limit, op_id, linked=True)
+        return Reply(
+            outcome=fetched.outcome,
+            detail={**fetched.detail, "linked_from": reply.detail},
+            fetched=fetched.fetched,
+        )
+
+    async def _send(
+        self,
+        kind: AttemptKind,
+        req: Prepared,
+        limit: int,
+        operation_id: str,
+        *,
+        linked: bool = False,
+    ) -> Reply:
         started = time.monotonic()
         what = kind.value
         try:
@@ -236,11 +281,13 @@ class HttpProvider:
                 return Reply(outcome=_too_big(limit), detail=detail)
             reason = f"the {what} answer is larger than the {limit}-byte limit"
             return Reply(outcome=o.Ambiguous(reason=reason, http_status=status), detail=detail)
-        return (
-            Reply(outcome=None, detail=detail, fetched=None)
-            if False
-            else self._read(kind, status, headers, body, detail)
-        )
+        failure = parse.provider_error(self.spec, status, body)
+        if failure is not None and kind is not AttemptKind.RESULT:
+            detail["provider_error"] = self._redactor().json(failure)
+        rule = self.spec.result
+        if kind is AttemptKind.RESULT and not linked and (rule.source != "path" or rule.link):
+            return self._result_in_status(status, headers, body, detail)
+        return self._read(kind, status, headers, body, detail, req.url, operation_id)
 
     def _read(
         self,
@@ -249,20 +296,44 @@ class HttpProvider:
         headers: dict[str, str],
         body: bytes,
         detail: dict[str, Any],
+        url: str,
+        operation_id: str,
     ) -> Reply:
         spec = self.spec
         match kind:
             case AttemptKind.CREATE:
-                return Reply(outcome=parse.parse_create(spec, status, headers, body), detail=detail)
+                outcome = parse.parse_create(spec, status, headers, body, url)
+                return Reply(outcome=outcome, detail=detail)
             case AttemptKind.STATUS:
                 return Reply(outcome=parse.parse_status(spec, status, headers, body), detail=detail)
             case AttemptKind.CANCEL:
                 return Reply(outcome=parse.parse_cancel(spec, status, headers, body), detail=detail)
             case AttemptKind.RECONCILE:
                 assert spec.listing is not None
-                outcome = parse.parse_list(spec.listing, spec, status, headers, body)
+                outcome = parse.parse_list(
+                    spec.listing, spec, status, headers, body, reference=operation_id
+                )
                 return Reply(outcome=outcome, detail=detail)
         return self._result(status, headers, body, detail)
+
+    def _result_in_status(
+        self, status: int, headers: dict[str, str], body: bytes, detail: dict[str, Any]
+    ) -> Reply:
+        """The result is the last status answer, or one of its fields (Google's `response`);
+        with `link`, that answer only names where the result is."""
+        reply = self._result(status, headers, body, detail)
+        if reply.fetched is None or self.spec.result.link:
+            return reply
+        document, problem = parse.read_json(body)
+        field = self.spec.result.field
+        part = parse.lookup(document, field) if problem is None and field is not None else document
+        if problem is not None or part is parse.NOT_FOUND:
+            where = f"at `{field}`" if field else "as JSON"
+            reason = f"the final status answer holds no result {where}"
+            return Reply(outcome=o.ResultMissing(reason=reason, http_status=status), detail=detail)
+        content = json.dumps(part, ensure_ascii=False).encode("utf-8")
+        fetched = evolve(reply.fetched, content=content, content_type="application/json")
+        return Reply(outcome=None, detail=detail, fetched=fetched)
 
     def _result(
         self, status: int, headers: dict[str, str], body: bytes, detail: dict[str, Any]
@@ -341,6 +412,43 @@ def _too_big(limit: int) -> o.ResultChecked:
     return o.ResultChecked(
         summary=ResultSummary(valid=False, problems=(f"the result is larger than {limit} bytes",))
     )
+
+
+def _place(
+    spec: ProviderSpec, op: Operation, document: Any, headers: dict[str, str]
+) -> tuple[Any, dict[str, str]] | str:
+    """The create body and query with the token and client reference in their declared
+    places (headers are set in `headers`), or why they cannot be placed."""
+    query: dict[str, str] = {}
+    for placement, value in (
+        (spec.idempotency, op.idempotency_token),
+        (spec.client_reference, op.operation_id),
+    ):
+        if placement is None or placement.natural:
+            continue
+        if placement.header:
+            headers[placement.header] = value
+        elif placement.query:
+            query[placement.query] = value
+        elif placement.field:
+            if not isinstance(document, dict):
+                return f"the provider wants `{placement.field}` in a JSON object body"
+            document = _with_field(document, placement.field.split("."), value)
+            if document is None:
+                return f"the request body's `{placement.field}` is not a JSON object to add to"
+    return document, query
+
+
+def _with_field(document: dict[str, Any], parts: list[str], value: str) -> dict[str, Any] | None:
+    """`document` with `value` at the dotted path (`metadata.jobtrail_ref`), copied."""
+    head, rest = parts[0], parts[1:]
+    if not rest:
+        return {**document, head: value}
+    inner = document.get(head, {})
+    if not isinstance(inner, dict):
+        return None
+    changed = _with_field(inner, rest, value)
+    return None if changed is None else {**document, head: changed}
 
 
 class _Unsendable(JobtrailError):

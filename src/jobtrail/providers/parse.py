@@ -14,13 +14,15 @@ from urllib.parse import unquote
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers.spec import ListSpec, ProviderSpec
+from jobtrail.providers import reading as reading_
+from jobtrail.providers.spec import ListSpec, ProviderSpec, Reading, SourceKind
 
 MAX_ID_LENGTH = 512
+MAX_URL_LENGTH = 2048
 # Characters that end or split a URL path segment: an id holding one would address
 # another resource once substituted into a status, cancel or result URL.
 _SEGMENT_BREAKERS = frozenset("/\\?#")
-_NOT_FOUND = object()
+_NOT_FOUND = NOT_FOUND = object()
 
 
 def lookup(document: Any, path: str) -> Any:
@@ -51,7 +53,9 @@ def read_json(body: bytes) -> tuple[Any, str | None]:
         return None, "the answer is not JSON"
 
 
-def job_id_at(document: Any, path: str) -> tuple[str | None, str | None]:
+def job_id_at(document: Any, path: str, *, slashes: bool = False) -> tuple[str | None, str | None]:
+    """A job id at `path`; with `slashes`, a resource name (`operations/123`) whose every
+    segment is a safe URL path segment."""
     value = lookup(document, path)
     if value is _NOT_FOUND or value is None:
         return None, f"the answer has no job id at `{path}`"
@@ -59,10 +63,19 @@ def job_id_at(document: Any, path: str) -> tuple[str | None, str | None]:
         return None, f"the job id at `{path}` is {type(value).__name__}, not text"
     if not value.strip() or len(value) > MAX_ID_LENGTH or not value.isprintable():
         return None, f"the job id at `{path}` is empty, too long or not printable"
-    unsafe = unsafe_segment(value)
+    unsafe = unsafe_name(value) if slashes else unsafe_segment(value)
     if unsafe is not None:
         return None, f"the job id at `{path}` {unsafe}"
     return value, None
+
+
+def unsafe_name(value: str) -> str | None:
+    """Why `value` is not a resource name of safe segments (`projects/p/operations/o`)."""
+    for segment in value.split("/"):
+        unsafe = unsafe_segment(segment)
+        if unsafe is not None:
+            return f"has a segment that {unsafe}"
+    return None
 
 
 def unsafe_segment(value: str) -> str | None:
@@ -142,13 +155,21 @@ def _reason_suffix(body: bytes) -> str:
 
 
 def parse_create(
-    spec: ProviderSpec, status: int, headers: Mapping[str, str], body: bytes
+    spec: ProviderSpec,
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    request_url: str | None = None,
 ) -> o.CallOutcome:
+    """A create answer. `request_url` is the URL the create was sent to: status URLs are
+    resolved against it, and it is the job's identity for `identity = ["request"]`."""
     req = request_id(spec, headers)
     if not 200 <= status < 300:
         return error_outcome(status, headers, body, what="create", req=req)
-    document, problem = read_json(body)
-    if problem is not None:
+    sent_to = request_url or spec.base_url + spec.create_path
+    reading = spec.create_rule.codes.get(status)
+    document, problem = read_json(body) if body.strip() or reading is None else (None, None)
+    if problem is not None and reading in (None, Reading.BODY):
         return o.Ambiguous(
             reason=f"create answered {status} but {problem}", http_status=status, request_id=req
         )
@@ -164,18 +185,24 @@ def parse_create(
             http_status=status,
             request_id=req,
         )
-    job_id, problem = job_id_at(document, spec.create_job_id)
+    status_url = reading_.status_url_from(spec.status_from, headers, document, sent_to)
+    job_id, problem = _identity(spec, headers, document, sent_to, status_url)
     if job_id is None:
         return o.Ambiguous(
             reason=f"create answered {status} but {problem}", http_status=status, request_id=req
         )
-    word, mapped = (None, RemoteStatus.UNKNOWN)
-    if spec.create_state:
-        word, mapped = remote_status(spec, lookup(document, spec.create_state))
-    status_url = header(headers, "Operation-Location") or header(headers, "Location")
-    if status_url is None and spec.create_status_url:
-        found = lookup(document, spec.create_status_url)
-        status_url = found if isinstance(found, str) else None
+    read = reading_.read_state(spec.create_rule, spec.states, status, document)
+    word, mapped = read if read is not None else (None, RemoteStatus.UNKNOWN)
+    if spec.result.source == "create" and mapped is RemoteStatus.SUCCEEDED and document is not None:
+        part = document if spec.result.field is None else lookup(document, spec.result.field)
+        if part is not _NOT_FOUND:
+            return o.SyncResult(
+                job_id=job_id,
+                content=json.dumps(part, ensure_ascii=False).encode("utf-8"),
+                content_type="application/json",
+                http_status=status,
+                request_id=req,
+            )
     return o.Accepted(
         job_id=job_id,
         remote_state=word,
@@ -187,23 +214,65 @@ def parse_create(
     )
 
 
+def _identity(
+    spec: ProviderSpec,
+    headers: Mapping[str, str],
+    document: Any,
+    sent_to: str,
+    status_url: str | None,
+) -> tuple[str | None, str]:
+    """The job's identity from the first declared source that names one: an opaque id in a
+    body field, or a URL (a header, the create URL, the status URL) on the provider's origin."""
+    problems = []
+    for source in spec.identity:
+        if source.kind in (SourceKind.FIELD, SourceKind.NAME):
+            if document is None:
+                problems.append(f"the answer has no body to read `{source.name}` from")
+                continue
+            slashes = source.kind is SourceKind.NAME
+            job_id, problem = job_id_at(document, source.name, slashes=slashes)
+            if job_id is not None:
+                return job_id, ""
+            problems.append(problem or "")
+            continue
+        if source.kind is SourceKind.HEADER:
+            raw = header(headers, source.name)
+        elif source.kind is SourceKind.REQUEST:
+            raw = sent_to
+        else:
+            raw = status_url
+        if raw is None:
+            problems.append(f"no {source}")
+            continue
+        url = reading_.same_origin(spec.base_url, sent_to, raw)
+        if url is None or len(url) > MAX_URL_LENGTH or not url.isprintable():
+            problems.append(f"the {source} URL is not on the provider's origin")
+            continue
+        return url, ""
+    return None, "; ".join(p for p in problems if p) or "it names no job"
+
+
 def parse_status(
     spec: ProviderSpec, status: int, headers: Mapping[str, str], body: bytes
 ) -> o.Observed | o.Rejected | o.Ambiguous | o.Throttled:
     req = request_id(spec, headers)
-    if not 200 <= status < 300:
+    rule = spec.status_rule
+    reading = rule.codes.get(status)
+    if not 200 <= status < 300 and reading is None:
         return error_outcome(status, headers, body, what="status", req=req)
-    document, problem = read_json(body)
-    if problem is not None:
+    document, problem = read_json(body) if body.strip() or reading is None else (None, None)
+    if problem is not None and reading in (None, Reading.BODY):
         return o.Ambiguous(reason=f"status {problem}", http_status=status, request_id=req)
-    raw = lookup(document, spec.status_state)
-    if raw is _NOT_FOUND or not isinstance(raw, str):
+    if problem is not None:
+        document = None
+    read = reading_.read_state(rule, spec.states, status, document)
+    if read is None:
         return o.Ambiguous(
-            reason=f"the status answer has no state text at `{spec.status_state}`",
+            reason=f"the status answer has no state text at `{'` or `'.join(rule.paths)}`",
             http_status=status,
             request_id=req,
         )
-    word, mapped = remote_status(spec, raw)
+    word, mapped = read
     progress = lookup(document, spec.status_progress) if spec.status_progress else None
     updated = lookup(document, spec.status_updated_at) if spec.status_updated_at else None
     return o.Observed(
@@ -217,8 +286,25 @@ def parse_status(
     )
 
 
+def provider_error(spec: ProviderSpec, status: int, body: bytes) -> dict[str, Any] | None:
+    """Why the provider says a job or call failed, from its own words, for the record."""
+    if not body.strip():
+        return None
+    document, problem = read_json(body[: 64 * 1024])
+    if problem is not None:
+        return None
+    if 200 <= status < 300:
+        return reading_.error_of(spec.status_rule, document)
+    return reading_.error_in_body(document)
+
+
 def parse_list(
-    listing: ListSpec, spec: ProviderSpec, status: int, headers: Mapping[str, str], body: bytes
+    listing: ListSpec,
+    spec: ProviderSpec,
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    reference: str | None = None,
 ) -> o.Found | o.Rejected | o.Ambiguous | o.Throttled:
     req = request_id(spec, headers)
     if not 200 <= status < 300:
@@ -235,6 +321,9 @@ def parse_list(
         )
     ids = []
     for item in items:
+        other = listing.match is not None and reading_.find(item, listing.match) != reference
+        if other and reference is not None:
+            continue  # another job: the list is filtered here, not by the provider
         job_id, problem = job_id_at(item, listing.job_id)
         if job_id is None:
             return o.Ambiguous(

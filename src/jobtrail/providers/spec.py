@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
@@ -22,10 +23,66 @@ class Cookies(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class Placement:
-    """Where a value goes in a request: a header or a top-level body field."""
+    """Where a value goes in a request: a header, a (dotted) body field or a query
+    parameter. `natural` is the idempotency a PUT or DELETE on a client-chosen resource URL
+    has by its nature: nothing is sent, the request itself is the token."""
 
     header: str | None = None
     field: str | None = None
+    query: str | None = None
+    natural: bool = False
+
+    def describe(self) -> str:
+        if self.natural:
+            return "the request itself (PUT/DELETE on a client-chosen URL is idempotent)"
+        if self.header:
+            return f"header {self.header}"
+        if self.field:
+            return f"body field {self.field}"
+        return f"query parameter {self.query}"
+
+
+class Reading(StrEnum):
+    """How an answer with a given HTTP status code is read (`codes` tables)."""
+
+    BODY = "body"  # read the state from the body
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class SourceKind(StrEnum):
+    FIELD = "field"  # a dotted path in the JSON body
+    NAME = "name"  # a body field holding a resource name: segments joined by "/"
+    HEADER = "header"  # a URL in a response header
+    REQUEST = "request"  # the URL the create was sent to (the resource's own URL)
+    STATUS_URL = "status_url"  # the status URL chosen from `status_from` (identity only)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """One place a create answer may name the job or its status URL: `field:PATH`,
+    `name:PATH`, `header:NAME`, `request` or `status_url`."""
+
+    kind: SourceKind
+    name: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name}" if self.name else self.kind.value
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateRule:
+    """How the remote state is read out of an answer (docs/providers.md, "Reading state")."""
+
+    paths: tuple[str, ...] = ()  # tried in order; the first holding text wins
+    codes: Mapping[int, Reading] = field(default_factory=dict)
+    missing: RemoteStatus | None = None  # the state when no path holds one
+    done: str | None = None  # a boolean path (Google's `done`): true ends the job
+    error: tuple[str, ...] = ("error",)  # where the provider says why it failed
+    cancelled_codes: tuple[str, ...] = ()  # error codes that mean cancelled (Google: 1)
+    ignore_case: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +114,10 @@ class ResultSpec:
     items: ItemsRule | None = None
     expected_items_from_request: str | None = None
     inline_field: str | None = None
+    source: str = "path"  # "path", "status" (the last status answer) or "create"
+    field: str | None = None  # with status/create: the part of that answer that is the result
+    link: tuple[str, ...] = ()  # status fields naming the result: a URL, or {link} in `path`
+    jsonl: bool = False  # JSON Lines: one record (item) per line
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +125,7 @@ class ListSpec:
     path: str
     items: str = "data"
     job_id: str = "job_id"
+    match: str | None = None  # keep only items whose field here holds our client reference
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +166,14 @@ class ProviderSpec:
     status_progress: str | None = "progress"
     status_updated_at: str | None = "updated_at"
     status_error: str | None = "error"
+    identity: tuple[Source, ...] = (Source(kind=SourceKind.FIELD, name="job_id"),)
+    status_from: tuple[Source, ...] = (
+        Source(kind=SourceKind.HEADER, name="Operation-Location"),
+        Source(kind=SourceKind.HEADER, name="Location"),
+        Source(kind=SourceKind.FIELD, name="status_url"),
+    )
+    create_rule: StateRule = field(default_factory=lambda: StateRule(paths=("state",)))
+    status_rule: StateRule = field(default_factory=lambda: StateRule(paths=("state",)))
     states: dict[str, RemoteStatus] = field(default_factory=dict)
     cancel_method: str = "POST"
     cancel_path: str | None = None
@@ -123,13 +193,10 @@ class ProviderSpec:
 
     @property
     def capabilities(self) -> Capabilities:
-        if self.idempotency is None:
-            idem = Idempotency.NONE
-        else:
-            idem = Idempotency.HEADER if self.idempotency.header else Idempotency.BODY
-        if self.result.path:
+        idem = _idempotency(self.idempotency)
+        if self.result.path or self.result.link or self.result.source == "status":
             mode = ResultMode.ENDPOINT
-        elif self.result.inline_field:
+        elif self.result.inline_field or self.result.source == "create":
             mode = ResultMode.INLINE
         else:
             mode = ResultMode.NONE
@@ -150,3 +217,13 @@ class ProviderSpec:
         if self.webhooks and os.environ.get(self.webhooks.secret_env):
             values.append(os.environ[self.webhooks.secret_env])
         return values
+
+
+def _idempotency(placement: Placement | None) -> Idempotency:
+    if placement is None:
+        return Idempotency.NONE
+    if placement.natural:
+        return Idempotency.NATURAL
+    if placement.header:
+        return Idempotency.HEADER
+    return Idempotency.BODY if placement.field else Idempotency.QUERY

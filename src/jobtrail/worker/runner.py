@@ -190,6 +190,7 @@ def _rules(op: Operation, spec: ProviderSpec) -> Rules:
         item_ref=rule.items.ref if rule.items else "id",
         item_success=rule.items.success if rule.items else (),
         expected_items=expected,
+        jsonl=rule.jsonl,
     )
 
 

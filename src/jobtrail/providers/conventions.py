@@ -1,0 +1,164 @@
+"""The provider file's keys for the conventions of real long-running APIs: where a create
+answer names the job and its status URL, how each status code is read, where the state,
+the error and the result are (docs/providers.md, "Conventions")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobtrail.core.states import RemoteStatus
+from jobtrail.errors import ProviderConfigError
+from jobtrail.providers.spec import Placement, Reading, Source, SourceKind, StateRule
+
+CREATE_KEYS = frozenset({"identity", "status_from", "codes", "missing"})
+STATUS_KEYS = frozenset({"codes", "missing", "done", "cancelled_codes", "ignore_case"})
+RESULT_KEYS = frozenset({"from", "field", "link", "format"})
+LIST_KEYS = frozenset({"path", "items", "job_id", "match"})
+PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural"})
+RESULT_SOURCES = ("path", "status", "create")
+IDENTITY_KINDS = frozenset(SourceKind)
+STATUS_KINDS = frozenset({SourceKind.FIELD, SourceKind.HEADER, SourceKind.REQUEST})
+
+
+def sources(value: Any, where: str, kinds: frozenset[SourceKind]) -> tuple[Source, ...]:
+    """`["header:Azure-AsyncOperation", "field:id", "request"]`: places tried in order."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise ProviderConfigError(f'{where} must be a list such as ["header:Location"]')
+    found = []
+    for item in value:
+        kind, _, name = str(item).partition(":")
+        try:
+            source = Source(kind=SourceKind(kind), name=name.strip())
+        except ValueError:
+            source = None
+        if source is None or source.kind not in kinds:
+            choices = ", ".join(sorted(k.value for k in kinds))
+            raise ProviderConfigError(f"{where}: {item!r} is not one of {choices}")
+        needs_name = source.kind in (SourceKind.FIELD, SourceKind.HEADER, SourceKind.NAME)
+        if needs_name != bool(source.name):
+            raise ProviderConfigError(
+                f"{where}: write {source.kind.value}:NAME for a field or header, "
+                "and `request` or `status_url` alone"
+            )
+        found.append(source)
+    return tuple(found)
+
+
+def codes(value: Any, where: str) -> dict[int, Reading]:
+    """`{ "202" = "running", "204" = "succeeded" }`: how an answer with each code is read."""
+    if not isinstance(value, dict):
+        raise ProviderConfigError(f'{where} must be a table such as {{ "202" = "running" }}')
+    table = {}
+    choices = ", ".join(r.value for r in Reading)
+    for code, reading in value.items():
+        if not str(code).isdigit() or not 200 <= int(code) <= 599:
+            raise ProviderConfigError(f"{where}: {code!r} is not an HTTP status code")
+        try:
+            table[int(code)] = Reading(str(reading))
+        except ValueError:
+            raise ProviderConfigError(f"{where}.{code} must be one of {choices}") from None
+        if table[int(code)] is Reading.BODY and int(code) >= 300:
+            raise ProviderConfigError(f"{where}.{code}: only a 2xx answer's body is read")
+    return table
+
+
+def missing(value: Any, where: str) -> RemoteStatus | None:
+    if value is None:
+        return None
+    try:
+        status = RemoteStatus(str(value))
+    except ValueError:
+        status = RemoteStatus.UNKNOWN
+    if status is RemoteStatus.UNKNOWN:
+        raise ProviderConfigError(f"{where} must be running, succeeded, failed or cancelled")
+    return status
+
+
+def paths(value: Any, where: str) -> tuple[str, ...]:
+    """One dotted path, or a list of them tried in order."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(p, str) and p for p in items):
+        raise ProviderConfigError(f"{where} must be a dotted path or a list of them")
+    return tuple(items)
+
+
+def create_rule(create: dict[str, Any], ignore_case: bool) -> StateRule:
+    state = create.get("state")
+    return StateRule(
+        paths=paths(state, "create.state") if state is not None else (),
+        codes=codes(create.get("codes", {}), "create.codes"),
+        missing=missing(create.get("missing"), "create.missing"),
+        ignore_case=ignore_case,
+    )
+
+
+def status_rule(status: dict[str, Any]) -> StateRule:
+    ignore_case = status.get("ignore_case", False)
+    if not isinstance(ignore_case, bool):
+        raise ProviderConfigError("status.ignore_case must be true or false")
+    done = status.get("done")
+    if done is not None and not isinstance(done, str):
+        raise ProviderConfigError("status.done must be the dotted path of a boolean")
+    cancelled = status.get("cancelled_codes", [])
+    if not isinstance(cancelled, list):
+        raise ProviderConfigError("status.cancelled_codes must be a list of error codes")
+    return StateRule(
+        paths=paths(status.get("state", "state"), "status.state"),
+        codes=codes(status.get("codes", {}), "status.codes"),
+        missing=missing(status.get("missing"), "status.missing"),
+        done=done,
+        error=paths(status.get("error", "error"), "status.error"),
+        cancelled_codes=tuple(str(c) for c in cancelled),
+        ignore_case=ignore_case,
+    )
+
+
+def placement(table: dict[str, Any], where: str, *, method: str) -> Placement | None:
+    if not table:
+        return None
+    unknown = sorted(set(table) - PLACEMENT_KEYS)
+    if unknown:
+        known = ", ".join(sorted(PLACEMENT_KEYS))
+        raise ProviderConfigError(f"unknown key {unknown[0]!r} in {where}; known keys: {known}")
+    natural = table.get("natural", False)
+    if not isinstance(natural, bool):
+        raise ProviderConfigError(f"{where}.natural must be true or false")
+    given = [k for k in ("header", "field", "query") if k in table] + (["natural"] * natural)
+    if len(given) != 1:
+        raise ProviderConfigError(
+            f"{where} needs exactly one of `header`, `field`, `query` or `natural = true`"
+        )
+    if natural and (where != "create.idempotency" or method not in ("PUT", "DELETE")):
+        raise ProviderConfigError(
+            f"{where}: natural idempotency belongs to a PUT or DELETE create on a "
+            f"client-chosen resource URL, not to {method}"
+        )
+    return Placement(
+        header=table.get("header"),
+        field=table.get("field"),
+        query=table.get("query"),
+        natural=natural,
+    )
+
+
+def result_keys(result: dict[str, Any]) -> dict[str, Any]:
+    """The convention keys of [result], as ResultSpec arguments."""
+    source = result.get("from", "path")
+    if source not in RESULT_SOURCES:
+        raise ProviderConfigError(f"result.from must be one of {', '.join(RESULT_SOURCES)}")
+    fmt = result.get("format", "json")
+    if fmt not in ("json", "jsonl"):
+        raise ProviderConfigError('result.format must be "json" or "jsonl" (JSON Lines)')
+    link = paths(result["link"], "result.link") if "link" in result else ()
+    if link and source != "path":
+        raise ProviderConfigError("result.link names the result in the status answer: from = path")
+    if source == "path" and not (result.get("path") or link) and "from" in result:
+        raise ProviderConfigError("result.from = path needs result.path or result.link")
+    field = result.get("field")
+    if field is not None and (not isinstance(field, str) or source == "path"):
+        raise ProviderConfigError(
+            'result.field is a path into the answer of from = "status" or "create"'
+        )
+    return {"source": source, "field": field, "link": link, "jsonl": fmt == "jsonl"}

@@ -1,0 +1,169 @@
+"""Reading the conventions of real long-running APIs out of an answer. Pure functions.
+
+A state may come from the HTTP status code, from one of several fields, from Google's
+`done` boolean with `error` or `response`, or be declared for an answer that has none; a
+job may be named by a body field, by a URL in a header, or by the URL the create was sent
+to; a failure carries the provider's own code and message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from yarl import URL
+
+from jobtrail.core.states import RemoteStatus
+from jobtrail.providers.spec import Reading, Source, SourceKind, StateRule
+
+MAX_ERROR_TEXT = 500
+_READ: dict[Reading, RemoteStatus] = {
+    Reading.RUNNING: RemoteStatus.RUNNING,
+    Reading.SUCCEEDED: RemoteStatus.SUCCEEDED,
+    Reading.FAILED: RemoteStatus.FAILED,
+    Reading.CANCELLED: RemoteStatus.CANCELLED,
+}
+_ABSENT = object()
+
+
+def find(document: Any, path: str) -> Any:
+    """The value at a dotted path, or None when any part of it is missing."""
+    node = document
+    for part in path.split("."):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def word_status(states: Mapping[str, RemoteStatus], word: str, ignore_case: bool) -> RemoteStatus:
+    if word in states:
+        return states[word]
+    if ignore_case:
+        lowered = word.casefold()
+        for known, status in states.items():
+            if known.casefold() == lowered:
+                return status
+    return RemoteStatus.UNKNOWN
+
+
+def read_state(
+    rule: StateRule,
+    states: Mapping[str, RemoteStatus],
+    http_status: int,
+    document: Any,
+) -> tuple[str | None, RemoteStatus] | None:
+    """(provider word, what it means), or None when the answer states nothing readable.
+
+    A declared status code wins over the body; then Google's `done`; then the first state
+    path holding text; then the state declared for an answer without one."""
+    word = next((v for v in (find(document, p) for p in rule.paths) if isinstance(v, str)), None)
+    reading = rule.codes.get(http_status)
+    if reading is not None and reading is not Reading.BODY:
+        return word or f"HTTP {http_status}", _READ[reading]
+    if rule.done is not None:
+        done = find(document, rule.done)
+        if done is True:
+            failure = error_of(rule, document)
+            if failure is None:
+                return word or "done", RemoteStatus.SUCCEEDED
+            if str(failure.get("code")) in rule.cancelled_codes:
+                return word or "done: cancelled", RemoteStatus.CANCELLED
+            return word or "done: error", RemoteStatus.FAILED
+        if done is False or (done is None and isinstance(document, Mapping)):
+            # AIP-151: `done` is omitted (false) while the operation runs
+            return word or "not done", RemoteStatus.RUNNING
+    if word is not None:
+        return word, word_status(states, word, rule.ignore_case)
+    if rule.missing is not None:
+        return None, rule.missing
+    return None
+
+
+def error_of(rule: StateRule, document: Any) -> dict[str, Any] | None:
+    """The provider's own account of a failure: `{"code", "message"}` (and `count` for a
+    list of errors), from `error.code`/`error.message`, `errors[]` or a bare text."""
+    for path in rule.error:
+        value = find(document, path)
+        if isinstance(value, Mapping) and isinstance(value.get("data"), list):
+            value = value["data"]  # OpenAI batches: errors = {"object": "list", "data": [...]}
+        if isinstance(value, list):
+            if not value:
+                continue
+            first = error_text(value[0])
+            if first is not None:
+                return first | ({"count": len(value)} if len(value) > 1 else {})
+            continue
+        found = error_text(value)
+        if found is not None:
+            return found
+    return None
+
+
+def error_text(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, str) and value:
+        return {"message": value[:MAX_ERROR_TEXT]}
+    if not isinstance(value, Mapping) or not value:
+        return None
+    if isinstance(value.get("error"), Mapping):  # {"error": {...}} envelopes, Anthropic's too
+        inner = error_text(value["error"])
+        if inner is not None:
+            return inner
+    found: dict[str, Any] = {}
+    for key in ("code", "type", "status"):
+        code = value.get(key)
+        if isinstance(code, str | int) and not isinstance(code, bool) and "code" not in found:
+            found["code"] = str(code)[:100]
+    message = value.get("message")
+    if isinstance(message, str) and message:
+        found["message"] = message[:MAX_ERROR_TEXT]
+    return found or None
+
+
+def error_in_body(document: Any) -> dict[str, Any] | None:
+    """An error answer's code and message, whatever common envelope it uses."""
+    for path in ("error", "errors"):
+        found = error_of(StateRule(error=(path,)), document)
+        if found is not None:
+            return found
+    return error_text(document) if isinstance(document, Mapping) else None
+
+
+def same_origin(base_url: str, against: str, reference: str) -> str | None:
+    """`reference` resolved against the URL `against` (RFC 3986), if it stays on the origin
+    of `base_url` and carries no user info; otherwise None."""
+    try:
+        url = URL(against).join(URL(reference)).with_fragment(None)
+    except ValueError:
+        return None
+    if url.user is not None or url.password is not None:
+        return None
+    if not url.absolute or url.origin() != URL(base_url).origin():
+        return None
+    return str(url)
+
+
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == name.lower():
+            return value
+    return None
+
+
+def status_url_from(
+    sources: tuple[Source, ...], headers: Mapping[str, str], document: Any, request_url: str
+) -> str | None:
+    """The first status URL the declared sources name (raw: resolved where it is used)."""
+    for source in sources:
+        if source.kind is SourceKind.HEADER:
+            value = header(headers, source.name)
+        elif source.kind is SourceKind.FIELD:
+            value = find(document, source.name)
+        else:
+            value = request_url
+        if isinstance(value, str) and value.strip():
+            return value
+    return None

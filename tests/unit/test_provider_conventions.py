@@ -1,0 +1,277 @@
+"""The provider file's convention keys (docs/providers.md, "Conventions"): every example of
+the page loads, and pure parsing reads real APIs' answers with them."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobtrail.core import outcomes as o
+from jobtrail.core.model import Idempotency
+from jobtrail.core.states import RemoteStatus
+from jobtrail.core.validate import Candidate, Rules, validate
+from jobtrail.errors import ProviderConfigError
+from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.parse import parse_create, parse_list, parse_status, provider_error
+
+ROOT = Path(__file__).resolve().parents[2]
+ARM = "https://management.azure.com"
+PUT_URL = f"{ARM}/subscriptions/s/resourceGroups/g/providers/Microsoft.Example/things/op_1"
+
+
+def examples() -> dict[str, dict[str, Any]]:
+    text = (ROOT / "docs" / "providers.md").read_text()
+    docs = [tomllib.loads(block) for block in re.findall(r"```toml\n(.*?)```", text, re.S)]
+    return {doc["name"]: doc for doc in docs}
+
+
+def spec(name: str) -> ProviderSpec:
+    return parse_provider(examples()[name])
+
+
+def body(document: Any) -> bytes:
+    return json.dumps(document).encode()
+
+
+def test_every_convention_example_loads() -> None:
+    """Each documented convention example parses into a spec with the declared capabilities."""
+    loaded = {name: parse_provider(doc) for name, doc in examples().items()}
+    assert {"azure-arm-put", "azure-ai", "google-lro", "openai-batch-example"} <= set(loaded)
+    assert loaded["azure-arm-put"].capabilities.idempotency is Idempotency.NATURAL
+    assert loaded["azure-arm-put"].capabilities.at_most_once_provable
+    assert loaded["google-lro"].capabilities.idempotency is Idempotency.QUERY
+    assert loaded["openai-batch-example"].capabilities.lookup
+
+
+@pytest.mark.parametrize(
+    ("table", "change", "message"),
+    [
+        ("create", {"identiy": ["request"]}, "unknown key 'identiy' in [create]"),
+        ("create", {"identity": ["body"]}, "is not one of"),
+        ("create", {"identity": ["header"]}, "write header:NAME"),
+        ("create", {"codes": {"202": "later"}}, "create.codes.202 must be one of"),
+        ("create", {"codes": {"404": "body"}}, "only a 2xx answer's body is read"),
+        ("create", {"idempotency": {"natural": True, "header": "X"}}, "exactly one of"),
+        ("create", {"idempotency": {"quer": "x"}}, "unknown key 'quer'"),
+        ("status", {"missing": "maybe"}, "status.missing must be"),
+        ("status", {"ignore_case": "yes"}, "ignore_case must be true or false"),
+        ("result", {"from": "somewhere"}, "result.from must be one of"),
+        ("result", {"format": "xml"}, "result.format must be"),
+        ("result", {"from": "status", "link": "x"}, "result.link names the result"),
+    ],
+)
+def test_convention_mistakes_are_refused(table: str, change: dict[str, Any], message: str) -> None:
+    """A misspelt or impossible convention key is refused with a clear error."""
+    doc = examples()["azure-arm-put"]
+    doc[table] = {**doc.get(table, {}), **change}
+    with pytest.raises(ProviderConfigError, match=re.escape(message)):
+        parse_provider(doc)
+
+
+def test_natural_idempotency_is_refused_for_a_post() -> None:
+    """Only a PUT or DELETE on a client-chosen URL is idempotent by nature."""
+    doc = examples()["azure-arm-put"]
+    doc["create"]["method"] = "POST"
+    with pytest.raises(ProviderConfigError, match="natural idempotency belongs to a PUT"):
+        parse_provider(doc)
+
+
+def test_an_unknown_list_key_is_refused() -> None:
+    """reconcile.list keys are checked too: `mach` is not `match`."""
+    doc = examples()["openai-batch-example"]
+    doc["reconcile"]["list"]["mach"] = "metadata.x"
+    with pytest.raises(
+        ProviderConfigError, match=re.escape("unknown key 'mach' in reconcile.list")
+    ):
+        parse_provider(doc)
+
+
+def test_a_header_only_create_is_named_by_its_declared_headers() -> None:
+    """A 202 with no body: the status URL is the first declared header present, and the
+    job's identity is the resource URL the create was sent to."""
+    arm = spec("azure-arm-put")
+    headers = {"Location": f"{ARM}/loc/1", "Azure-AsyncOperation": f"{ARM}/ops/1"}
+    out = parse_create(arm, 202, headers, b"", PUT_URL)
+    assert isinstance(out, o.Accepted)
+    assert out.job_id == PUT_URL and out.status_url == f"{ARM}/ops/1"
+    assert out.remote_status is RemoteStatus.RUNNING
+    only_location = parse_create(arm, 202, {"Location": "/loc/1"}, b"", PUT_URL)
+    assert isinstance(only_location, o.Accepted) and only_location.status_url == "/loc/1"
+
+
+def test_the_order_of_sources_says_whether_a_header_or_the_body_wins() -> None:
+    """With `field:` first, the body's status URL wins over a header; reversed, the header."""
+    doc = examples()["azure-arm-put"]
+    doc["create"]["status_from"] = ["field:statusUrl", "header:Location"]
+    answer = body({"statusUrl": f"{ARM}/from-body", "properties": {}})
+    first = parse_create(parse_provider(doc), 201, {"Location": f"{ARM}/hdr"}, answer, PUT_URL)
+    assert isinstance(first, o.Accepted) and first.status_url == f"{ARM}/from-body"
+    doc["create"]["status_from"] = ["header:Location", "field:statusUrl"]
+    second = parse_create(parse_provider(doc), 201, {"Location": f"{ARM}/hdr"}, answer, PUT_URL)
+    assert isinstance(second, o.Accepted) and second.status_url == f"{ARM}/hdr"
+
+
+def test_an_identity_url_off_the_providers_origin_is_refused() -> None:
+    """A header naming another host never becomes the job's identity: the create is
+    ambiguous, as any answer we cannot read."""
+    doc = examples()["azure-ai"]
+    out = parse_create(parse_provider(doc), 202, {"Operation-Location": "https://evil/x"}, b"")
+    assert isinstance(out, o.Ambiguous) and "origin" in out.reason
+
+
+@pytest.mark.parametrize(
+    ("code", "answer", "expected"),
+    [
+        (200, {"properties": {"provisioningState": "Succeeded"}}, RemoteStatus.SUCCEEDED),
+        (201, {"properties": {"provisioningState": "Creating"}}, RemoteStatus.UNKNOWN),
+        (201, {"properties": {"provisioningState": "Failed"}}, RemoteStatus.FAILED),
+        (201, {"properties": {}}, RemoteStatus.SUCCEEDED),
+        (202, None, RemoteStatus.RUNNING),
+        (204, None, RemoteStatus.SUCCEEDED),
+    ],
+)
+def test_each_create_status_code_is_read_as_declared(
+    code: int, answer: Any, expected: RemoteStatus
+) -> None:
+    """202 is running, 200/201 read the body (absent state: succeeded), 204 is done; a
+    body-less 2xx is not ambiguous when its code says what it means."""
+    raw = b"" if answer is None else body(answer)
+    out = parse_create(spec("azure-arm-put"), code, {}, raw, PUT_URL)
+    assert isinstance(out, o.Accepted) and out.remote_status is expected
+
+
+def test_a_body_less_create_without_a_declared_code_stays_ambiguous() -> None:
+    """The article's convention is unchanged: a 2xx that names no job may have made one."""
+    doc = examples()["reports"]
+    out = parse_create(parse_provider(doc), 202, {}, b"")
+    assert isinstance(out, o.Ambiguous)
+
+
+@pytest.mark.parametrize(
+    ("code", "answer", "state"),
+    [
+        (200, {"status": "InProgress"}, RemoteStatus.UNKNOWN),
+        (200, {"status": "succeeded"}, RemoteStatus.SUCCEEDED),
+        (200, {"status": "Canceled"}, RemoteStatus.CANCELLED),
+        (200, {"properties": {"provisioningState": "Failed"}}, RemoteStatus.FAILED),
+        (200, {"name": "a result without a state"}, RemoteStatus.SUCCEEDED),
+        (202, None, RemoteStatus.RUNNING),
+        (204, None, RemoteStatus.SUCCEEDED),
+    ],
+)
+def test_status_is_read_from_codes_fields_and_words_in_any_case(
+    code: int, answer: Any, state: RemoteStatus
+) -> None:
+    """The status code, the first state path holding text (case-insensitive words) and
+    the declared state of an answer without one, in that order."""
+    raw = b"" if answer is None else body(answer)
+    out = parse_status(spec("azure-arm-put"), code, {}, raw)
+    assert isinstance(out, o.Observed) and out.remote_status is state
+
+
+@pytest.mark.parametrize(
+    ("answer", "state"),
+    [
+        ({"name": "operations/1", "metadata": {"state": "RUNNING"}}, RemoteStatus.RUNNING),
+        ({"name": "operations/1", "done": False}, RemoteStatus.RUNNING),
+        ({"name": "operations/1", "done": True, "response": {"x": 1}}, RemoteStatus.SUCCEEDED),
+        (
+            {"name": "operations/1", "done": True, "error": {"code": 1, "message": "stop"}},
+            RemoteStatus.CANCELLED,
+        ),
+        (
+            {"name": "operations/1", "done": True, "error": {"code": 3, "message": "bad"}},
+            RemoteStatus.FAILED,
+        ),
+    ],
+)
+def test_googles_done_with_error_or_response_decides(answer: Any, state: RemoteStatus) -> None:
+    """AIP-151: not done is running; done with an error is failed (code 1: cancelled);
+    done without one has succeeded."""
+    out = parse_status(spec("google-lro"), 200, {}, body(answer))
+    assert isinstance(out, o.Observed) and out.remote_status is state
+
+
+def test_a_resource_name_is_a_job_id_of_safe_segments() -> None:
+    """Google names its operations `operations/123`: accepted as a name of segments, and
+    refused when a segment is `..`."""
+    google = spec("google-lro")
+    good = parse_create(google, 200, {}, body({"name": "operations/123"}))
+    assert isinstance(good, o.Accepted) and good.job_id == "operations/123"
+    bad = parse_create(google, 200, {}, body({"name": "operations/../admin"}))
+    assert isinstance(bad, o.Ambiguous)
+
+
+@pytest.mark.parametrize(
+    ("code", "answer", "expected"),
+    [
+        (200, {"done": True, "error": {"code": 3, "message": "bad input"}}, ("3", "bad input")),
+        (400, {"error": {"code": "InvalidThing", "message": "no"}}, ("InvalidThing", "no")),
+        (200, {"errors": {"object": "list", "data": [{"code": "e1", "message": "m1"}]}}, None),
+        (
+            400,
+            {"type": "error", "error": {"type": "invalid_request_error", "message": "x"}},
+            ("invalid_request_error", "x"),
+        ),
+    ],
+)
+def test_the_providers_error_code_and_message_are_read(
+    code: int, answer: Any, expected: tuple[str, str] | None
+) -> None:
+    """`error.code`/`error.message`, error envelopes and Anthropic's `type` are the
+    provider's own account of a failure."""
+    found = provider_error(spec("google-lro"), code, body(answer))
+    if expected is None:
+        found = provider_error(spec("openai-batch-example"), code, body(answer))
+        assert found == {"code": "e1", "message": "m1"}
+        return
+    assert found is not None and (found["code"], found["message"]) == expected
+
+
+def test_a_list_of_errors_is_counted() -> None:
+    """`errors[]`: the first error is named and the number of them kept."""
+    answer = {"errors": [{"code": "a", "message": "first"}, {"code": "b", "message": "second"}]}
+    found = provider_error(spec("openai-batch-example"), 200, body(answer))
+    assert found == {"code": "a", "message": "first", "count": 2}
+
+
+def test_a_list_filtered_by_our_reference_keeps_only_our_job() -> None:
+    """`match`: the provider lists every batch; only the one holding our reference counts."""
+    openai = spec("openai-batch-example")
+    assert openai.listing is not None
+    listed = {
+        "data": [
+            {"id": "batch_a", "metadata": {"jobtrail_ref": "op_other"}},
+            {"id": "batch_b", "metadata": {"jobtrail_ref": "op_1"}},
+            {"id": "batch_c"},
+        ]
+    }
+    out = parse_list(openai.listing, openai, 200, {}, body(listed), reference="op_1")
+    assert isinstance(out, o.Found) and out.job_ids == ("batch_b",)
+    none = parse_list(openai.listing, openai, 200, {}, body(listed), reference="op_2")
+    assert isinstance(none, o.Found) and none.job_ids == ()
+
+
+def test_json_lines_results_count_items_by_custom_id() -> None:
+    """A JSON Lines batch result: one item per line, outcomes read at dotted paths, failed
+    items named by their `custom_id`."""
+    lines = [
+        {"custom_id": "r1", "response": {"status_code": 200}, "error": None},
+        {"custom_id": "r2", "response": {"status_code": 400}, "error": None},
+        {"custom_id": "r3", "response": None, "error": {"code": "x", "message": "y"}},
+    ]
+    content = "\n".join(json.dumps(line) for line in lines).encode() + b"\n"
+    rules = Rules(item_status="response.status_code", item_ref="custom_id", item_success=("200",))
+    rules = Rules(**{**rules.__dict__, "jsonl": True})
+    summary = validate(
+        Candidate(content=content, content_type="application/octet-stream"), rules, None
+    )
+    assert summary.valid and summary.records == 3 and summary.items is not None
+    assert (summary.items.succeeded, summary.items.failed_refs) == (1, ("r2", "r3"))
+    broken = validate(Candidate(content=b"{}\nnot json\n", content_type=None), rules, None)
+    assert not broken.valid and "line 2" in broken.problems[0]
