@@ -1,0 +1,210 @@
+"""Every shipped vendor profile runs its whole lifecycle against its simulator mode: success,
+failure, cancellation and a lost create answer (never a duplicate job)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobtrail.core.model import Operation
+from jobtrail.core.states import State
+from jobtrail.errors import JobtrailError
+from jobtrail.profiles import shipped_profile
+from jobtrail.providers.config import load_provider_text
+
+from harness import SECRET, Harness, harness
+
+ARM_RESOURCE = "/azure-arm/subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Sim/widgets"
+BATCH_REQUESTS = [
+    {"custom_id": f"req-{n}", "params": {"model": "m", "max_tokens": 8, "messages": []}}
+    for n in range(3)
+]
+
+
+@dataclass(frozen=True)
+class Case:
+    """A shipped profile, the simulator mode it talks to and how to call it."""
+
+    profile: str
+    mode: str
+    base: Callable[[str, str], str]  # (simulator URL, test name) -> base URL
+    body: dict[str, Any] | None
+    env: str
+    items: tuple[int, int] | None = None  # (succeeded, failed) items of a 3-item job
+    failed_state: State = State.FAILED
+    failed_items: tuple[int, int] | None = None  # items of a job whose requests all failed
+    cancelling_word: str | None = None
+    cancelled_state: State = State.CANCELLED
+    lost_state: State = State.SUCCEEDED  # after a lost create answer
+
+
+CASES = {
+    "openai-batch": Case(
+        "openai-batch",
+        "openai-batch",
+        lambda sim, _: f"{sim}/openai",
+        {
+            "input_file_id": "file-abc",
+            "endpoint": "/v1/chat/completions",
+            "completion_window": "24h",
+        },
+        "OPENAI_API_KEY",
+        items=(2, 0),  # the output file holds the good ones; the failed one is in the error file
+        cancelling_word="cancelling",
+    ),
+    "anthropic-batch": Case(
+        "anthropic-batch",
+        "anthropic-batch",
+        lambda sim, _: f"{sim}/anthropic",
+        {"requests": BATCH_REQUESTS},
+        "ANTHROPIC_API_KEY",
+        items=(2, 1),
+        # a batch has no failed state of its own: every request errored, and the batch ended
+        failed_state=State.SUCCEEDED,
+        failed_items=(0, 3),
+        cancelling_word="canceling",
+        # a cancelled batch ends `ended`, the in-flight request finished, the rest canceled
+        cancelled_state=State.SUCCEEDED,
+        lost_state=State.NEEDS_HUMAN,
+    ),
+}
+
+
+@dataclass
+class Rig:
+    h: Harness
+    case: Case
+
+    @property
+    def mode(self) -> str:
+        return self.case.mode
+
+    def faults(self, **faults: Any) -> None:
+        self.h.sim.set_vendor_faults(self.mode, faults)
+
+    def created(self) -> int:
+        return int(self.h.sim.vendor_summary(self.mode)["jobs_created"])
+
+    async def submit(self) -> Operation:
+        return await self.h.submit(self.case.body)
+
+    async def finish(self, op: Operation) -> Operation:
+        await self.h.run()
+        return await self.h.op(op)
+
+    async def provider_errors(self, op: Operation) -> list[Any]:
+        attempts = await self.h.rt.ledger.store.attempts(op.operation_id)
+        return [
+            a.detail["provider_error"] for a in attempts if "provider_error" in (a.detail or {})
+        ]
+
+    async def remote_words(self, op: Operation) -> list[str | None]:
+        observations = await self.h.rt.ledger.store.observations(op.operation_id)
+        return [o.remote_state for o in observations]
+
+
+@pytest.fixture
+async def rig(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Rig]:
+    case = CASES[request.param]
+    monkeypatch.setenv(case.env, SECRET)
+    profile = shipped_profile(case.profile)
+    assert profile is not None
+    holder: dict[str, Any] = {}
+
+    def edit(doc: dict[str, Any]) -> None:
+        monkeypatch.setenv(str(holder["variable"]), case.base(doc["base_url"], request.node.name))
+        spec = load_provider_text(profile.text, case.profile)
+        doc.clear()
+        doc.update(spec.document)
+        doc["timeout"] = "2s"
+
+    holder["variable"] = _base_url_env(profile.text)
+    async with harness(tmp_path, edit=edit, monkeypatch=monkeypatch) as h:
+        yield Rig(h, case)
+
+
+def _base_url_env(text: str) -> str:
+    import tomllib
+
+    return str(tomllib.loads(text)["base_url_env"])
+
+
+ALL = pytest.mark.parametrize("rig", list(CASES), indirect=True)
+
+
+@ALL
+async def test_success(rig: Rig) -> None:
+    """A job that succeeds is collected and stored, with its per-item outcomes."""
+    rig.faults(failed_items=1, retry_after=1)
+    op = await rig.finish(await rig.submit())
+    assert op.state is State.SUCCEEDED, op
+    assert op.result is not None and op.result.valid, op.result
+    if rig.case.items is not None:
+        assert op.result.items is not None
+        assert (op.result.items.succeeded, op.result.items.failed) == rig.case.items
+    assert rig.created() == 1
+
+
+@ALL
+async def test_failure(rig: Rig) -> None:
+    """A job the provider fails ends `failed`, with the provider's own reason on record."""
+    rig.faults(outcome="failed")
+    op = await rig.finish(await rig.submit())
+    assert op.state is rig.case.failed_state, op
+    if rig.case.failed_state is State.FAILED:
+        assert await rig.provider_errors(op), "the provider's reason was not recorded"
+    if rig.case.failed_items is not None:
+        assert op.result is not None and op.result.items is not None
+        assert (op.result.items.succeeded, op.result.items.failed) == rig.case.failed_items
+
+
+@ALL
+async def test_cancellation(rig: Rig) -> None:
+    """A cancel is sent once and `cancelled` is claimed only once the provider says so."""
+    rig.faults(duration_polls=50, cancel_polls=2)
+    op = await rig.submit()
+    op = await rig.h.until(op, State.OBSERVING, State.ACCEPTED)
+    await rig.h.rt.ledger.cancel(op.operation_id, actor="test", reason="no longer needed")
+    op = await rig.finish(op)
+    assert op.state is rig.case.cancelled_state, op
+    assert op.cancel_intent is not None
+    if op.state is State.SUCCEEDED:
+        # the outcome after the cancel is reported item by item: one finished, two canceled
+        assert op.result is not None and op.result.items is not None
+        assert (op.result.items.succeeded, op.result.items.failed) == (1, 2)
+    summary = rig.h.sim.vendor_summary(rig.mode)
+    assert summary["calls"]["cancel"] == 1
+    if rig.case.cancelling_word is not None:
+        # the provider's in-between word was seen, and was not taken for the end
+        assert rig.case.cancelling_word in await rig.remote_words(op)
+
+
+@ALL
+async def test_lost_create_answer(rig: Rig) -> None:
+    """A create whose answer is lost is found again, never created twice."""
+    rig.faults(drop_create_answer=1)
+    op = await rig.finish(await rig.submit())
+    assert op.state is rig.case.lost_state, op
+    assert rig.created() == 1
+    if rig.case.lost_state is State.NEEDS_HUMAN:
+        # nothing can find the batch, so nothing is sent again: a person decides
+        assert rig.h.sim.vendor_summary(rig.mode)["calls"]["create"] == 1
+
+
+def test_profiles_refuse_nothing() -> None:
+    """Every shipped profile loads as a valid provider file."""
+    from jobtrail.profiles import profile_names
+
+    for name in profile_names():
+        profile = shipped_profile(name)
+        assert profile is not None and profile.summary
+        try:
+            load_provider_text(profile.text, name)
+        except JobtrailError as exc:  # pragma: no cover - the failure message is the point
+            pytest.fail(f"{name}: {exc}")
