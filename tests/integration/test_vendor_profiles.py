@@ -71,6 +71,26 @@ CASES = {
         cancelled_state=State.SUCCEEDED,
         lost_state=State.NEEDS_HUMAN,
     ),
+    "gemini-batch": Case(
+        "gemini-batch",
+        "gemini-batch",
+        lambda sim, _: f"{sim}/gemini",
+        {
+            "batch": {
+                "displayName": "mine",
+                "inputConfig": {
+                    "requests": {
+                        "requests": [
+                            {"request": {"contents": []}, "metadata": {"key": f"q{n}"}}
+                            for n in range(3)
+                        ]
+                    }
+                },
+            }
+        },
+        "GEMINI_API_KEY",
+        items=(2, 1),
+    ),
 }
 
 

@@ -324,7 +324,9 @@ def parse_list(
         other = listing.match is not None and reading_.find(item, listing.match) != reference
         if other and reference is not None:
             continue  # another job: the list is filtered here, not by the provider
-        job_id, problem = job_id_at(item, listing.job_id)
+        # a provider that names its jobs (Gemini `batches/123`) lists them by that name too
+        names = any(s.kind is SourceKind.NAME for s in spec.identity)
+        job_id, problem = job_id_at(item, listing.job_id, slashes=names)
         if job_id is None:
             return o.Ambiguous(
                 reason=f"a listed item is unreadable: {problem}", http_status=status, request_id=req
