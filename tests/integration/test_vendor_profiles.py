@@ -91,6 +91,13 @@ CASES = {
         "GEMINI_API_KEY",
         items=(2, 1),
     ),
+    "google-lro": Case(
+        "google-lro",
+        "google-lro",
+        lambda sim, _: f"{sim}/google",
+        {"displayName": "nightly export", "input": "gs://bucket/in"},
+        "GOOGLE_OAUTH_ACCESS_TOKEN",
+    ),
 }
 
 
