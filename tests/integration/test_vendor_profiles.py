@@ -40,6 +40,7 @@ class Case:
     cancelling_word: str | None = None
     cancelled_state: State = State.CANCELLED
     lost_state: State = State.SUCCEEDED  # after a lost create answer
+    can_cancel: bool = True
 
 
 CASES = {
@@ -97,6 +98,18 @@ CASES = {
         lambda sim, _: f"{sim}/google",
         {"displayName": "nightly export", "input": "gs://bucket/in"},
         "GOOGLE_OAUTH_ACCESS_TOKEN",
+    ),
+    "azure-ai": Case(
+        "azure-ai",
+        "azure-ai",
+        lambda sim, _: f"{sim}/azure-ai",
+        {
+            "displayName": "reviews",
+            "analysisInput": {"documents": [{"id": "1", "language": "en", "text": "Great"}]},
+            "tasks": [{"kind": "SentimentAnalysis", "taskName": "sentiment"}],
+        },
+        "AZURE_AI_KEY",
+        can_cancel=False,
     ),
 }
 
@@ -197,6 +210,13 @@ async def test_cancellation(rig: Rig) -> None:
     rig.faults(duration_polls=50, cancel_polls=2)
     op = await rig.submit()
     op = await rig.h.until(op, State.OBSERVING, State.ACCEPTED)
+    if not rig.case.can_cancel:
+        # the profile says it cannot cancel: refused up front, nothing sent, nothing claimed
+        with pytest.raises(JobtrailError, match="cancel"):
+            await rig.h.rt.ledger.cancel(op.operation_id, actor="test", reason="no longer needed")
+        assert "cancel" not in rig.h.sim.vendor_summary(rig.mode)["calls"]
+        assert (await rig.h.op(op)).cancel_intent is None
+        return
     await rig.h.rt.ledger.cancel(op.operation_id, actor="test", reason="no longer needed")
     op = await rig.finish(op)
     assert op.state is rig.case.cancelled_state, op
