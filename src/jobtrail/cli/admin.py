@@ -240,6 +240,18 @@ def provider_list(as_json: bool) -> None:
         click.echo(f"{p.name.ljust(width)}  {p.summary}")
 
 
+@provider.command("show")
+@click.argument("name")
+def provider_show(name: str) -> None:
+    """Print a shipped profile's provider file, to read or to save as providers/NAME.toml."""
+    from jobtrail.profiles import profile_names, shipped_profile
+
+    profile = shipped_profile(name) if name.replace("-", "").isalnum() else None
+    if profile is None:
+        fail(f"no shipped profile {name!r}; shipped: {', '.join(profile_names())}")
+    click.echo(profile.text, nl=False)
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8700, show_default=True, type=click.IntRange(0, 65535))

@@ -115,7 +115,7 @@ class AzureAI:
             st.record(MODE, "create", request, None, job_id=job.job_id)
             return dropped(request)
         st.record(MODE, "create", request, 202, job_id=job.job_id)
-        headers = self._location(request, job.job_id)
+        headers = {**self._location(request, job.job_id), **retry_after(job)}
         if repeat_id is not None:
             headers["Repeatability-Result"] = "accepted"
         return web.Response(status=202, headers=headers)

@@ -38,7 +38,7 @@ class VendorFaults:
     drop_create_answer: int = 0
     not_found_polls: int = 0  # status reads answered 404 right after create (replication lag)
     status_errors: int = 0  # status reads answered with a transient 500 (after the 404s)
-    retry_after: int | None = None  # Retry-After seconds on every non-terminal status answer
+    retry_after: int | None = None  # Retry-After seconds on every non-terminal answer
     duration_polls: int = 2  # status reads until the job ends
     outcome: VendorOutcome = "succeeded"  # how it ends ("cancelled": the provider gave up)
     items: int = 3  # requests in a batch

@@ -116,7 +116,7 @@ class GoogleLro:
             st.record(MODE, "create", request, None, job_id=job.job_id)
             return dropped(request)
         st.record(MODE, "create", request, 200, job_id=job.job_id)
-        return json_response(200, self._operation(job, parent))
+        return json_response(200, self._operation(job, parent), retry_after(job))
 
     async def retrieve(self, request: web.Request) -> web.Response:
         st = self.state

@@ -90,7 +90,7 @@ class OpenAIBatch:
             st.record(MODE, "create", request, None, job_id=job.job_id)
             return dropped(request)
         st.record(MODE, "create", request, 200, job_id=job.job_id)
-        return json_response(200, self._batch(job))
+        return json_response(200, self._batch(job), retry_after(job))
 
     async def retrieve(self, request: web.Request) -> web.Response:
         st = self.state
