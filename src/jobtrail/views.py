@@ -167,7 +167,9 @@ def timeline(
         state = f"remote {seen.remote_state}" if seen else last.outcome or "interrupted"
         progress = f", progress {seen.progress}" if seen and seen.progress is not None else ""
         label = "status read" if len(run) == 1 else f"{len(run)} status reads"
-        events.append((first.started_at, 1, f"{label}: {state}{progress}"))
+        why = provider_error_text(last)
+        error = f", provider error {why}" if why else ""
+        events.append((first.started_at, 1, f"{label}: {state}{progress}{error}"))
         run.clear()
 
     for at in attempts:
@@ -214,7 +216,22 @@ def _attempt_line(at: Attempt) -> str:
     reason = ""
     if isinstance(at.detail, dict) and at.detail.get("error"):
         reason = f": {at.detail['error']}"
+    why = provider_error_text(at)
+    if why:
+        reason += f" (provider error {why})"
     return f"{what} ({at.attempt_id}) -> {at.outcome}{status}{reason}{request}"
+
+
+def provider_error_text(at: Attempt) -> str | None:
+    """The provider's own code and message for a failure, as read from its answer."""
+    found = at.detail.get("provider_error") if isinstance(at.detail, dict) else None
+    if not isinstance(found, dict):
+        return None
+    code, message = found.get("code"), found.get("message")
+    text = ": ".join(str(part) for part in (code, message) if part)
+    count = found.get("count")
+    more = f" (and {int(count) - 1} more)" if isinstance(count, int) and count > 1 else ""
+    return (text + more) or None
 
 
 def explain_text(
@@ -252,6 +269,9 @@ def explain_text(
             )
     if op.result:
         lines.append(f"  result:     {_result_line(op)}")
+    why = next((t for t in map(provider_error_text, reversed(attempts)) if t), None)
+    if why and op.state in (State.FAILED, State.CANCELLED, State.RESULT_UNAVAILABLE):
+        lines.append(f"  why:        the provider said {why}")
     lines.append("")
     lines.append("Timeline")
     for at, text in timeline(op, history, attempts, observations):

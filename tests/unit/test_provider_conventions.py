@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import Idempotency
@@ -41,7 +43,8 @@ def body(document: Any) -> bytes:
 def test_every_convention_example_loads() -> None:
     """Each documented convention example parses into a spec with the declared capabilities."""
     loaded = {name: parse_provider(doc) for name, doc in examples().items()}
-    assert {"azure-arm-put", "azure-ai", "google-lro", "openai-batch-example"} <= set(loaded)
+    names = {"azure-arm-put", "azure-ai", "google-lro", "openai-batch-example"}
+    assert names | {"anthropic-batch-example"} <= set(loaded)
     assert loaded["azure-arm-put"].capabilities.idempotency is Idempotency.NATURAL
     assert loaded["azure-arm-put"].capabilities.at_most_once_provable
     assert loaded["google-lro"].capabilities.idempotency is Idempotency.QUERY
@@ -275,3 +278,76 @@ def test_json_lines_results_count_items_by_custom_id() -> None:
     assert (summary.items.succeeded, summary.items.failed_refs) == (1, ("r2", "r3"))
     broken = validate(Candidate(content=b"{}\nnot json\n", content_type=None), rules, None)
     assert not broken.valid and "line 2" in broken.problems[0]
+
+
+def test_provider_check_names_the_conventions_and_what_they_promise() -> None:
+    """`provider check` says which conventions a file uses and why at-most-once is (or is
+    not) provable with them."""
+    from jobtrail.cli.admin import guarantees
+
+    arm = dict(guarantees(spec("azure-arm-put")))
+    assert arm["job identity"] == "the URL the create was sent to"
+    assert "header Azure-AsyncOperation" in arm["status URL"]
+    assert "202 = still running" in arm["create answers"] and "204 = done" in arm["create answers"]
+    assert "idempotent by nature" in arm["reconciliation note"]
+    assert arm["at-most-once create"].startswith("provable")
+    google = dict(guarantees(spec("google-lro")))
+    assert "`done` true ends it" in google["state"] and "1 = cancelled" in google["state"]
+    assert google["idempotency"] == "token sent in query parameter requestId"
+    assert "`response` of the final status answer" in google["result"]
+    openai = dict(guarantees(spec("openai-batch-example")))
+    assert "`output_file_id` or `error_file_id`" in openai["result"]
+    assert "JSON Lines" in openai["result"]
+    assert "proves a job absent only if the list reaches back" in openai["reconciliation note"]
+    assert openai["client reference"] == "operation id sent in body field metadata.jobtrail_ref"
+    anthropic = dict(guarantees(spec("anthropic-batch-example")))
+    assert anthropic["at-most-once create"].startswith("cannot be proven")
+    assert "never resubmits it on its own" in anthropic["at-most-once create"]
+    assert "GET the URL in `results_url`" in anthropic["result"]
+
+
+_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+_answers = st.fixed_dictionaries(
+    {},
+    optional={
+        key: _values
+        for key in ("status", "properties", "done", "error", "errors", "response", "name", "id")
+    },
+)
+_headers = st.dictionaries(
+    st.sampled_from(["Location", "Azure-AsyncOperation", "Operation-Location", "Retry-After"]),
+    st.text(max_size=40),
+    max_size=3,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.sampled_from(sorted(examples())),
+    code=st.sampled_from([200, 201, 202, 204, 400, 404, 500]),
+    headers=_headers,
+    answer=_answers | _values,
+    raw=st.booleans(),
+)
+def test_convention_readers_return_an_outcome_for_any_answer(
+    name: str, code: int, headers: dict[str, str], answer: Any, raw: bool
+) -> None:
+    """Whatever a provider sends, every convention spec reads it into a typed outcome and
+    a provider error is a small record or nothing, never an exception."""
+    read = spec(name)
+    content = body(answer) if raw else b""
+    create = parse_create(read, code, headers, content)
+    assert isinstance(create, o.Accepted | o.SyncResult | o.Ambiguous | o.Rejected | o.Throttled)
+    if isinstance(create, o.Accepted) and "://" in create.job_id:
+        assert create.job_id.startswith(read.base_url)
+    status = parse_status(read, code, headers, content)
+    assert isinstance(status, o.Observed | o.Ambiguous | o.Rejected | o.Throttled)
+    found = provider_error(read, code, content)
+    assert found is None or set(found) <= {"code", "message", "count"}

@@ -18,6 +18,7 @@ from jobtrail.cli.context import (
     run_async,
 )
 from jobtrail.core.durations import format_duration
+from jobtrail.providers import promises
 from jobtrail.providers.config import ProviderSpec, find_provider
 
 
@@ -107,15 +108,23 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
     lines = [("create", f"{spec.create_method} {spec.create_path}")]
     if idem is None:
         lines.append(("idempotency", "none: the provider cannot recognise a repeated create"))
+    elif idem.natural:
+        lines.append(("idempotency", idem.describe()))
     else:
-        where = f"header {idem.header}" if idem.header else f"body field {idem.field}"
-        lines.append(("idempotency", f"token sent in {where}"))
+        lines.append(("idempotency", f"token sent in {idem.describe()}"))
+    if spec.client_reference is not None:
+        lines.append(
+            ("client reference", f"operation id sent in {spec.client_reference.describe()}")
+        )
     means = []
     if caps.same_token_retry:
         means.append("same-token retry")
     if spec.listing:
         means.append(f"lookup by client reference ({spec.listing.path})")
     lines.append(("reconciliation", ", ".join(means) or "none"))
+    note = promises.idempotency_note(spec)
+    if note:
+        lines.append(("reconciliation note", note))
     if caps.same_token_retry and not caps.lookup:
         lines.append(
             (
@@ -139,8 +148,10 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
             (
                 "at-most-once create",
                 "cannot be proven: this provider offers no "
-                "reconciliation. A create whose answer is lost stops for a human "
-                "(needs_human) instead of being retried",
+                "reconciliation (no idempotency token it honours, no lookup by a reference "
+                "it keeps). A create whose answer is lost stops for a human "
+                "(needs_human) instead of being retried: jobtrail never resubmits it on "
+                "its own",
             )
         )
     lines.append(
@@ -152,7 +163,8 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
         )
     )
     result = spec.result
-    if result.path:
+    special = promises.result_line(spec)
+    if result.path or special:
         checks = [
             c
             for c in (
@@ -165,11 +177,13 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
             )
             if c
         ]
-        lines.append(("result", f"GET {result.path}; checked: {', '.join(checks) or 'nothing'}"))
+        where = special or f"GET {result.path}"
+        lines.append(("result", f"{where}; checked: {', '.join(checks) or 'nothing'}"))
     elif result.inline_field:
         lines.append(("result", f"inline in the create answer (field {result.inline_field})"))
     else:
         lines.append(("result", "none declared: success is the remote terminal state alone"))
+    lines.extend(promises.convention_lines(spec))
     lines.append(
         (
             "webhooks",

@@ -12,10 +12,10 @@ from jobtrail.providers.spec import Placement, Reading, Source, SourceKind, Stat
 
 CREATE_KEYS = frozenset({"identity", "status_from", "codes", "missing"})
 STATUS_KEYS = frozenset({"codes", "missing", "done", "cancelled_codes", "ignore_case"})
-RESULT_KEYS = frozenset({"from", "field", "link", "format"})
+RESULT_KEYS = frozenset({"from", "field", "link", "format", "at_create"})
 LIST_KEYS = frozenset({"path", "items", "job_id", "match"})
 PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural"})
-RESULT_SOURCES = ("path", "status", "create")
+RESULT_SOURCES = ("path", "status")
 IDENTITY_KINDS = frozenset(SourceKind)
 STATUS_KINDS = frozenset({SourceKind.FIELD, SourceKind.HEADER, SourceKind.REQUEST})
 
@@ -157,8 +157,18 @@ def result_keys(result: dict[str, Any]) -> dict[str, Any]:
     if source == "path" and not (result.get("path") or link) and "from" in result:
         raise ProviderConfigError("result.from = path needs result.path or result.link")
     field = result.get("field")
-    if field is not None and (not isinstance(field, str) or source == "path"):
+    at_create = result.get("at_create", False)
+    if not isinstance(at_create, bool):
+        raise ProviderConfigError("result.at_create must be true or false")
+    if field is not None and (not isinstance(field, str) or (source == "path" and not at_create)):
         raise ProviderConfigError(
-            'result.field is a path into the answer of from = "status" or "create"'
+            'result.field is a path into the status answer (from = "status") or into a '
+            "create answer that is the result (at_create = true)"
         )
-    return {"source": source, "field": field, "link": link, "jsonl": fmt == "jsonl"}
+    return {
+        "source": source,
+        "field": field,
+        "link": link,
+        "jsonl": fmt == "jsonl",
+        "at_create": at_create,
+    }

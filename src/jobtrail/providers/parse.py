@@ -193,7 +193,7 @@ def parse_create(
         )
     read = reading_.read_state(spec.create_rule, spec.states, status, document)
     word, mapped = read if read is not None else (None, RemoteStatus.UNKNOWN)
-    if spec.result.source == "create" and mapped is RemoteStatus.SUCCEEDED and document is not None:
+    if spec.result.at_create and mapped is RemoteStatus.SUCCEEDED and document is not None:
         part = document if spec.result.field is None else lookup(document, spec.result.field)
         if part is not _NOT_FOUND:
             return o.SyncResult(

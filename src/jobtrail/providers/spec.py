@@ -114,8 +114,9 @@ class ResultSpec:
     items: ItemsRule | None = None
     expected_items_from_request: str | None = None
     inline_field: str | None = None
-    source: str = "path"  # "path", "status" (the last status answer) or "create"
-    field: str | None = None  # with status/create: the part of that answer that is the result
+    source: str = "path"  # "path" or "status" (the final status answer)
+    field: str | None = None  # the part of the status or create answer that is the result
+    at_create: bool = False  # a create answer saying "done", with a body, is the result
     link: tuple[str, ...] = ()  # status fields naming the result: a URL, or {link} in `path`
     jsonl: bool = False  # JSON Lines: one record (item) per line
 
@@ -196,7 +197,7 @@ class ProviderSpec:
         idem = _idempotency(self.idempotency)
         if self.result.path or self.result.link or self.result.source == "status":
             mode = ResultMode.ENDPOINT
-        elif self.result.inline_field or self.result.source == "create":
+        elif self.result.inline_field or self.result.at_create:
             mode = ResultMode.INLINE
         else:
             mode = ResultMode.NONE

@@ -1,0 +1,113 @@
+"""What `jobtrail provider check` says about a file's conventions: which ones it uses, in
+plain words, and what they change in what jobtrail can promise."""
+
+from __future__ import annotations
+
+from jobtrail.providers.spec import ProviderSpec, Reading, Source, SourceKind, StateRule
+
+_DEFAULT_STATUS_FROM = ("header:Operation-Location", "header:Location")
+
+
+def convention_lines(spec: ProviderSpec) -> list[tuple[str, str]]:
+    """One (topic, text) line per convention the file declares beyond the defaults."""
+    lines: list[tuple[str, str]] = []
+    identity = spec.identity
+    if identity != (Source(kind=SourceKind.FIELD, name=spec.create_job_id),):
+        lines.append(("job identity", _first_of(identity)))
+    status_from = tuple(str(s) for s in spec.status_from)
+    if status_from[:2] != _DEFAULT_STATUS_FROM or len(status_from) != 3:
+        lines.append(("status URL", _first_of(spec.status_from)))
+    if spec.create_rule.codes:
+        lines.append(("create answers", _codes(spec.create_rule)))
+    rule = spec.status_rule
+    reading = _state_reading(rule)
+    if reading:
+        lines.append(("state", reading))
+    if rule.error != ("error",):
+        lines.append(
+            ("failure reason", "provider code and message from " + " or ".join(rule.error))
+        )
+    return lines
+
+
+def _first_of(sources: tuple[Source, ...]) -> str:
+    named = ", ".join(_source(s) for s in sources)
+    return named if len(sources) == 1 else f"the first present of {named}"
+
+
+def _source(source: Source) -> str:
+    match source.kind:
+        case SourceKind.FIELD:
+            return f"body field {source.name}"
+        case SourceKind.NAME:
+            return f"resource name in body field {source.name}"
+        case SourceKind.HEADER:
+            return f"header {source.name} (same origin only)"
+        case SourceKind.REQUEST:
+            return "the URL the create was sent to"
+    return "the status URL"
+
+
+def _codes(rule: StateRule) -> str:
+    words = {
+        Reading.BODY: "read the body",
+        Reading.RUNNING: "still running",
+        Reading.SUCCEEDED: "done",
+        Reading.FAILED: "failed",
+        Reading.CANCELLED: "cancelled",
+    }
+    return ", ".join(f"{code} = {words[r]}" for code, r in sorted(rule.codes.items()))
+
+
+def _state_reading(rule: StateRule) -> str:
+    parts = []
+    if rule.codes:
+        parts.append(f"status codes ({_codes(rule)})")
+    if rule.done:
+        cancelled = f", error code {'/'.join(rule.cancelled_codes)} = cancelled"
+        parts.append(
+            f"`{rule.done}` true ends it (with an error: failed"
+            + (cancelled if rule.cancelled_codes else "")
+            + "; without: succeeded)"
+        )
+    if rule.paths != ("state",) or parts:
+        parts.append("first text at " + " or ".join(f"`{p}`" for p in rule.paths))
+    if rule.missing:
+        parts.append(f"no state at all = {rule.missing}")
+    if rule.ignore_case:
+        parts.append("words in any case")
+    return "; ".join(parts)
+
+
+def result_line(spec: ProviderSpec) -> str | None:
+    """Where the result comes from, for the conventions beyond a plain result path."""
+    rule = spec.result
+    parts = []
+    if rule.link:
+        where = f"GET {rule.path} with {{link}} = " if rule.path else "GET the URL in "
+        parts.append(where + " or ".join(f"`{f}`" for f in rule.link) + " of the final status")
+    elif rule.source == "status":
+        field = f"`{rule.field}` of " if rule.field else ""
+        parts.append(f"{field}the final status answer, read once more")
+    if rule.at_create:
+        parts.append("a create answer that says done is the result itself")
+    if rule.jsonl:
+        parts.append("JSON Lines, one item per line")
+    return "; ".join(parts) or None
+
+
+def idempotency_note(spec: ProviderSpec) -> str | None:
+    """What a declared lookup or idempotency form leaves unproven."""
+    notes = []
+    if spec.idempotency is not None and spec.idempotency.natural:
+        notes.append(
+            f"{spec.create_method} on a client-chosen URL is idempotent by nature: a retry "
+            "sends the same request to the same resource"
+        )
+    if spec.listing is not None and spec.listing.match:
+        notes.append(
+            f"the lookup lists jobs and keeps those whose `{spec.listing.match}` holds the "
+            "operation id: it proves a job absent only if the list reaches back to the "
+            "create (one page of recent jobs)"
+        )
+    return "; ".join(notes) or None
