@@ -21,6 +21,8 @@ EXPECTED = {
     "batch with failed items": State.SUCCEEDED,
     "result fails validation": State.RESULT_VALIDATION_FAILED,
     "contract violation": State.NEEDS_HUMAN,
+    "OpenAI batch, answer lost": State.SUCCEEDED,
+    "Anthropic batch, answer lost": State.NEEDS_HUMAN,
 }
 
 
