@@ -219,6 +219,13 @@ def _attempt_line(at: Attempt) -> str:
     why = provider_error_text(at)
     if why:
         reason += f" (provider error {why})"
+    items = at.detail.get("item_errors") if isinstance(at.detail, dict) else None
+    if isinstance(items, dict) and isinstance(items.get("first"), list) and items["first"]:
+        first = items["first"][0]
+        said = ": ".join(str(first.get(k)) for k in ("code", "message") if first.get(k))
+        reason += f"; {items.get('failed')} failed item(s), first {first.get('ref')}" + (
+            f" ({said})" if said else ""
+        )
     return f"{what} ({at.attempt_id}) -> {at.outcome}{status}{reason}{request}"
 
 

@@ -12,8 +12,9 @@ jobtrail's parser:
   `Operation-Location` (one, or `Location` with `Azure-AsyncOperation`).
 - The `Azure-AsyncOperation`/`Operation-Location` monitor answers 200 with
   `{"status": "InProgress" | "Succeeded" | "Failed" | "Canceled", "error": {...}}`.
-- The `Location` monitor answers 202 while running, then 200 with the result (204 for a
-  DELETE), or an error status with an error body when the operation failed. It has no
+- The `Location` monitor answers 202 while running, naming in its own `Location` where
+  to ask next, then 200 with the result (204 for a DELETE), or an error status with an
+  error body when the operation failed. It has no
   word for "cancelled", so Canceled is not a scenario for a Location-only operation.
 - Without any header, a 201 PUT is followed by reading the resource's
   `properties.provisioningState` (a resource without one has succeeded).
@@ -196,10 +197,12 @@ class AzureService:
     async def location(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
         lro = self.ops[name]
-        if not lro.finished:
+        if not lro.finished and "moved" in request.query:
             self._advance(lro)
         if not lro.finished:
-            return web.Response(status=202, headers=self._headers(name, lro))
+            # each 202 names where to ask next; only that monitor moves the operation on
+            moved = f"{self.origin}/locations/{name}?moved={lro.polls}"
+            return web.Response(status=202, headers={"Location": moved, "Retry-After": "1"})
         if lro.scenario.state == "Failed":
             return _error(400, "OperationFailed", f"{name} failed")
         if lro.scenario.method == "DELETE":
@@ -248,6 +251,7 @@ def provider(origin: str, scenario: Scenario) -> dict[str, Any]:
             "codes": {"202": "running", "204": "succeeded", "400": "failed"},
             "missing": "succeeded",
             "ignore_case": True,
+            "follow": ["Location"],
         },
         "states": {"Succeeded": "succeeded", "Failed": "failed", "Canceled": "cancelled"},
         "poll": {"initial": "1s", "cap": "5s"},

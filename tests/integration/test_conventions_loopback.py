@@ -89,7 +89,14 @@ class OpenAIBatches:
         assert request.match_info["id"] == "file-out-1"
         lines = [
             {"custom_id": "req-1", "response": {"status_code": 200, "body": {}}, "error": None},
-            {"custom_id": "req-2", "response": {"status_code": 429, "body": {}}, "error": None},
+            {
+                "custom_id": "req-2",
+                "response": {
+                    "status_code": 429,
+                    "body": {"error": {"code": "rate_limit_exceeded", "message": "slow down"}},
+                },
+                "error": None,
+            },
         ]
         text = "".join(json.dumps(line) + "\n" for line in lines)
         return web.Response(text=text, content_type="application/octet-stream")
@@ -100,7 +107,8 @@ async def test_an_openai_style_batch_is_found_by_its_metadata_and_its_output_fil
 ) -> None:
     """A batch whose create answer was lost is found by listing batches and matching the
     reference jobtrail put in `metadata`; never created twice; its result is the JSON
-    Lines file named by `output_file_id`, with per-item outcomes by `custom_id`."""
+    Lines file named by `output_file_id`, with per-item outcomes by `custom_id` and the
+    provider's reason for each failed item."""
     api = OpenAIBatches()
     routes = [
         ("POST", "/v1/batches", api.create),
@@ -140,6 +148,16 @@ async def test_an_openai_style_batch_is_found_by_its_metadata_and_its_output_fil
         assert api.batches["batch_1"]["metadata"] == {"jobtrail_ref": op.operation_id}
         assert op.result is not None and op.result.items is not None
         assert (op.result.records, op.result.items.failed_refs) == (2, ("req-2",))
+        store = rt.ledger.store
+        text = explain_text(
+            op,
+            await store.history(op.operation_id),
+            await store.attempts(op.operation_id),
+            await store.observations(op.operation_id),
+            rt.ledger.clock(),
+        )
+        # each failed item's own reason, as the provider gave it, is kept and shown
+        assert "1 failed item(s), first req-2 (rate_limit_exceeded: slow down)" in text
 
 
 class GoogleOperations:

@@ -63,6 +63,7 @@ def test_every_convention_example_loads() -> None:
         ("create", {"idempotency": {"quer": "x"}}, "unknown key 'quer'"),
         ("status", {"missing": "maybe"}, "status.missing must be"),
         ("status", {"ignore_case": "yes"}, "ignore_case must be true or false"),
+        ("status", {"follow": [1]}, "status.follow must name a header"),
         ("result", {"from": "somewhere"}, "result.from must be one of"),
         ("result", {"format": "xml"}, "result.format must be"),
         ("result", {"from": "status", "link": "x"}, "result.link names the result"),
@@ -351,3 +352,11 @@ def test_convention_readers_return_an_outcome_for_any_answer(
     assert isinstance(status, o.Observed | o.Ambiguous | o.Rejected | o.Throttled)
     found = provider_error(read, code, content)
     assert found is None or set(found) <= {"code", "message", "count"}
+
+
+def test_a_status_answer_may_move_its_monitor() -> None:
+    """A 202 naming a new Location (declared in `follow`) says where the next read goes."""
+    out = parse_status(spec("azure-arm-put"), 202, {"Location": f"{ARM}/loc/2"}, b"")
+    assert isinstance(out, o.Observed) and out.status_url == f"{ARM}/loc/2"
+    plain = parse_status(spec("azure-ai"), 200, {"Location": "x"}, body({"status": "running"}))
+    assert isinstance(plain, o.Observed) and plain.status_url is None

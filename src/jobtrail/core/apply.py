@@ -167,6 +167,8 @@ def _on_ambiguous(step: Step, out: o.Outcome) -> None:
 def _on_observed(step: Step, out: o.Outcome) -> None:
     assert isinstance(out, o.Observed)
     step.set(inflight_attempt=None)
+    if out.status_url:
+        step.set(status_url=out.status_url)
     step.observe("status", out, out.ref)
     cause = cause_of("observation", out.ref)
     _follow_observation(step, out.remote_status, cause)

@@ -85,6 +85,9 @@ class Observed:
     http_status: int | None = None
     request_id: str | None = None
     ref: str | None = None
+    # A status answer that moves its own monitor (Azure's Location on a 202): later reads
+    # go there. Checked against the provider's origin where it is used, like any status URL.
+    status_url: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

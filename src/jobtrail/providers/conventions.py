@@ -11,7 +11,7 @@ from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.spec import Placement, Reading, Source, SourceKind, StateRule
 
 CREATE_KEYS = frozenset({"identity", "status_from", "codes", "missing"})
-STATUS_KEYS = frozenset({"codes", "missing", "done", "cancelled_codes", "ignore_case"})
+STATUS_KEYS = frozenset({"codes", "missing", "done", "cancelled_codes", "ignore_case", "follow"})
 RESULT_KEYS = frozenset({"from", "field", "link", "format", "at_create"})
 LIST_KEYS = frozenset({"path", "items", "job_id", "match"})
 PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural"})
@@ -112,7 +112,15 @@ def status_rule(status: dict[str, Any]) -> StateRule:
         error=paths(status.get("error", "error"), "status.error"),
         cancelled_codes=tuple(str(c) for c in cancelled),
         ignore_case=ignore_case,
+        follow=_follow(status.get("follow", [])),
     )
+
+
+def _follow(value: Any) -> tuple[str, ...]:
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise ProviderConfigError("status.follow must name a header, or a list of headers")
+    return tuple(names)
 
 
 def placement(table: dict[str, Any], where: str, *, method: str) -> Placement | None:

@@ -353,6 +353,15 @@ class HttpProvider:
             return Reply(outcome=outcome, detail=detail)
         rule = self.spec.result
         count = parse.header(headers, rule.count_header) if rule.count_header else None
+        items = rule.items
+        if rule.jsonl and items is not None:
+            errors, failed_items = reading.item_errors(
+                body, ref=items.ref, status=items.status, success=items.success
+            )
+            if errors:
+                detail["item_errors"] = self._redactor().json(
+                    {"failed": failed_items, "first": errors}
+                )
         fetched = Fetched(
             content=body,
             content_type=parse.header(headers, "Content-Type"),

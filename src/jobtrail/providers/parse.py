@@ -283,6 +283,10 @@ def parse_status(
         retry_after=header(headers, "Retry-After"),
         http_status=status,
         request_id=req,
+        status_url=next(
+            (url for url in (header(headers, n) for n in rule.follow) if url and url.strip()),
+            None,
+        ),
     )
 
 

@@ -8,6 +8,7 @@ to; a failure carries the provider's own code and message.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -167,3 +168,39 @@ def status_url_from(
         if isinstance(value, str) and value.strip():
             return value
     return None
+
+
+MAX_ITEM_ERRORS = 20
+
+
+def item_errors(
+    content: bytes, *, ref: str, status: str, success: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], int]:
+    """The provider's reasons for failed items of a JSON Lines batch result (Anthropic's
+    `result.error`, OpenAI's `error` or `response.body.error`): the first few, and how many
+    failed items there are in all."""
+    found: list[dict[str, Any]] = []
+    failed = 0
+    for line in content.decode("utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line) if line.strip() else None
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(row, Mapping):
+            continue
+        outcome = find(row, status) if status not in row else row[status]
+        if outcome is not None and str(outcome).strip() in success:
+            continue
+        failed += 1
+        if len(found) >= MAX_ITEM_ERRORS:
+            continue
+        why = next(
+            (
+                e
+                for e in (error_in_body(find(row, p)) for p in ("result", "response.body"))
+                if e is not None
+            ),
+            None,
+        ) or error_in_body(row)
+        found.append({"ref": str(find(row, ref) or "")[:200], **(why or {})})
+    return found, failed

@@ -83,6 +83,7 @@ class StateRule:
     error: tuple[str, ...] = ("error",)  # where the provider says why it failed
     cancelled_codes: tuple[str, ...] = ()  # error codes that mean cancelled (Google: 1)
     ignore_case: bool = False
+    follow: tuple[str, ...] = ()  # headers of a status answer that move the status monitor
 
 
 @dataclass(frozen=True, kw_only=True)
