@@ -296,7 +296,10 @@ def simulator(
     webhook_secret_env: str,
     webhook_signing: str,
 ) -> None:
-    """Serve the provider simulator (the source article's API, with fault injection)."""
+    """Serve the provider simulator (the source article's API, with fault injection).
+
+    The same server speaks the vendor modes the shipped profiles use, under /azure-arm,
+    /azure-ai, /google, /openai, /anthropic and /gemini (their keys: the same token)."""
     from jobtrail.simulator import serve_forever
 
     secret = os.environ.get(webhook_secret_env)

@@ -55,7 +55,6 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "outcome": ("succeeded", "failed", "cancelled"),
     "headers": ("azure-async-operation", "location", "both", "none"),
     "create_status": (None, 200, 201, 202, 204),
-    "retry_after": (None, *range(0, 3601)),
 }
 
 
@@ -68,6 +67,8 @@ def parse_vendor_faults(spec: Mapping[str, Any]) -> VendorFaults:
     if unknown:
         raise FaultError(f"unknown vendor fault(s): {', '.join(unknown)}; known: {sorted(known)}")
     for name, value in spec.items():
+        if name == "retry_after" and value is None:
+            continue
         if name in _CHOICES:
             if value not in _CHOICES[name] or isinstance(value, bool):
                 raise FaultError(f"{name} cannot be {value!r}")
