@@ -357,3 +357,16 @@ def test_profiles_refuse_nothing() -> None:
             load_provider_text(profile.text, name)
         except JobtrailError as exc:  # pragma: no cover - the failure message is the point
             pytest.fail(f"{name}: {exc}")
+
+
+@pytest.mark.parametrize(
+    ("rig", "word"),
+    [("openai-batch", "expired"), ("gemini-batch", "BATCH_STATE_EXPIRED")],
+    indirect=["rig"],
+)
+async def test_an_expired_batch_is_a_failure(rig: Rig, word: str) -> None:
+    """A batch the provider let expire (its 24 h window passed) ends `failed`, never `succeeded`."""
+    rig.faults(outcome="cancelled")  # the provider ended it without being asked: expiry
+    op = await rig.finish(await rig.submit())
+    assert op.state is State.FAILED, op
+    assert word in await rig.remote_words(op)
