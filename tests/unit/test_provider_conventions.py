@@ -360,3 +360,39 @@ def test_a_status_answer_may_move_its_monitor() -> None:
     assert isinstance(out, o.Observed) and out.status_url == f"{ARM}/loc/2"
     plain = parse_status(spec("azure-ai"), 200, {"Location": "x"}, body({"status": "running"}))
     assert isinstance(plain, o.Observed) and plain.status_url is None
+
+
+def test_a_declared_non_2xx_create_code_is_an_outcome() -> None:
+    """An idempotent DELETE may declare 404 as done (already gone); undeclared, a 404 stays
+    a refusal."""
+    doc = examples()["azure-arm-put"]
+    doc["create"] |= {"method": "DELETE", "codes": {"404": "succeeded"}}
+    gone = parse_create(
+        parse_provider(doc), 404, {}, body({"error": {"code": "NotFound"}}), PUT_URL
+    )
+    assert isinstance(gone, o.Accepted) and gone.remote_status is RemoteStatus.SUCCEEDED
+    refused = parse_create(spec("azure-arm-put"), 404, {}, b"", PUT_URL)
+    assert isinstance(refused, o.Rejected)
+
+
+def test_a_list_of_resource_names_is_read_when_jobs_are_named_so() -> None:
+    """Gemini lists its batches by name (`batches/123`), matched on the display name that
+    holds our reference; a name with a `..` segment is unreadable."""
+    doc = examples()["google-lro"]
+    doc["create"]["client_reference"] = {"field": "batch.displayName"}
+    doc["reconcile"] = {
+        "list": {
+            "path": "/v1/batches",
+            "items": "operations",
+            "job_id": "name",
+            "match": "metadata.displayName",
+        }
+    }
+    gemini = parse_provider(doc)
+    assert gemini.listing is not None
+    listed = {"operations": [{"name": "batches/9", "metadata": {"displayName": "op_1"}}]}
+    out = parse_list(gemini.listing, gemini, 200, {}, body(listed), reference="op_1")
+    assert isinstance(out, o.Found) and out.job_ids == ("batches/9",)
+    listed["operations"][0]["name"] = "batches/../x"
+    bad = parse_list(gemini.listing, gemini, 200, {}, body(listed), reference="op_1")
+    assert isinstance(bad, o.Ambiguous)

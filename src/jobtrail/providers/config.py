@@ -25,8 +25,6 @@ from jobtrail.providers.spec import (
     ListSpec,
     ProviderSpec,
     ResultSpec,
-    Source,
-    SourceKind,
     WebhookSpec,
 )
 
@@ -266,8 +264,8 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         status_progress=status.text("progress", None),
         status_updated_at=status.text("updated_at", None),
         status_error=status_rule.error[0],
-        identity=_identity(create),
-        status_from=_status_from(create),
+        identity=cv.identity(create.doc),
+        status_from=cv.status_from(create.doc),
         create_rule=cv.create_rule(create.doc, status_rule.ignore_case),
         status_rule=status_rule,
         states=_states(r.table("states")),
@@ -349,22 +347,6 @@ def _cookies(value: Any) -> Cookies:
     except ValueError:
         choices = " or ".join(f'"{c.value}"' for c in Cookies)
         raise ProviderConfigError(f"cookies must be {choices}, not {value!r}") from None
-
-
-def _identity(create: _Reader) -> tuple[Source, ...]:
-    if "identity" in create.doc:
-        return cv.sources(create.doc["identity"], "create.identity", cv.IDENTITY_KINDS)
-    return (Source(kind=SourceKind.FIELD, name=create.text("job_id", "job_id")),)
-
-
-def _status_from(create: _Reader) -> tuple[Source, ...]:
-    if "status_from" in create.doc:
-        if "status_url" in create.doc:
-            raise ProviderConfigError("give create.status_from or create.status_url, not both")
-        return cv.sources(create.doc["status_from"], "create.status_from", cv.STATUS_KINDS)
-    headers = (Source(kind=SourceKind.HEADER, name=h) for h in ("Operation-Location", "Location"))
-    field = create.text("status_url", "status_url")
-    return (*headers, Source(kind=SourceKind.FIELD, name=field))
 
 
 def _states(table: dict[str, Any]) -> dict[str, RemoteStatus]:

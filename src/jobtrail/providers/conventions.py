@@ -180,3 +180,21 @@ def result_keys(result: dict[str, Any]) -> dict[str, Any]:
         "jsonl": fmt == "jsonl",
         "at_create": at_create,
     }
+
+
+def identity(create: dict[str, Any]) -> tuple[Source, ...]:
+    if "identity" in create:
+        return sources(create["identity"], "create.identity", IDENTITY_KINDS)
+    return (Source(kind=SourceKind.FIELD, name=str(create.get("job_id", "job_id"))),)
+
+
+def status_from(create: dict[str, Any]) -> tuple[Source, ...]:
+    if "status_from" in create:
+        if "status_url" in create:
+            raise ProviderConfigError("give create.status_from or create.status_url, not both")
+        return sources(create["status_from"], "create.status_from", STATUS_KINDS)
+    headers = (Source(kind=SourceKind.HEADER, name=h) for h in ("Operation-Location", "Location"))
+    field = create.get("status_url", "status_url")
+    if not isinstance(field, str):
+        raise ProviderConfigError(f"create.status_url must be text, got {field!r}")
+    return (*headers, Source(kind=SourceKind.FIELD, name=field))

@@ -22,10 +22,12 @@ from yarl import URL
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSummary, evolve
 from jobtrail.core.redact import Redactor
+from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import JobtrailError
 from jobtrail.providers import parse, reading
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.cookies import OperationCookies
+from jobtrail.providers.placement import place
 from jobtrail.providers.protocol import Fetched, Reply
 from jobtrail.providers.spec import Cookies, SourceKind
 from jobtrail.providers.tracing import call_span
@@ -121,7 +123,7 @@ class HttpProvider:
         match kind:
             case AttemptKind.CREATE:
                 method, url = spec.create_method, self._url(spec.create_path, op)
-                placed = _place(spec, op, op.request.body, headers)
+                placed = place(spec, op, op.request.body, headers)
                 if isinstance(placed, str):
                     return placed
                 document, query = placed
@@ -281,13 +283,16 @@ class HttpProvider:
                 return Reply(outcome=_too_big(limit), detail=detail)
             reason = f"the {what} answer is larger than the {limit}-byte limit"
             return Reply(outcome=o.Ambiguous(reason=reason, http_status=status), detail=detail)
-        failure = parse.provider_error(self.spec, status, body)
-        if failure is not None and kind is not AttemptKind.RESULT:
-            detail["provider_error"] = self._redactor().json(failure)
         rule = self.spec.result
         if kind is AttemptKind.RESULT and not linked and (rule.source != "path" or rule.link):
             return self._result_in_status(status, headers, body, detail)
-        return self._read(kind, status, headers, body, detail, req.url, operation_id)
+        reply = self._read(kind, status, headers, body, detail, req.url, operation_id)
+        if kind is not AttemptKind.RESULT and _may_say_why(status, reply.outcome):
+            # read only when there is a failure to explain: a running poll parses once
+            failure = parse.provider_error(self.spec, status, body)
+            if failure is not None:
+                detail["provider_error"] = self._redactor().json(failure)
+        return reply
 
     def _read(
         self,
@@ -423,41 +428,11 @@ def _too_big(limit: int) -> o.ResultChecked:
     )
 
 
-def _place(
-    spec: ProviderSpec, op: Operation, document: Any, headers: dict[str, str]
-) -> tuple[Any, dict[str, str]] | str:
-    """The create body and query with the token and client reference in their declared
-    places (headers are set in `headers`), or why they cannot be placed."""
-    query: dict[str, str] = {}
-    for placement, value in (
-        (spec.idempotency, op.idempotency_token),
-        (spec.client_reference, op.operation_id),
-    ):
-        if placement is None or placement.natural:
-            continue
-        if placement.header:
-            headers[placement.header] = value
-        elif placement.query:
-            query[placement.query] = value
-        elif placement.field:
-            if not isinstance(document, dict):
-                return f"the provider wants `{placement.field}` in a JSON object body"
-            document = _with_field(document, placement.field.split("."), value)
-            if document is None:
-                return f"the request body's `{placement.field}` is not a JSON object to add to"
-    return document, query
-
-
-def _with_field(document: dict[str, Any], parts: list[str], value: str) -> dict[str, Any] | None:
-    """`document` with `value` at the dotted path (`metadata.jobtrail_ref`), copied."""
-    head, rest = parts[0], parts[1:]
-    if not rest:
-        return {**document, head: value}
-    inner = document.get(head, {})
-    if not isinstance(inner, dict):
-        return None
-    changed = _with_field(inner, rest, value)
-    return None if changed is None else {**document, head: changed}
+def _may_say_why(status: int, outcome: o.CallOutcome | None) -> bool:
+    if not 200 <= status < 300:
+        return True
+    remote = getattr(outcome, "remote_status", None)
+    return remote in (RemoteStatus.FAILED, RemoteStatus.CANCELLED)
 
 
 class _Unsendable(JobtrailError):

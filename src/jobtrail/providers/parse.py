@@ -164,10 +164,10 @@ def parse_create(
     """A create answer. `request_url` is the URL the create was sent to: status URLs are
     resolved against it, and it is the job's identity for `identity = ["request"]`."""
     req = request_id(spec, headers)
-    if not 200 <= status < 300:
+    reading = spec.create_rule.codes.get(status)
+    if not 200 <= status < 300 and reading is None:
         return error_outcome(status, headers, body, what="create", req=req)
     sent_to = request_url or spec.base_url + spec.create_path
-    reading = spec.create_rule.codes.get(status)
     document, problem = read_json(body) if body.strip() or reading is None else (None, None)
     if problem is not None and reading in (None, Reading.BODY):
         return o.Ambiguous(
@@ -324,12 +324,12 @@ def parse_list(
             request_id=req,
         )
     ids = []
+    # a provider that names its jobs by resource name lists them by that name too
+    names = any(source.kind is SourceKind.NAME for source in spec.identity)
     for item in items:
         other = listing.match is not None and reading_.find(item, listing.match) != reference
         if other and reference is not None:
             continue  # another job: the list is filtered here, not by the provider
-        # a provider that names its jobs (Gemini `batches/123`) lists them by that name too
-        names = any(s.kind is SourceKind.NAME for s in spec.identity)
         job_id, problem = job_id_at(item, listing.job_id, slashes=names)
         if job_id is None:
             return o.Ambiguous(

@@ -1,0 +1,46 @@
+"""Where the idempotency token and the client reference go in a create request: a header,
+a (dotted) body field or a query parameter; nowhere for idempotency by nature."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobtrail.core.model import Operation
+from jobtrail.providers.spec import ProviderSpec
+
+
+def place(
+    spec: ProviderSpec, op: Operation, document: Any, headers: dict[str, str]
+) -> tuple[Any, dict[str, str]] | str:
+    """The create body and query with the token and client reference in their declared
+    places (headers are set in `headers`), or why they cannot be placed."""
+    query: dict[str, str] = {}
+    for placement, value in (
+        (spec.idempotency, op.idempotency_token),
+        (spec.client_reference, op.operation_id),
+    ):
+        if placement is None or placement.natural:
+            continue
+        if placement.header:
+            headers[placement.header] = value
+        elif placement.query:
+            query[placement.query] = value
+        elif placement.field:
+            if not isinstance(document, dict):
+                return f"the provider wants `{placement.field}` in a JSON object body"
+            document = _with_field(document, placement.field.split("."), value)
+            if document is None:
+                return f"the request body's `{placement.field}` is not a JSON object to add to"
+    return document, query
+
+
+def _with_field(document: dict[str, Any], parts: list[str], value: str) -> dict[str, Any] | None:
+    """`document` with `value` at the dotted path (`metadata.jobtrail_ref`), copied."""
+    head, rest = parts[0], parts[1:]
+    if not rest:
+        return {**document, head: value}
+    inner = document.get(head, {})
+    if not isinstance(inner, dict):
+        return None
+    changed = _with_field(inner, rest, value)
+    return None if changed is None else {**document, head: changed}
