@@ -370,3 +370,14 @@ async def test_an_expired_batch_is_a_failure(rig: Rig, word: str) -> None:
     op = await rig.finish(await rig.submit())
     assert op.state is State.FAILED, op
     assert word in await rig.remote_words(op)
+
+
+@pytest.mark.parametrize("rig", ["openai-batch"], indirect=True)
+async def test_a_batch_whose_every_request_failed_collects_the_error_file(rig: Rig) -> None:
+    """With no output file, the error file is the result: every item counted as failed."""
+    rig.faults(failed_items=3)
+    op = await rig.finish(await rig.submit())
+    assert op.state is State.SUCCEEDED, op
+    assert op.result is not None and op.result.items is not None
+    assert (op.result.items.succeeded, op.result.items.failed) == (0, 3)
+    assert op.result.items.failed_refs == ("request-1", "request-2", "request-3")
