@@ -1,9 +1,9 @@
 """Provider files shipped in the package, usable by name from any directory.
 
-Each ``NAME.toml`` here is an ordinary provider file (docs/providers.md). Its first comment
-line is its one-line summary for ``jobtrail provider list``. A name is looked up in the
-user's own folder first (``JOBTRAIL_PROVIDERS`` or ``./providers``), so a local file of the
-same name overrides the shipped one.
+Each ``NAME.toml`` here is an ordinary provider file (docs/providers.md). The first
+sentence of its opening comment is its one-line summary for ``jobtrail provider list``. A
+name is looked up in the user's own folder first (``JOBTRAIL_PROVIDERS`` or
+``./providers``), so a local file of the same name overrides the shipped one.
 """
 
 from __future__ import annotations
@@ -48,10 +48,13 @@ def shipped_profiles() -> list[Profile]:
 
 
 def _summary(text: str) -> str:
+    """The first sentence of the file's opening comment."""
+    words: list[str] = []
     for line in text.splitlines():
         stripped = line.strip()
-        if stripped.startswith("#"):
-            return stripped.lstrip("#").strip()
-        if stripped:
+        if not stripped.startswith("#") or not stripped.lstrip("#").strip():
             break
-    return ""
+        words.append(stripped.lstrip("#").strip())
+    joined = " ".join(words)
+    end = joined.find(". ")
+    return joined if end < 0 else joined[: end + 1]
