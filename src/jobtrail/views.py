@@ -167,9 +167,7 @@ def timeline(
         state = f"remote {seen.remote_state}" if seen else last.outcome or "interrupted"
         progress = f", progress {seen.progress}" if seen and seen.progress is not None else ""
         label = "status read" if len(run) == 1 else f"{len(run)} status reads"
-        why = provider_error_text(last)
-        error = f", provider error {why}" if why else ""
-        events.append((first.started_at, 1, f"{label}: {state}{progress}{error}"))
+        events.append((first.started_at, 1, f"{label}: {state}{progress}"))
         run.clear()
 
     for at in attempts:

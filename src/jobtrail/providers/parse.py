@@ -193,9 +193,11 @@ def parse_create(
         )
     read = reading_.read_state(spec.create_rule, spec.states, status, document)
     word, mapped = read if read is not None else (None, RemoteStatus.UNKNOWN)
-    if spec.result.at_create and mapped is RemoteStatus.SUCCEEDED and document is not None:
+    if spec.result.at_create and mapped is RemoteStatus.SUCCEEDED:
+        # done with no content at all (a 204 declared done): the result is JSON null
+        empty = document is None and not body.strip() and reading is not None
         part = document if spec.result.field is None else lookup(document, spec.result.field)
-        if part is not _NOT_FOUND:
+        if empty or (document is not None and part is not _NOT_FOUND):
             return o.SyncResult(
                 job_id=job_id,
                 content=json.dumps(part, ensure_ascii=False).encode("utf-8"),
