@@ -280,3 +280,20 @@ async def test_vendor_modes_refuse_bad_credentials_and_fault_typos(client: Clien
         client.sim.set_vendor_faults("openai-batch", {"drop_answer": 1})
     status, _, _ = await client.call("POST", "/_sim/vendors/gemini-batch/faults", {}, {"x": 1})
     assert status == 400
+
+
+async def test_gemini_file_input_answers_a_responses_file(client: Client) -> None:
+    """A Gemini batch read from an input file ends with a JSONL responsesFile to download."""
+    body = {"batch": {"displayName": "from-file", "inputConfig": {"fileName": "files/in-1"}}}
+    _, _, op = await client.call(
+        "POST", "/gemini/v1beta/models/m:batchGenerateContent", GEMINI, body
+    )
+    for _ in range(2):
+        _, _, op = await client.call("GET", f"/gemini/v1beta/{op['name']}", GEMINI)
+    name = op["response"]["responsesFile"]
+    status, _, raw = await client.call(
+        "GET", f"/gemini/download/v1beta/{name}:download?alt=media", GEMINI
+    )
+    assert status == 200
+    lines = [json.loads(x) for x in raw.decode().splitlines()]
+    assert [line["key"] for line in lines] == ["request-1", "request-2", "request-3"]

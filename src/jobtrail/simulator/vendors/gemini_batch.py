@@ -210,7 +210,7 @@ class GeminiBatch:
             lines = b"".join(
                 compact_json({"key": i["metadata"]["key"], **i}) + b"\n" for i in items
             )
-            self.state.files[name] = ("application/json", lines)
+            self.state.files[name] = ("application/jsonl", lines)
         return {"responsesFile": name}
 
 
