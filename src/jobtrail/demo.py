@@ -16,6 +16,7 @@ from typing import Any
 from jobtrail.audit import Verdict, verify
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import State
+from jobtrail.profiles import shipped_profile
 from jobtrail.providers.config import parse_provider
 from jobtrail.runtime import runtime
 from jobtrail.simulator import Simulator
@@ -26,6 +27,25 @@ class Scenario:
     name: str
     body: dict[str, Any]
     cancel: bool = False
+    profile: str | None = None  # a shipped vendor profile, against its simulator mode
+
+
+# Two batch APIs that speak other conventions than the article's, through their shipped
+# profiles: both lose the create answer. OpenAI keeps our reference in `metadata`, so the
+# batch is found by listing; Anthropic keeps nothing of ours, so a person must decide.
+VENDOR_BATCHES: dict[str, dict[str, Any]] = {
+    "openai-batch": {
+        "input_file_id": "file-demo",
+        "endpoint": "/v1/chat/completions",
+        "completion_window": "24h",
+    },
+    "anthropic-batch": {
+        "requests": [
+            {"custom_id": f"q{n}", "params": {"model": "m", "max_tokens": 64, "messages": []}}
+            for n in range(3)
+        ]
+    },
+}
 
 
 SCENARIOS = [
@@ -58,6 +78,16 @@ SCENARIOS = [
             "_sim": {"drop_create_answer": True, "different_id_on_retry": True},
         },
     ),
+    Scenario(
+        "OpenAI batch, answer lost",
+        VENDOR_BATCHES["openai-batch"],
+        profile="openai-batch",
+    ),
+    Scenario(
+        "Anthropic batch, answer lost",
+        VENDOR_BATCHES["anthropic-batch"],
+        profile="anthropic-batch",
+    ),
 ]
 
 
@@ -77,6 +107,19 @@ def _provider(base_url: str) -> dict[str, Any]:
     return doc
 
 
+def _vendor_provider(name: str, base_url: str) -> dict[str, Any]:
+    """A shipped profile pointed at its simulator mode, using the demo's credential (so a
+    real vendor key in the environment is never sent anywhere), with a short first poll."""
+    profile = shipped_profile(name)
+    assert profile is not None, name
+    doc = tomllib.loads(profile.text)
+    prefix = {"openai-batch": "/openai", "anthropic-batch": "/anthropic"}[name]
+    doc["base_url"] = base_url + prefix
+    doc["auth"] = {**doc["auth"], "env": "REPORTS_API_TOKEN"}
+    doc["poll"] = {"initial": "200ms", "cap": "1s"}  # a real batch is polled every 30 s+
+    return doc
+
+
 def _outcome(op: Operation) -> str:
     result = op.result
     match op.state:
@@ -91,8 +134,10 @@ def _outcome(op: Operation) -> str:
             return f"result validated ({result.size if result else 0} bytes)"
         case State.RESULT_VALIDATION_FAILED if result:
             return "; ".join(result.problems)
-        case State.NEEDS_HUMAN:
+        case State.NEEDS_HUMAN if op.conflicting_job_ids:
             return f"same token, two job ids: {', '.join(op.conflicting_job_ids)}"
+        case State.NEEDS_HUMAN:
+            return "lost answer, nothing to find the job by: never resent, a person decides"
         case State.CANCELLED:
             return "provider confirmed the cancel"
         case _:
@@ -107,12 +152,15 @@ async def run_demo(
     base_url = await sim.start()
     try:
         spec = parse_provider(_provider(base_url))
+        specs = {name: parse_provider(_vendor_provider(name, base_url)) for name in VENDOR_BATCHES}
+        for name in VENDOR_BATCHES:
+            sim.set_vendor_faults(name, {"drop_create_answer": 1, "failed_items": 1})
         async with runtime(
             db, data, worker_id="demo-worker", concurrency=20, idle_poll=0.2, results=results
         ) as rt:
             ops = [
                 await rt.ledger.submit(
-                    spec,
+                    specs[s.profile] if s.profile else spec,
                     s.body,
                     actor="demo-agent",
                     authorized_by="demo-operator",

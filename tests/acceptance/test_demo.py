@@ -21,6 +21,8 @@ EXPECTED = {
     "batch with failed items": State.SUCCEEDED,
     "result fails validation": State.RESULT_VALIDATION_FAILED,
     "contract violation": State.NEEDS_HUMAN,
+    "OpenAI batch, answer lost": State.SUCCEEDED,
+    "Anthropic batch, answer lost": State.NEEDS_HUMAN,
 }
 
 
@@ -36,6 +38,8 @@ async def test_every_scenario_ends_in_its_state(
     assert "498 items succeeded, 2 failed" in batch.outcome
     race = next(row for row in rows if row.scenario == "cancel races completion")
     assert race.op.cancel_intent is not None
+    anthropic = next(row for row in rows if row.scenario == "Anthropic batch, answer lost")
+    assert anthropic.attempts == 1, "a create that nothing can look up was sent again"
 
 
 def test_the_demo_command_runs(tmp_path: Path) -> None:

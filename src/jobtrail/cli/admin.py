@@ -244,6 +244,33 @@ def provider_check(file: str, as_json: bool) -> None:
         click.echo(f"  {name.ljust(width)}  {text}")
 
 
+@provider.command("list")
+@json_option
+def provider_list(as_json: bool) -> None:
+    """The provider profiles shipped with jobtrail (usable by name anywhere), one a line."""
+    from jobtrail.profiles import shipped_profiles
+
+    profiles = shipped_profiles()
+    if as_json:
+        emit_json([{"name": p.name, "summary": p.summary} for p in profiles])
+        return
+    width = max(len(p.name) for p in profiles)
+    for p in profiles:
+        click.echo(f"{p.name.ljust(width)}  {p.summary}")
+
+
+@provider.command("show")
+@click.argument("name")
+def provider_show(name: str) -> None:
+    """Print a shipped profile's provider file, to read or to save as providers/NAME.toml."""
+    from jobtrail.profiles import profile_names, shipped_profile
+
+    profile = shipped_profile(name) if name.replace("-", "").isalnum() else None
+    if profile is None:
+        fail(f"no shipped profile {name!r}; shipped: {', '.join(profile_names())}")
+    click.echo(profile.text, nl=False)
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8700, show_default=True, type=click.IntRange(0, 65535))
@@ -274,7 +301,10 @@ def simulator(
     webhook_secret_env: str,
     webhook_signing: str,
 ) -> None:
-    """Serve the provider simulator (the source article's API, with fault injection)."""
+    """Serve the provider simulator (the source article's API, with fault injection).
+
+    The same server speaks the vendor modes the shipped profiles use, under /azure-arm,
+    /azure-ai, /google, /openai, /anthropic and /gemini (their keys: the same token)."""
     from jobtrail.simulator import serve_forever
 
     secret = os.environ.get(webhook_secret_env)

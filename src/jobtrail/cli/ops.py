@@ -172,7 +172,8 @@ async def submit(
     cancel_deadline: str | None,
     as_json: bool,
 ) -> None:
-    """Record an operation for PROVIDER (a provider file, or a name in ./providers).
+    """Record an operation for PROVIDER: a provider file, a NAME.toml in ./providers, or a
+    profile shipped with jobtrail (`jobtrail provider list`).
 
     Nothing is sent by this command: the record is committed first, and a worker
     (`jobtrail worker`, or `jobtrail run OPERATION_ID`) sends it.

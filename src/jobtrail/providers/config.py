@@ -17,6 +17,7 @@ from jobtrail.core.redact import SENSITIVE_HEADERS, Redactor
 from jobtrail.core.schedule import Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput, ProviderConfigError
+from jobtrail.profiles import profile_names, shipped_profile
 from jobtrail.providers import conventions as cv
 from jobtrail.providers.spec import (
     Auth,
@@ -34,6 +35,7 @@ __all__ = [
     "find_provider",
     "find_provider_named",
     "load_provider_file",
+    "load_provider_text",
     "parse_provider",
     "poll_rules",
 ]
@@ -48,17 +50,28 @@ _SIZE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "m
 def load_provider_file(path: str | Path) -> ProviderSpec:
     file = Path(path)
     try:
-        document = tomllib.loads(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ProviderConfigError(f"no provider file at {file}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ProviderConfigError(f"cannot read the provider file {file}: {exc}") from None
+    return load_provider_text(text, str(file))
+
+
+def load_provider_text(text: str, where: str) -> ProviderSpec:
+    """Parse a provider file's text; ``base_url_env``, when that variable is set, replaces
+    ``base_url`` now, so the stored document names the URL the operation really used."""
+    try:
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ProviderConfigError(f"{file} is not valid TOML: {exc}") from None
+        raise ProviderConfigError(f"{where} is not valid TOML: {exc}") from None
+    variable = document.get("base_url_env")
+    if isinstance(variable, str) and os.environ.get(variable):
+        document["base_url"] = os.environ[variable]
     try:
         return parse_provider(document)
     except ProviderConfigError as exc:
-        raise ProviderConfigError(f"{file}: {exc}") from None
+        raise ProviderConfigError(f"{where}: {exc}") from None
 
 
 def find_provider(name_or_path: str, search: str | None = None) -> ProviderSpec:
@@ -71,16 +84,21 @@ def find_provider(name_or_path: str, search: str | None = None) -> ProviderSpec:
 
 
 def find_provider_named(name: str, search: str | None = None) -> ProviderSpec:
-    """A provider by NAME only: NAME.toml in JOBTRAIL_PROVIDERS or ./providers/."""
+    """A provider by NAME only: NAME.toml in JOBTRAIL_PROVIDERS or ./providers/, else the
+    profile of that name shipped in the package (`jobtrail provider list`)."""
     if not name or not all(c.isalnum() or c in "-_" for c in name):
         raise ProviderConfigError(f"{name!r} is not a provider name (letters, digits, - and _)")
     name_or_path = name
     folder = Path(search or os.environ.get("JOBTRAIL_PROVIDERS") or "providers")
     file = folder / f"{name_or_path}.toml"
     if not file.is_file():
+        shipped = shipped_profile(name)
+        if shipped is not None:
+            return load_provider_text(shipped.text, f"the shipped profile {name!r}")
         raise ProviderConfigError(
-            f"no provider named '{name_or_path}': looked for {file}; pass a provider file "
-            "path or set JOBTRAIL_PROVIDERS to the folder holding NAME.toml files"
+            f"no provider named '{name_or_path}': looked for {file} and the shipped profiles "
+            f"({', '.join(profile_names())}); pass a provider file path or set "
+            "JOBTRAIL_PROVIDERS to the folder holding NAME.toml files"
         )
     return load_provider_file(file)
 
@@ -100,6 +118,7 @@ _KEYS: dict[str, frozenset[str]] = {
         {
             "name",
             "base_url",
+            "base_url_env",  # read by load_provider_text: overrides base_url when set
             "auth",
             "trace_header",
             "timeout",
@@ -186,6 +205,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
     _check_keys(doc)
     r = _Reader(doc, "")
     name, base_url = r.text("name"), r.text("base_url").rstrip("/")
+    r.text("base_url_env", None)  # only its type is checked here; load_provider_text uses it
     if not base_url.startswith(("http://", "https://")):
         raise ProviderConfigError(f"base_url must start with http:// or https://, not {base_url!r}")
     headers = r.table("headers")

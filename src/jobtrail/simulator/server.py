@@ -13,6 +13,7 @@ from jobtrail.simulator.create import CreateEndpoint
 from jobtrail.simulator.endpoints import JobEndpoints
 from jobtrail.simulator.records import CallRecord, SimJob
 from jobtrail.simulator.state import SimState
+from jobtrail.simulator.vendors import VENDOR_MODES, VendorState, mount_vendors
 from jobtrail.simulator.webhooks import WebhookSender, WebhookSigner, build_event, event_id_of
 
 # create bodies carry test faults, never real payloads; 16 MB is plenty
@@ -49,6 +50,8 @@ class Simulator:
         self.state = SimState(
             token=token, record_calls=record_calls, max_calls=max_calls, clock=clock
         )
+        # the vendor modes (azure-arm, openai-batch, ...) share the token and the clock
+        self.vendors = VendorState(token=token, clock=clock)
         self._runner: web.AppRunner | None = None
         self.base_url: str | None = None
 
@@ -104,6 +107,7 @@ class Simulator:
         app.router.add_post("/v1/jobs/{job_id}/cancel", jobs.cancel)
         app.router.add_get("/v1/jobs/{job_id}/result", jobs.result)
         AdminEndpoints(self.state).add_routes(app)
+        mount_vendors(app, self.vendors)
         app.on_response_prepare.append(self._stamp_request_id)
         return app
 
@@ -142,6 +146,17 @@ class Simulator:
 
     def reset(self) -> None:
         self.state.reset()
+        self.vendors.reset()
+
+    def set_vendor_faults(self, mode: str, faults: Mapping[str, Any]) -> None:
+        """Faults for the jobs a vendor mode (``openai-batch``, ``azure-arm``, ...) makes next."""
+        if mode not in VENDOR_MODES:
+            raise ValueError(f"no vendor mode {mode!r}; known: {', '.join(VENDOR_MODES)}")
+        self.vendors.set_faults(mode, faults)
+
+    def vendor_summary(self, mode: str) -> dict[str, Any]:
+        """What a vendor mode saw: jobs created, calls by kind, each job's phase."""
+        return self.vendors.summary(mode)
 
     def signed_event(self, job_id: str, state: str | None = None) -> tuple[dict[str, str], bytes]:
         """A signed ``job.updated`` event for a job's current state (or ``state``), unsent."""

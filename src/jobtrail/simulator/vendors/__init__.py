@@ -1,0 +1,69 @@
+"""The simulator's vendor modes: the long-running conventions of real APIs, one module each.
+
+Each mode is written from its vendor's public API reference (not from jobtrail's parser)
+and mounted under its own path prefix beside the article API:
+
+| mode | prefix |
+|---|---|
+| azure-arm | ``/azure-arm/subscriptions/...`` |
+| azure-ai | ``/azure-ai/language/analyze-text/jobs`` |
+| google-lro | ``/google/v1/projects/{p}/locations/{l}/...`` |
+| openai-batch | ``/openai/v1/batches``, ``/openai/v1/files`` |
+| anthropic-batch | ``/anthropic/v1/messages/batches`` |
+| gemini-batch | ``/gemini/v1beta/...`` |
+
+Faults (see :class:`VendorFaults`) are set per mode with ``Simulator.set_vendor_faults`` or
+``POST /_sim/vendors/{mode}/faults``, or per create with a test-only ``_sim`` object in a
+JSON body; ``GET /_sim/vendors/{mode}`` tells what a mode saw (jobs made, calls by kind).
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from jobtrail.simulator.answers import error, json_response
+from jobtrail.simulator.faults import FaultError
+from jobtrail.simulator.vendors.anthropic_batch import AnthropicBatch
+from jobtrail.simulator.vendors.azure_ai import AzureAI
+from jobtrail.simulator.vendors.azure_arm import AzureArm
+from jobtrail.simulator.vendors.base import VendorFaults, VendorState, parse_vendor_faults
+from jobtrail.simulator.vendors.gemini_batch import GeminiBatch
+from jobtrail.simulator.vendors.google_lro import GoogleLro
+from jobtrail.simulator.vendors.openai_batch import OpenAIBatch
+
+VENDOR_MODES = (
+    "azure-arm",
+    "azure-ai",
+    "google-lro",
+    "openai-batch",
+    "anthropic-batch",
+    "gemini-batch",
+)
+
+__all__ = ["VENDOR_MODES", "VendorFaults", "VendorState", "mount_vendors", "parse_vendor_faults"]
+
+
+def mount_vendors(app: web.Application, state: VendorState) -> None:
+    """Add every vendor mode's routes and their admin window to ``app``."""
+    for mode in (AzureArm, AzureAI, GoogleLro, OpenAIBatch, AnthropicBatch, GeminiBatch):
+        mode(state).add_routes(app)
+
+    async def summary(request: web.Request) -> web.Response:
+        mode = request.match_info["mode"]
+        if mode not in VENDOR_MODES:
+            return error(404, "not_found", f"no vendor mode {mode}; known: {list(VENDOR_MODES)}")
+        return json_response(200, state.summary(mode))
+
+    async def faults(request: web.Request) -> web.Response:
+        mode = request.match_info["mode"]
+        if mode not in VENDOR_MODES:
+            return error(404, "not_found", f"no vendor mode {mode}; known: {list(VENDOR_MODES)}")
+        try:
+            spec = await request.json()
+            state.set_faults(mode, spec)
+        except (ValueError, FaultError) as exc:
+            return error(400, "invalid_sim", str(exc))
+        return json_response(200, {"ok": True})
+
+    app.router.add_get("/_sim/vendors/{mode}", summary)
+    app.router.add_post("/_sim/vendors/{mode}/faults", faults)
