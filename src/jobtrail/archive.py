@@ -204,7 +204,7 @@ def _decode(
     return None  # a record type a later version added: skipped, not misread
 
 
-def verify(archive: Archive, key: bytes | None) -> list[str]:
+def verify_archive(archive: Archive, key: bytes | None) -> list[str]:
     """Problems with the archive's slice of the audit chain (empty when it checks out):
     every entry hashes to itself, and the runs they form are the runs its checkpoint names,
     linked end to end, so the ledger's chain and the archive vouch for each other."""

@@ -118,7 +118,7 @@ def link(prev_hash: str, entry: str, key: bytes | None) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Verdict:
+class ChainReport:
     ok: bool
     entries: int
     head: str
@@ -135,7 +135,7 @@ class Verdict:
 
 def verify(
     rows: Iterable[AuditRow], key: bytes | None, anchor: tuple[int, str] | None = None
-) -> Verdict:
+) -> ChainReport:
     """Walk the chain in row order; report the first break and what kind of break it is."""
     listed = list(rows)
     docs = [_load(row) for row in listed]
@@ -155,9 +155,9 @@ def verify(
             return _broken(i, row, relabelled)
         expected_prev, last_seq = row.hash, row.seq
     if anchor is not None and (problem := _off_anchor(listed, cuts, anchor)) is not None:
-        return Verdict(ok=False, entries=len(listed), head=expected_prev, problem=problem)
+        return ChainReport(ok=False, entries=len(listed), head=expected_prev, problem=problem)
     pruned = sum(cut.last - cut.first + 1 for cut in cuts.values())
-    return Verdict(ok=True, entries=len(listed), head=expected_prev, pruned=pruned)
+    return ChainReport(ok=True, entries=len(listed), head=expected_prev, pruned=pruned)
 
 
 def _load(row: AuditRow) -> Any:
@@ -279,5 +279,5 @@ def _diagnose(rows: list[AuditRow], i: int, expected_prev: str, by_hash: dict[st
     )
 
 
-def _broken(i: int, row: AuditRow, problem: str) -> Verdict:
-    return Verdict(ok=False, entries=i, head="", problem=problem, seq=row.seq)
+def _broken(i: int, row: AuditRow, problem: str) -> ChainReport:
+    return ChainReport(ok=False, entries=i, head="", problem=problem, seq=row.seq)

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from jobtrail.audit import Verdict, verify
+from jobtrail.audit import ChainReport, verify
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import State
 from jobtrail.profiles import shipped_profile
@@ -146,7 +146,7 @@ def _outcome(op: Operation) -> str:
 
 async def run_demo(
     db: str, data: Path, progress: Any = None, *, results: str | None = None
-) -> tuple[list[Row], Verdict]:
+) -> tuple[list[Row], ChainReport]:
     token = os.environ.setdefault("REPORTS_API_TOKEN", "demo_" + secrets.token_hex(16))
     sim = Simulator(token=token)
     base_url = await sim.start()

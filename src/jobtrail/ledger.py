@@ -31,7 +31,7 @@ from jobtrail.core.model import (
     Transition,
     evolve,
 )
-from jobtrail.core.plan import Call, Decide, plan
+from jobtrail.core.plan import Call, Settle, plan
 from jobtrail.core.redact import Redactor
 from jobtrail.core.states import REMOTE_MAY_RUN, State
 from jobtrail.errors import (
@@ -52,7 +52,7 @@ from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
 from jobtrail.store.retention import Keep, Pruned
 
-Clock = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
+Now = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
 _MAX_RETRIES = 8
 MAX_BODY_BYTES = 1024 * 1024  # a request body, as canonical JSON (docs/guarantees.md)
 _EVERY = 2**62  # a list limit meaning "all"
@@ -63,14 +63,14 @@ class Ledger:
         self,
         store: Store,
         *,
-        clock: Clock | None = None,
+        clock: Now | None = None,
         rand: random.Random | None = None,
         group_commit: bool = False,
         actions: ActionPolicy | None = None,
     ) -> None:
         self.store = store
         self.actions = actions or ActionPolicy.default()
-        self.clock: Clock = clock or SystemClock().now
+        self.clock: Now = clock or SystemClock().now
         self.rand = rand or secrets.SystemRandom()
         self._group = GroupCommitter(store) if group_commit else None
         self._policies: dict[tuple[tuple[str, str], ...], Policy] = {}
@@ -531,7 +531,9 @@ class Ledger:
             detail=detail,
         )
         if attempt.kind.safe:
-            return await self._step(op, outcome, now, actor, finished, None, release, safe=True)
+            return await self._apply_outcome(
+                op, outcome, now, actor, finished, None, release, safe=True
+            )
         entry_data = {
             "attempt_id": attempt.attempt_id,
             "kind": attempt.kind.value,
@@ -540,15 +542,15 @@ class Ledger:
             "provider_request_id": finished.provider_request_id,
             "detail": detail,
         }
-        return await self._step(op, outcome, now, actor, finished, entry_data, release)
+        return await self._apply_outcome(op, outcome, now, actor, finished, entry_data, release)
 
     async def settle(
         self, op: Operation, outcome: o.LocalOutcome, actor: str, release: bool = False
     ) -> Operation:
         """Apply a local outcome (deadline, interrupted attempt...) under the lease."""
-        return await self._step(op, outcome, self.clock(), actor, None, None, release)
+        return await self._apply_outcome(op, outcome, self.clock(), actor, None, None, release)
 
-    async def _step(
+    async def _apply_outcome(
         self,
         op: Operation,
         outcome: o.Outcome,
@@ -570,9 +572,11 @@ class Ledger:
                 audit.append(self._entry(op, now, "attempt.outcome", actor, entry_data))
             elif isinstance(outcome, o.LocalOutcome):
                 audit.append(
-                    self._entry(op, now, "decision", actor, {"outcome": type(outcome).__name__})
+                    self._entry(
+                        op, now, "local.outcome", actor, {"outcome": type(outcome).__name__}
+                    )
                 )
-            keep = not release and isinstance(plan(applied.operation, now), Call | Decide)
+            keep = not release and isinstance(plan(applied.operation, now), Call | Settle)
             change = self._change(op, applied, fence, audit, finished=finished, release=not keep)
             if safe:
                 change = replace(change, attempt_finished=None, safe_read=finished)

@@ -173,7 +173,7 @@ async def test_the_archive_holds_every_record_and_verifies(store: Store, tmp_pat
         assert list(again.observations) == list(item.observations)
         assert list(again.leases) == list(item.leases)
         assert list(again.audit) == list(item.audit)
-    assert archive.verify(found, None) == []
+    assert archive.verify_archive(found, None) == []
     edited = [
         r if r.get("type") != "audit" else r | {"entry": r["entry"].replace("agent", "mallory")}
         for r in records
@@ -181,4 +181,4 @@ async def test_the_archive_holds_every_record_and_verifies(store: Store, tmp_pat
     forged = tmp_path / "forged.jsonl.gz"
     with gzip.open(forged, "wt") as out:
         out.writelines(json.dumps(r) + "\n" for r in edited)
-    assert "was edited" in " ".join(archive.verify(archive.read(forged), None))
+    assert "was edited" in " ".join(archive.verify_archive(archive.read(forged), None))

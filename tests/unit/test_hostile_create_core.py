@@ -10,7 +10,7 @@ import pytest
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation
-from jobtrail.core.plan import RETRIES_BEFORE_LOOKUP, Call, Decide, Halt, Nothing, plan
+from jobtrail.core.plan import RETRIES_BEFORE_LOOKUP, Call, Halt, Nothing, Settle, plan
 from jobtrail.core.states import TRANSITIONS, Evidence, RemoteStatus, State, check_transition
 from jobtrail.errors import ActionRefused, TransitionRefused
 
@@ -95,7 +95,7 @@ def test_unreadable_retries_without_a_lookup_back_off_until_the_deadline() -> No
         waits.append(((op.next_poll_at or T0) - due).total_seconds())
     assert waits[-1] > waits[0]  # backoff, not a fixed spin
     deadline = o.DeadlinePassed(deadline=o.Deadline.CREATE)
-    assert plan(op, op.create_deadline) == Decide(outcome=deadline)
+    assert plan(op, op.create_deadline) == Settle(outcome=deadline)
     assert step(op, deadline, at=op.create_deadline).operation.state is State.NEEDS_HUMAN
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from jobtrail.core import outcomes as o
 from jobtrail.core.apply import Policy, apply
 from jobtrail.core.model import CancelIntent, Operation
-from jobtrail.core.plan import Decide, plan
+from jobtrail.core.plan import Settle, plan
 from jobtrail.core.schedule import MAX_RETRY_AFTER, Bounds, Refusals, parse_retry_after
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.errors import ProviderConfigError
@@ -99,7 +99,7 @@ def test_far_hint_while_observing_wakes_at_the_result_deadline(value: str) -> No
     after = run(op, running(value), T0)
     assert after.next_poll_at == op.result_deadline
     action = plan(after, after.next_poll_at)
-    assert action == Decide(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
+    assert action == Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
     timed_out = run(after, action.outcome, after.next_poll_at)
     assert timed_out.state is State.RESULT_TIMED_OUT and timed_out.next_poll_at is None
 
@@ -118,7 +118,7 @@ def test_far_hint_while_cancelling_wakes_at_the_cancel_deadline() -> None:
     after = run(op, running("Fri, 31 Dec 9999 23:59:59 GMT"), T0)
     assert after.next_poll_at == op.cancel_deadline
     action = plan(after, after.next_poll_at)
-    assert isinstance(action, Decide)
+    assert isinstance(action, Settle)
     assert run(after, action.outcome, after.next_poll_at).state is State.CANCELLATION_UNCONFIRMED
 
 

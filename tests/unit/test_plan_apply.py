@@ -9,7 +9,7 @@ import pytest
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, CancelIntent, ResultSummary
-from jobtrail.core.plan import Call, Decide, Halt, Nothing, Wait, plan
+from jobtrail.core.plan import Call, Halt, Nothing, Settle, Wait, plan
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused
 
@@ -101,7 +101,7 @@ def test_no_reconciliation_means_a_human_decides() -> None:
     caps = replace(FULL, same_token_retry=False, list_by_reference=False)
     unknown = step(make_op(capabilities=caps), o.Ambiguous(reason="reset")).operation
     action = plan(unknown, unknown.next_poll_at or T0)
-    assert action == Decide(outcome=o.NoReconciliation())
+    assert action == Settle(outcome=o.NoReconciliation())
     assert step(unknown, action.outcome).operation.state is State.NEEDS_HUMAN
 
 
@@ -110,7 +110,7 @@ def test_create_deadline_without_proof_needs_a_human() -> None:
     unknown = step(make_op(), o.Ambiguous(reason="timeout")).operation
     late = T0 + timedelta(minutes=3)
     action = plan(unknown, late)
-    assert action == Decide(outcome=o.DeadlinePassed(deadline=o.Deadline.CREATE))
+    assert action == Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.CREATE))
     assert step(unknown, action.outcome, at=late).operation.state is State.NEEDS_HUMAN
 
 
@@ -135,7 +135,7 @@ def test_result_deadline_is_a_state_not_forgetting() -> None:
     op = step(step(make_op(), ACCEPTED).operation, RUNNING).operation
     late = T0 + timedelta(hours=2)
     action = plan(op, late)
-    assert action == Decide(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
+    assert action == Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
     timed_out = step(op, action.outcome, at=late).operation
     assert timed_out.state is State.RESULT_TIMED_OUT
     assert timed_out.remote_job_id == "job_7ad2" and timed_out.next_poll_at is None
@@ -177,7 +177,7 @@ def test_cancel_deadline_escalates_to_cancellation_unconfirmed() -> None:
     op = step(step(make_op(), ACCEPTED).operation, o.CancelRequested(intent=INTENT)).operation
     late = T0 + timedelta(minutes=11)
     action = plan(op, late)
-    assert action == Decide(outcome=o.DeadlinePassed(deadline=o.Deadline.CANCEL))
+    assert action == Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.CANCEL))
     assert step(op, action.outcome, at=late).operation.state is State.CANCELLATION_UNCONFIRMED
 
 
@@ -185,7 +185,7 @@ def test_cancel_before_any_create_withdraws_the_operation() -> None:
     """A cancel recorded before anything was sent: nothing is sent, the operation fails."""
     op = make_op(cancel_intent=INTENT)
     action = plan(op, T0)
-    assert action == Decide(outcome=o.Withdrawn(intent=INTENT))
+    assert action == Settle(outcome=o.Withdrawn(intent=INTENT))
     applied = step(op, action.outcome)
     assert applied.operation.state is State.FAILED
     assert applied.transitions[0].evidence is Evidence.WITHDRAWN
@@ -204,7 +204,7 @@ def test_interrupted_create_is_treated_as_possibly_sent() -> None:
     """A crash between intent and outcome: create_unknown, retried with the same token."""
     op = make_op(inflight_attempt="at_1")
     action = plan(op, T0)
-    assert action == Decide(outcome=o.Interrupted(attempt_id="at_1"))
+    assert action == Settle(outcome=o.Interrupted(attempt_id="at_1"))
     resumed = step(op, action.outcome).operation
     assert resumed.state is State.CREATE_UNKNOWN and resumed.inflight_attempt is None
     assert plan(resumed, T0) == Call(kind=AttemptKind.CREATE, retry=True)

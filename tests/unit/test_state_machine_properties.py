@@ -13,7 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from jobtrail.core import outcomes as o
 from jobtrail.core.apply import apply
 from jobtrail.core.model import AttemptKind, CancelIntent, ItemCounts, Operation, ResultSummary
-from jobtrail.core.plan import Call, Decide, Wait, plan
+from jobtrail.core.plan import Call, Settle, Wait, plan
 from jobtrail.core.replay import replay
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused, TransitionRefused
@@ -126,7 +126,7 @@ class OperationLife(RuleBasedStateMachine):
         if isinstance(action, Wait):
             self.now = action.until
             action = plan(self.op, self.now)
-        if isinstance(action, Decide):
+        if isinstance(action, Settle):
             self._apply(action.outcome)
         elif isinstance(action, Call):
             outcome = data.draw(st.one_of(CALL_OUTCOMES[action.kind], st.just(extra)))

@@ -150,10 +150,10 @@ async def archive_verify(
 ) -> None:
     """Check the archive's slice of the audit chain against its checkpoint entry (keyed
     with JOBTRAIL_AUDIT_KEY when set). Exit 0 only when it checks out."""
-    from jobtrail.archive import read, verify
+    from jobtrail.archive import read, verify_archive
 
     found = read(file)
-    problems = verify(found, settings.audit_key)
+    problems = verify_archive(found, settings.audit_key)
     if against_ledger and found.checkpoint is not None:
         async with opened(settings) as ledger:
             rows = await ledger.store.audit_rows()

@@ -1,7 +1,7 @@
 """`apply(operation, outcome, now)`: turn one outcome into transitions and an updated record.
 
 Facts that change no state (a running observation, a throttled call) only update the record
-and the schedule; every state change goes through `Step.move` (see step.py). Outcomes that
+and the schedule; every state change goes through `Draft.move` (see draft.py). Outcomes that
 need no call are handled in local.py.
 """
 
@@ -12,9 +12,9 @@ from typing import Any
 
 from jobtrail.core import local, refused
 from jobtrail.core import outcomes as o
+from jobtrail.core.draft import Applied, Draft, Policy, cause_of
 from jobtrail.core.model import Operation
 from jobtrail.core.states import ENDS_AUTOMATION, Evidence, RemoteStatus, State
-from jobtrail.core.step import Applied, Policy, Step, cause_of
 from jobtrail.errors import ActionRefused
 
 __all__ = ["Applied", "Policy", "apply"]
@@ -35,211 +35,211 @@ def apply(
         raise ActionRefused(
             f"a {type(outcome).__name__} outcome cannot apply to an operation in {op.state}"
         )
-    step = Step(op, now, actor, policy)
+    draft = Draft(op, now, actor, policy)
     handler = _HANDLERS.get(type(outcome))
     if handler is None:  # pragma: no cover - every outcome type has a handler
         raise TypeError(f"no handler for {type(outcome).__name__}")
-    handler(step, outcome)
-    return step.result()
+    handler(draft, outcome)
+    return draft.result()
 
 
-def _follow_observation(step: Step, status: RemoteStatus, cause: str) -> None:
+def _follow_observation(draft: Draft, status: RemoteStatus, cause: str) -> None:
     """Move on what the remote state says; a non-terminal state moves nothing but
     accepted -> observing."""
     if status in _OBSERVED:
         to, evidence = _OBSERVED[status]
-        step.move(to, evidence, cause)
-    elif step.op.state is State.ACCEPTED:
-        step.move(State.OBSERVING, Evidence.OBSERVED_RUNNING, cause)
+        draft.move(to, evidence, cause)
+    elif draft.op.state is State.ACCEPTED:
+        draft.move(State.OBSERVING, Evidence.OBSERVED_RUNNING, cause)
 
 
-def _on_accepted(step: Step, out: o.Outcome) -> None:
+def _on_accepted(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.Accepted)
-    op = step.op
+    op = draft.op
     cause = cause_of("create_response", out.ref)
-    step.set(inflight_attempt=None, create_attempts=op.create_attempts + 1)
+    draft.set(inflight_attempt=None, create_attempts=op.create_attempts + 1)
     if op.state is State.CREATE_UNKNOWN and op.capabilities.lookup:
         # Our first answer was lost; before trusting this one, check it against what the
         # provider lists under our reference (a different id there is a contract violation).
-        step.set(candidate_job_id=out.job_id, status_url=out.status_url)
-        step.move(State.RECONCILIATION, Evidence.CREATE_ACCEPTED, cause)
-        step.now_next()
+        draft.set(candidate_job_id=out.job_id, status_url=out.status_url)
+        draft.move(State.RECONCILIATION, Evidence.CREATE_ACCEPTED, cause)
+        draft.now_next()
         return
-    step.set(remote_job_id=out.job_id, status_url=out.status_url)
-    step.move(State.ACCEPTED, Evidence.CREATE_ACCEPTED, cause)
-    _after_accept(step, out, cause)
+    draft.set(remote_job_id=out.job_id, status_url=out.status_url)
+    draft.move(State.ACCEPTED, Evidence.CREATE_ACCEPTED, cause)
+    _after_accept(draft, out, cause)
 
 
-def _after_accept(step: Step, out: o.Accepted | None, cause: str) -> None:
+def _after_accept(draft: Draft, out: o.Accepted | None, cause: str) -> None:
     if out is not None:
-        step.observe("create", out, out.ref)
+        draft.observe("create", out, out.ref)
         if out.remote_status.terminal:
-            _follow_observation(step, out.remote_status, cause)
-            if step.op.state is State.RESULT_COLLECTING:
-                step.now_next()
+            _follow_observation(draft, out.remote_status, cause)
+            if draft.op.state is State.RESULT_COLLECTING:
+                draft.now_next()
             return
-    if step.op.cancel_intent is not None:
-        local.on_cancel_requested(step, o.CancelRequested(intent=step.op.cancel_intent))
+    if draft.op.cancel_intent is not None:
+        local.on_cancel_requested(draft, o.CancelRequested(intent=draft.op.cancel_intent))
         return
-    step.set(poll_count=0)
-    step.schedule_poll(out.retry_after if out else None)
+    draft.set(poll_count=0)
+    draft.schedule_poll(out.retry_after if out else None)
 
 
-def _on_sync_result(step: Step, out: o.Outcome) -> None:
+def _on_sync_result(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.SyncResult)
-    step.set(
+    draft.set(
         inflight_attempt=None,
-        create_attempts=step.op.create_attempts + 1,
+        create_attempts=draft.op.create_attempts + 1,
         remote_job_id=out.job_id,
         remote_status=RemoteStatus.SUCCEEDED,
         inline_result=out.location,
     )
-    step.move(State.RESULT_COLLECTING, Evidence.SYNC_RESULT, cause_of("create_response", out.ref))
-    step.now_next()
+    draft.move(State.RESULT_COLLECTING, Evidence.SYNC_RESULT, cause_of("create_response", out.ref))
+    draft.now_next()
 
 
-def _on_rejected(step: Step, out: o.Outcome) -> None:
+def _on_rejected(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.Rejected)
-    step.set(inflight_attempt=None)
-    if step.op.state is State.CREATE_PENDING:
+    draft.set(inflight_attempt=None)
+    if draft.op.state is State.CREATE_PENDING:
         # Final: in create_pending no earlier attempt can have made a job (none was sent,
         # each was throttled, or the declared lookup proved none exists).
-        step.set(create_attempts=step.op.create_attempts + 1)
-        step.move(State.FAILED, Evidence.CREATE_REJECTED, cause_of("create_response", out.ref))
-        step.set(next_poll_at=None)
-    elif step.op.state is State.CREATE_UNKNOWN:
-        _unproven(step, out)
-    elif step.op.state is State.RECONCILIATION:
+        draft.set(create_attempts=draft.op.create_attempts + 1)
+        draft.move(State.FAILED, Evidence.CREATE_REJECTED, cause_of("create_response", out.ref))
+        draft.set(next_poll_at=None)
+    elif draft.op.state is State.CREATE_UNKNOWN:
+        _unproven(draft, out)
+    elif draft.op.state is State.RECONCILIATION:
         # A refused lookup proves nothing either: ask again, backing off like any create-side
         # retry, until the create deadline hands the question to a person.
-        step.set(create_attempts=step.op.create_attempts + 1)
-        step.schedule_retry(None, step.op.create_attempts)
-    elif step.op.state is State.CANCEL_REQUESTED and not step.op.cancel_sent:
+        draft.set(create_attempts=draft.op.create_attempts + 1)
+        draft.schedule_retry(None, draft.op.create_attempts)
+    elif draft.op.state is State.CANCEL_REQUESTED and not draft.op.cancel_sent:
         # The provider refused the cancel (for example: already finished). It was sent once;
         # keep observing to learn the real terminal state.
-        step.set(cancel_sent=True)
-        step.now_next()
-    elif step.op.state in _WATCHING:
-        refused.on_refused_read(step, out)
+        draft.set(cancel_sent=True)
+        draft.now_next()
+    elif draft.op.state in _WATCHING:
+        refused.on_refused_read(draft, out)
     else:
-        step.schedule_poll(None)  # any other refused call backs off too (poll count rises)
+        draft.schedule_poll(None)  # any other refused call backs off too (poll count rises)
 
 
-def _unproven(step: Step, out: o.Rejected) -> None:
+def _unproven(draft: Draft, out: o.Rejected) -> None:
     """A refusal after a create may have reached the provider ("already exists", or a 400
     or 422 to the retry) says nothing about the first attempt: only the declared lookup
     can, and without one a person decides. Never `failed`."""
-    step.set(create_attempts=step.op.create_attempts + 1)
+    draft.set(create_attempts=draft.op.create_attempts + 1)
     cause = cause_of("rejection", out.ref)  # the attempt says which call was refused
-    if step.op.capabilities.lookup:
-        step.move(State.RECONCILIATION, Evidence.CREATE_UNPROVEN, cause)
-        step.now_next()
+    if draft.op.capabilities.lookup:
+        draft.move(State.RECONCILIATION, Evidence.CREATE_UNPROVEN, cause)
+        draft.now_next()
     else:
-        step.move(State.NEEDS_HUMAN, Evidence.CREATE_UNPROVEN, cause)
-        step.set(next_poll_at=None)
+        draft.move(State.NEEDS_HUMAN, Evidence.CREATE_UNPROVEN, cause)
+        draft.set(next_poll_at=None)
 
 
-def _on_ambiguous(step: Step, out: o.Outcome) -> None:
+def _on_ambiguous(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.Ambiguous | o.Throttled)
-    op = step.op
-    step.set(inflight_attempt=None)
+    op = draft.op
+    draft.set(inflight_attempt=None)
     sent = isinstance(out, o.Ambiguous)
     retry_after = out.retry_after if isinstance(out, o.Throttled) else None
     if op.state is State.CREATE_PENDING:
-        step.set(create_attempts=op.create_attempts + 1)
+        draft.set(create_attempts=op.create_attempts + 1)
         # A 409 "in flight" to a create says a request under our token reached the provider:
         # a job may exist, so a later rejection could no longer prove that none does.
         if sent or out.http_status == 409:
-            step.move(State.CREATE_UNKNOWN, Evidence.CREATE_AMBIGUOUS, cause_of("create", out.ref))
-        step.schedule_retry(retry_after, op.create_attempts)
+            draft.move(State.CREATE_UNKNOWN, Evidence.CREATE_AMBIGUOUS, cause_of("create", out.ref))
+        draft.schedule_retry(retry_after, op.create_attempts)
     elif op.state in (State.CREATE_UNKNOWN, State.RECONCILIATION):
-        step.set(create_attempts=op.create_attempts + 1)
-        step.schedule_retry(retry_after, op.create_attempts)
+        draft.set(create_attempts=op.create_attempts + 1)
+        draft.schedule_retry(retry_after, op.create_attempts)
     elif op.state is State.CANCEL_REQUESTED and not op.cancel_sent:
         # An ambiguous cancel may have been heard: never send it again, observe instead.
-        step.set(cancel_sent=sent)
+        draft.set(cancel_sent=sent)
         if sent:
-            step.schedule_poll(None)
+            draft.schedule_poll(None)
         else:
-            step.schedule_retry(retry_after, 0)
+            draft.schedule_retry(retry_after, 0)
     else:
-        step.schedule_poll(retry_after)
+        draft.schedule_poll(retry_after)
 
 
-def _on_observed(step: Step, out: o.Outcome) -> None:
+def _on_observed(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.Observed)
-    step.set(inflight_attempt=None)
-    refused.reset(step)
+    draft.set(inflight_attempt=None)
+    refused.reset(draft)
     if out.status_url:
-        step.set(status_url=out.status_url)
-    step.observe("status", out, out.ref)
+        draft.set(status_url=out.status_url)
+    draft.observe("status", out, out.ref)
     cause = cause_of("observation", out.ref)
-    _follow_observation(step, out.remote_status, cause)
-    state = step.op.state
+    _follow_observation(draft, out.remote_status, cause)
+    state = draft.op.state
     if state is State.RESULT_COLLECTING:
-        step.now_next()
+        draft.now_next()
     elif state.ends_automation:
-        step.set(next_poll_at=None)
-    elif state is State.CANCEL_REQUESTED and not step.op.cancel_sent:
-        step.now_next()
+        draft.set(next_poll_at=None)
+    elif state is State.CANCEL_REQUESTED and not draft.op.cancel_sent:
+        draft.now_next()
     else:
-        step.schedule_poll(out.retry_after)
+        draft.schedule_poll(out.retry_after)
 
 
-def _on_found(step: Step, out: o.Outcome) -> None:
+def _on_found(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.Found)
-    step.set(inflight_attempt=None)
+    draft.set(inflight_attempt=None)
     cause = cause_of("reconcile", out.ref)
-    if step.op.state is State.CREATE_UNKNOWN:
-        step.move(State.RECONCILIATION, Evidence.RECONCILE_LOOKUP, cause)
-    candidate, found = step.op.candidate_job_id, tuple(dict.fromkeys(out.job_ids))
+    if draft.op.state is State.CREATE_UNKNOWN:
+        draft.move(State.RECONCILIATION, Evidence.RECONCILE_LOOKUP, cause)
+    candidate, found = draft.op.candidate_job_id, tuple(dict.fromkeys(out.job_ids))
     expected = (candidate,) if candidate else None
     if len(found) > 1 or (candidate and found and found != expected):
         ids = tuple(dict.fromkeys((*((candidate,) if candidate else ()), *found)))
-        step.set(conflicting_job_ids=ids, next_poll_at=None)
-        step.move(State.NEEDS_HUMAN, Evidence.CONTRACT_VIOLATION, cause)
+        draft.set(conflicting_job_ids=ids, next_poll_at=None)
+        draft.move(State.NEEDS_HUMAN, Evidence.CONTRACT_VIOLATION, cause)
     elif len(found) == 1:
-        step.set(remote_job_id=found[0], candidate_job_id=None)
-        step.move(State.ACCEPTED, Evidence.RECONCILED_FOUND, cause)
-        _after_accept(step, None, cause)
+        draft.set(remote_job_id=found[0], candidate_job_id=None)
+        draft.move(State.ACCEPTED, Evidence.RECONCILED_FOUND, cause)
+        _after_accept(draft, None, cause)
     elif candidate:
         # The provider named a job for our token but does not list it (yet): inconclusive.
-        step.schedule_retry(None, step.op.create_attempts)
+        draft.schedule_retry(None, draft.op.create_attempts)
     else:
-        step.move(State.CREATE_PENDING, Evidence.ABSENCE_PROVEN, cause)
-        step.now_next()
+        draft.move(State.CREATE_PENDING, Evidence.ABSENCE_PROVEN, cause)
+        draft.now_next()
 
 
-def _on_cancel_ack(step: Step, out: o.Outcome) -> None:
+def _on_cancel_ack(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.CancelAcknowledged)
-    step.set(inflight_attempt=None, cancel_sent=True, poll_count=0)
-    step.move(State.CANCELLING, Evidence.CANCEL_ACKNOWLEDGED, cause_of("cancel_response", out.ref))
-    step.schedule_poll(None)
+    draft.set(inflight_attempt=None, cancel_sent=True, poll_count=0)
+    draft.move(State.CANCELLING, Evidence.CANCEL_ACKNOWLEDGED, cause_of("cancel_response", out.ref))
+    draft.schedule_poll(None)
 
 
-def _on_result_checked(step: Step, out: o.Outcome) -> None:
+def _on_result_checked(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.ResultChecked)
     cause = cause_of("result", out.ref)
-    step.set(inflight_attempt=None, result=out.summary, next_poll_at=None)
+    draft.set(inflight_attempt=None, result=out.summary, next_poll_at=None)
     if out.summary.valid:
-        step.move(State.SUCCEEDED, Evidence.RESULT_VALIDATED, cause)
+        draft.move(State.SUCCEEDED, Evidence.RESULT_VALIDATED, cause)
     else:
-        step.move(State.RESULT_VALIDATION_FAILED, Evidence.RESULT_INVALID, cause)
+        draft.move(State.RESULT_VALIDATION_FAILED, Evidence.RESULT_INVALID, cause)
 
 
-def _on_result_missing(step: Step, out: o.Outcome) -> None:
+def _on_result_missing(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.ResultMissing)
-    step.set(inflight_attempt=None, next_poll_at=None)
-    step.move(State.RESULT_UNAVAILABLE, Evidence.RESULT_UNAVAILABLE, cause_of("result", out.ref))
+    draft.set(inflight_attempt=None, next_poll_at=None)
+    draft.move(State.RESULT_UNAVAILABLE, Evidence.RESULT_UNAVAILABLE, cause_of("result", out.ref))
 
 
-def _on_interrupted(step: Step, out: o.Outcome) -> None:
+def _on_interrupted(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.Interrupted)
     # We cannot know whether the interrupted call reached the provider: treat it as sent.
-    _on_ambiguous(step, o.Ambiguous(reason="attempt interrupted", ref=out.attempt_id))
-    if step.op.state is State.CANCEL_REQUESTED:
-        step.set(cancel_sent=True)
-    step.now_next()
+    _on_ambiguous(draft, o.Ambiguous(reason="attempt interrupted", ref=out.attempt_id))
+    if draft.op.state is State.CANCEL_REQUESTED:
+        draft.set(cancel_sent=True)
+    draft.now_next()
 
 
 _LIVE = frozenset(State) - ENDS_AUTOMATION

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.draft import Draft
 from jobtrail.core.model import Operation
 from jobtrail.core.states import Evidence, State
-from jobtrail.core.step import Step
 from jobtrail.errors import ActionRefused
 
 _DEADLINE_MOVES = {
@@ -25,43 +25,43 @@ _DEADLINE_EVIDENCE = {
 }
 
 
-def on_deadline(step: Step, out: o.Outcome) -> None:
+def on_deadline(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.DeadlinePassed)
-    to = _DEADLINE_MOVES.get((out.deadline, step.op.state))
+    to = _DEADLINE_MOVES.get((out.deadline, draft.op.state))
     if to is None:
-        raise ActionRefused(f"the {out.deadline} deadline does not apply in {step.op.state}")
-    step.move(to, _DEADLINE_EVIDENCE[out.deadline], f"deadline:{out.deadline}")
-    step.set(next_poll_at=None)
+        raise ActionRefused(f"the {out.deadline} deadline does not apply in {draft.op.state}")
+    draft.move(to, _DEADLINE_EVIDENCE[out.deadline], f"deadline:{out.deadline}")
+    draft.set(next_poll_at=None)
 
 
-def on_cancel_requested(step: Step, out: o.Outcome) -> None:
+def on_cancel_requested(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.CancelRequested)
     intent = out.intent
-    step.set(
+    draft.set(
         cancel_intent=intent,
-        cancel_deadline=intent.requested_at + step.op.cancel_timeout,
+        cancel_deadline=intent.requested_at + draft.op.cancel_timeout,
     )
-    step.move(
+    draft.move(
         State.CANCEL_REQUESTED,
         Evidence.CANCEL_INTENT,
         f"human_request:{intent.request_id}",
         actor=intent.actor,
     )
-    step.now_next()
+    draft.now_next()
 
 
-def on_withdrawn(step: Step, out: o.Outcome) -> None:
+def on_withdrawn(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.Withdrawn)
     intent = out.intent
-    step.move(
+    draft.move(
         State.FAILED, Evidence.WITHDRAWN, f"human_request:{intent.request_id}", actor=intent.actor
     )
-    step.set(next_poll_at=None)
+    draft.set(next_poll_at=None)
 
 
-def on_no_reconciliation(step: Step, out: o.Outcome) -> None:
-    step.move(State.NEEDS_HUMAN, Evidence.NO_RECONCILIATION, "provider_capabilities")
-    step.set(next_poll_at=None)
+def on_no_reconciliation(draft: Draft, out: o.Outcome) -> None:
+    draft.move(State.NEEDS_HUMAN, Evidence.NO_RECONCILIATION, "provider_capabilities")
+    draft.set(next_poll_at=None)
 
 
 def seen_job_ids(op: Operation) -> tuple[str, ...]:
@@ -70,9 +70,9 @@ def seen_job_ids(op: Operation) -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for i in ids if i))
 
 
-def on_decision(step: Step, out: o.Outcome) -> None:
+def on_decision(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.HumanDecision)
-    op, cause = step.op, f"human_decision:{out.request_id}"
+    op, cause = draft.op, f"human_decision:{out.request_id}"
     match (out.decision, op.state):
         case (o.Decision.ADOPT, State.NEEDS_HUMAN):
             if not out.job_id:
@@ -83,27 +83,27 @@ def on_decision(step: Step, out: o.Outcome) -> None:
                     f"{out.job_id!r} is not a job id this operation saw (seen: {known}), and "
                     "no status read of it was made; nothing was changed"
                 )
-            step.set(remote_job_id=out.job_id, candidate_job_id=None)
+            draft.set(remote_job_id=out.job_id, candidate_job_id=None)
             if out.read is not None:
-                step.observe("status", out.read, out.read.ref)
-            step.move(State.ACCEPTED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
-            step.set(poll_count=0, refused_reads=0, refused_since=None)
-            step.now_next()
+                draft.observe("status", out.read, out.read.ref)
+            draft.move(State.ACCEPTED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
+            draft.set(poll_count=0, refused_reads=0, refused_since=None)
+            draft.now_next()
         case (o.Decision.MARK_FAILED | o.Decision.RETRY_AS_NEW, State.NEEDS_HUMAN):
-            step.move(State.FAILED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
-            step.set(next_poll_at=None)
+            draft.move(State.FAILED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
+            draft.set(next_poll_at=None)
         case (o.Decision.EXTEND, State.RESULT_TIMED_OUT):
-            if out.new_deadline is None or out.new_deadline <= step.now:
+            if out.new_deadline is None or out.new_deadline <= draft.now:
                 raise ActionRefused("the new result deadline must be in the future")
-            step.set(result_deadline=out.new_deadline, poll_count=0)
-            step.move(State.OBSERVING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
-            step.now_next()
+            draft.set(result_deadline=out.new_deadline, poll_count=0)
+            draft.move(State.OBSERVING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
+            draft.now_next()
         case (o.Decision.EXTEND_CANCEL, State.CANCELLATION_UNCONFIRMED):
-            if out.new_deadline is None or out.new_deadline <= step.now:
+            if out.new_deadline is None or out.new_deadline <= draft.now:
                 raise ActionRefused("the new cancel deadline must be in the future")
-            step.set(cancel_deadline=out.new_deadline, poll_count=0)
-            step.move(State.CANCELLING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
-            step.now_next()
+            draft.set(cancel_deadline=out.new_deadline, poll_count=0)
+            draft.move(State.CANCELLING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
+            draft.now_next()
         case (o.Decision.EXTEND, State.CANCELLATION_UNCONFIRMED):
             raise ActionRefused(
                 f"{op.operation_id} is cancellation_unconfirmed: it waits on the cancel "

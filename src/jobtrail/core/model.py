@@ -25,7 +25,7 @@ def _field_names(cls: type[Any]) -> frozenset[str]:
 
 def evolve(record: R, **changes: Any) -> R:
     """`dataclasses.replace` for the records of this package, without running `__init__`
-    again: a step makes dozens of these, and replace costs about eight times more. The
+    again: applying one outcome makes dozens of these, and replace costs about eight times more. The
     records hold no derived state, so copying the fields is all a replace does for them."""
     kind: type[Any] = type(record)
     unknown = changes.keys() - _field_names(kind)

@@ -42,7 +42,7 @@ class Call:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Decide:
+class Settle:
     """Apply a local outcome (a deadline, a recorded request) without any call."""
 
     outcome: o.LocalOutcome
@@ -66,7 +66,7 @@ class Decide:
 @dataclass(frozen=True, kw_only=True)
 class Wait:
     until: datetime
-    then: Call | Decide
+    then: Call | Settle
 
     def describe(self) -> str:
         return f"wait until {self.until.isoformat()} then {self.then.describe()}"
@@ -87,7 +87,7 @@ class Nothing:
         return str(self.why)
 
 
-Action = Call | Decide | Wait | Nothing
+Action = Call | Settle | Wait | Nothing
 
 
 def plan(op: Operation, now: datetime) -> Action:
@@ -96,39 +96,39 @@ def plan(op: Operation, now: datetime) -> Action:
     if op.state.ends_automation:
         return Nothing(why=Halt.ENDED)
     if op.inflight_attempt is not None:
-        return Decide(outcome=o.Interrupted(attempt_id=op.inflight_attempt))
-    decided = _decision(op, now)
-    if decided is not None:
-        return decided
+        return Settle(outcome=o.Interrupted(attempt_id=op.inflight_attempt))
+    settled = _settlement(op, now)
+    if settled is not None:
+        return settled
     call = _call(op)
-    if isinstance(call, Decide):
+    if isinstance(call, Settle):
         return call
     if op.next_poll_at is not None and now < op.next_poll_at:
         return Wait(until=op.next_poll_at, then=call)
     return call
 
 
-def _decision(op: Operation, now: datetime) -> Decide | None:
+def _settlement(op: Operation, now: datetime) -> Settle | None:
     """Deadlines and recorded requests, which take precedence over any call."""
     state = op.state
     if state is State.CREATE_PENDING and op.cancel_intent is not None:
-        return Decide(outcome=o.Withdrawn(intent=op.cancel_intent))
+        return Settle(outcome=o.Withdrawn(intent=op.cancel_intent))
     if state in (State.CREATE_PENDING, State.CREATE_UNKNOWN, State.RECONCILIATION):
         if now >= op.create_deadline:
-            return Decide(outcome=o.DeadlinePassed(deadline=o.Deadline.CREATE))
+            return Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.CREATE))
         return None
     if state in (State.ACCEPTED, State.OBSERVING):
         if op.cancel_intent is not None:
-            return Decide(outcome=o.CancelRequested(intent=op.cancel_intent))
+            return Settle(outcome=o.CancelRequested(intent=op.cancel_intent))
         if now >= op.result_deadline:
-            return Decide(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
+            return Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
         return None
     if state in (State.CANCEL_REQUESTED, State.CANCELLING):
         if op.cancel_deadline is not None and now >= op.cancel_deadline:
-            return Decide(outcome=o.DeadlinePassed(deadline=o.Deadline.CANCEL))
+            return Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.CANCEL))
         return None
     if state is State.RESULT_COLLECTING and now >= op.result_deadline:
-        return Decide(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
+        return Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
     return None
 
 
@@ -145,7 +145,7 @@ def deadline_in_force(op: Operation) -> datetime | None:
     return None
 
 
-def _call(op: Operation) -> Call | Decide:
+def _call(op: Operation) -> Call | Settle:
     caps = op.capabilities
     match op.state:
         case State.CREATE_PENDING:
@@ -156,7 +156,7 @@ def _call(op: Operation) -> Call | Decide:
                 return Call(kind=AttemptKind.CREATE, retry=True)
             if caps.lookup:
                 return Call(kind=AttemptKind.RECONCILE)
-            return Decide(outcome=o.NoReconciliation())
+            return Settle(outcome=o.NoReconciliation())
         case State.RECONCILIATION:
             return Call(kind=AttemptKind.RECONCILE)
         case State.CANCEL_REQUESTED if not op.cancel_sent:

@@ -10,33 +10,33 @@ operation on its own; only a run of them as long as the provider file's
 from __future__ import annotations
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.draft import Draft, cause_of
 from jobtrail.core.states import Evidence, State
-from jobtrail.core.step import Step, cause_of
 
 # States in which a run of refusals stops automation. While cancelling, the cancel
 # deadline already bounds the wait and ends in cancellation_unconfirmed (escalated).
 _STOPS = frozenset({State.ACCEPTED, State.OBSERVING})
 
 
-def on_refused_read(step: Step, out: o.Rejected) -> None:
-    op, rules = step.op, step.policy.refusals
-    since = op.refused_since or step.now
+def on_refused_read(draft: Draft, out: o.Rejected) -> None:
+    op, rules = draft.op, draft.policy.refusals
+    since = op.refused_since or draft.now
     # No status read has succeeded yet (still `accepted`): a 404 may only mean the new job
     # is not visible yet, so it is forgiven for a while after the first refusal.
     not_yet_visible = (
         out.http_status == 404
         and op.state is State.ACCEPTED
-        and (step.now - since).total_seconds() < rules.not_found_grace
+        and (draft.now - since).total_seconds() < rules.not_found_grace
     )
     count = op.refused_reads if not_yet_visible else op.refused_reads + 1
-    step.set(refused_reads=count, refused_since=since)
+    draft.set(refused_reads=count, refused_since=since)
     if count >= rules.limit and op.state in _STOPS:
-        step.move(State.NEEDS_HUMAN, Evidence.READS_REFUSED, cause_of("status_refused", out.ref))
-        step.set(next_poll_at=None)
+        draft.move(State.NEEDS_HUMAN, Evidence.READS_REFUSED, cause_of("status_refused", out.ref))
+        draft.set(next_poll_at=None)
         return
-    step.schedule_poll(None)  # exponential: every scheduled read raises the poll count
+    draft.schedule_poll(None)  # exponential: every scheduled read raises the poll count
 
 
-def reset(step: Step) -> None:
+def reset(draft: Draft) -> None:
     """A readable status answer ends a run of refusals."""
-    step.set(refused_reads=0, refused_since=None)
+    draft.set(refused_reads=0, refused_since=None)

@@ -2,7 +2,7 @@
 
 Whatever is chosen, a provider cannot break the schedule (DESIGN rule 13): every wait lies
 between a floor and a ceiling (`Bounds`, the provider file's `[poll] min` and `max`), and
-the step that stores it clamps it to the deadline in force (see `Step.result`).
+the draft that stores it clamps it to the deadline in force (see `Draft.result`).
 """
 
 from __future__ import annotations

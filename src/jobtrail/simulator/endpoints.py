@@ -67,7 +67,7 @@ class JobEndpoints:
                 token = echo.bearer(request)
                 response = json_response(500, echo.error_body(token), echo.request_id(token))
             else:
-                st.step(job, now, read=True)
+                st.advance_job(job, now, read=True)
                 hint = faults.status_retry_after
                 headers = None if hint is None or job.terminal else {"Retry-After": str(hint)}
                 hostile = faults.status_hint

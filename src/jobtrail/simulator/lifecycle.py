@@ -14,7 +14,7 @@ from jobtrail.simulator.records import SimJob
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Change:
+class JobChange:
     """One state change, the unit a webhook event reports."""
 
     state: str
@@ -22,7 +22,7 @@ class Change:
     updated_ts: float
 
 
-def advance(job: SimJob, now: float, *, read: bool) -> list[Change]:
+def advance(job: SimJob, now: float, *, read: bool) -> list[JobChange]:
     """Move ``job`` forward for one status read (``read``) or one timer tick; return its changes."""
     if job.terminal:
         return []
@@ -66,8 +66,8 @@ def create_succeeded(job: SimJob, now: float) -> None:
     job.touch(now)
 
 
-def _run(job: SimJob, completed: int, now: float) -> list[Change]:
-    changes: list[Change] = []
+def _run(job: SimJob, completed: int, now: float) -> list[JobChange]:
+    changes: list[JobChange] = []
     if job.state != "running":
         changes.append(_set_state(job, "running", now))
     if completed != job.completed:
@@ -76,8 +76,8 @@ def _run(job: SimJob, completed: int, now: float) -> list[Change]:
     return changes
 
 
-def _finish(job: SimJob, state: str, now: float) -> list[Change]:
-    changes: list[Change] = []
+def _finish(job: SimJob, state: str, now: float) -> list[JobChange]:
+    changes: list[JobChange] = []
     if state != "cancelled" and job.state == "queued":
         # real jobs pass through running; webhook consumers get both events
         changes.append(_set_state(job, "running", now))
@@ -90,8 +90,8 @@ def _finish(job: SimJob, state: str, now: float) -> list[Change]:
     return changes
 
 
-def _set_state(job: SimJob, state: str, now: float) -> Change:
+def _set_state(job: SimJob, state: str, now: float) -> JobChange:
     job.state = state
     job.version += 1
     job.touch(now)
-    return Change(state=state, version=job.version, updated_ts=now)
+    return JobChange(state=state, version=job.version, updated_ts=now)

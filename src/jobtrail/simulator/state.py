@@ -96,7 +96,7 @@ class SimState:
             self.by_reference.setdefault(job.client_reference, []).append(job.job_id)
         self.jobs_created += 1
 
-    def step(self, job: SimJob, now: float, *, read: bool) -> None:
+    def advance_job(self, job: SimJob, now: float, *, read: bool) -> None:
         """Advance a job and announce its state changes by webhook."""
         changes = advance(job, now, read=read)
         if changes and self.webhooks is not None:
@@ -111,7 +111,7 @@ class SimState:
         job = self.jobs.get(job_id)
         if job is None or job.terminal:
             return
-        self.step(job, self.clock(), read=False)
+        self.advance_job(job, self.clock(), read=False)
         seconds = job.faults.duration_seconds
         if job.terminal or seconds is None or job.faults.never_finish:
             return

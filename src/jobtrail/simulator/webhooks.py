@@ -20,7 +20,7 @@ import aiohttp
 from standardwebhooks import Webhook
 
 from jobtrail.simulator.answers import compact_json
-from jobtrail.simulator.lifecycle import Change
+from jobtrail.simulator.lifecycle import JobChange
 from jobtrail.simulator.records import TERMINAL_STATES, SimJob, iso_utc
 
 SIGNING_MODES = ("standard", "hmac")
@@ -66,10 +66,10 @@ class WebhookSigner:
         }
 
 
-def build_event(job: SimJob, change: Change | None = None, state: str | None = None) -> bytes:
+def build_event(job: SimJob, change: JobChange | None = None, state: str | None = None) -> bytes:
     """A ``job.updated`` event body for ``change`` (or the job's current state), with a new id."""
     if change is None:
-        change = Change(state=state or job.state, version=job.version, updated_ts=job.updated_ts)
+        change = JobChange(state=state or job.state, version=job.version, updated_ts=job.updated_ts)
     event = {
         "type": "job.updated",
         "id": "evt_" + secrets.token_hex(12),
@@ -108,7 +108,7 @@ class WebhookSender:
             connector=aiohttp.TCPConnector(limit=64),
         )
 
-    def emit(self, job: SimJob, changes: list[Change]) -> None:
+    def emit(self, job: SimJob, changes: list[JobChange]) -> None:
         """Schedule delivery of ``changes`` following the job's ``webhooks`` fault."""
         mode = job.faults.webhooks
         if mode == "none" or not changes or self._session is None:

@@ -1,4 +1,4 @@
-"""`POST /webhooks/{provider}`: parse the request, call verify / read_event / record_event,
+"""`POST /webhooks/{provider}`: parse the request, call verify_delivery / read_event / record_event,
 answer. No rule lives here; refusals are logged (never the signature or the secret) and
 leave the ledger, audit log included, untouched.
 
@@ -26,7 +26,7 @@ from jobtrail.ledger import Ledger
 from jobtrail.providers.config import ProviderSpec, find_provider_named
 from jobtrail.webhooks.event import read_event
 from jobtrail.webhooks.intake import record_event
-from jobtrail.webhooks.verify import Refusal, WebhookRefused, verify
+from jobtrail.webhooks.verify import Refusal, WebhookRefused, verify_delivery
 
 log = logging.getLogger("jobtrail.webhooks")
 
@@ -82,7 +82,7 @@ class WebhookReceiver:
             return _refuse(request, 404, "no_webhooks", f"{name} declares no [webhooks]")
         body = await request.read()
         try:
-            delivery = verify(
+            delivery = verify_delivery(
                 hooks, os.environ.get(hooks.secret_env), request.headers, body, self.ledger.clock()
             )
             event = read_event(spec, delivery)

@@ -59,7 +59,7 @@ class Delivery:
     body: bytes
 
 
-def verify(
+def verify_delivery(
     spec: WebhookSpec,
     secret: str | None,
     headers: Mapping[str, str],

@@ -11,7 +11,7 @@ from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary, evolve
-from jobtrail.core.plan import Call, Decide, Nothing, Wait, plan
+from jobtrail.core.plan import Call, Nothing, Settle, Wait, plan
 from jobtrail.core.redact import REDACTED
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ConcurrentUpdate, LostOwnership, ResultError
@@ -44,20 +44,20 @@ class Runner:
         record, or None if ownership was lost on the way."""
         try:
             while op.lease_owner is not None:
-                op = await self._step(op)
+                op = await self._turn(op)
             log.info("released (state %s)", op.state.value, extra=_fields(op))
             return op
         except LostOwnership as exc:
             log.warning("lost ownership: %s", exc, extra=_fields(op))
             return None
 
-    async def _step(self, op: Operation) -> Operation:
+    async def _turn(self, op: Operation) -> Operation:
         now = self.ledger.clock()
         action = plan(op, now)
         if isinstance(action, Nothing | Wait):
             return await self.ledger.release(op, action.until if isinstance(action, Wait) else None)
-        if isinstance(action, Decide):
-            log.info("deciding: %s", type(action.outcome).__name__, extra=_fields(op))
+        if isinstance(action, Settle):
+            log.info("settling: %s", type(action.outcome).__name__, extra=_fields(op))
             return await self.ledger.settle(op, action.outcome, self.actor)
         return await self._call(op, action)
 

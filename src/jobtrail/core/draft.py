@@ -1,6 +1,6 @@
 """One application of an outcome: the working copy of a record, and the only way to move it.
 
-Every state change goes through `Step.move`, which checks the transition table, so no outcome
+Every state change goes through `Draft.move`, which checks the transition table, so no outcome
 can move an operation without the evidence the table asks for.
 """
 
@@ -36,7 +36,7 @@ class Applied:
     observations: tuple[Observation, ...]
 
 
-class Step:
+class Draft:
     def __init__(self, op: Operation, now: datetime, actor: str, policy: Policy) -> None:
         self.op, self.now, self.actor, self.policy = op, now, actor, policy
         self.transitions: list[Transition] = []
