@@ -409,6 +409,12 @@ class Ledger:
             raise LostOwnership(f"lease on {op.operation_id} was taken over (fence {op.fence})")
         return evolve(op, lease_expires_at=now + lease_for)
 
+    async def record_stop(self, actor: str, data: dict[str, Any]) -> None:
+        """Audit that a person stopped `actor` (a worker or server), so the stop reads as
+        deliberate rather than as a crash."""
+        entry = self._entry_for(None, self.clock(), "worker.stopped", actor, data)
+        await self.store.append_audit(redacted_entries([entry], Redactor()))
+
     async def next_due(self) -> datetime | None:
         """When the next operation becomes due (poll time, or a lease's expiry)."""
         return await self.store.next_due()

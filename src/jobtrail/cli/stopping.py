@@ -11,7 +11,6 @@ import signal
 import sys
 from collections.abc import Callable
 
-from jobtrail.audit import AuditEntry
 from jobtrail.cli.context import say
 from jobtrail.core.states import ENDS_AUTOMATION, State
 from jobtrail.providers.credentials import unset_by_provider
@@ -59,20 +58,8 @@ class Stopper:
         """Write the stop to the audit log: a person stopped this driver, it did not crash."""
         if self.signal is None:
             return
-        rt = self.rt
-        entry = AuditEntry(
-            at=rt.clock.now(),
-            operation_id=None,
-            kind="worker.stopped",
-            actor=rt.runner.actor,
-            data={
-                "graceful": True,
-                "signal": self.signal,
-                "abandoned": self.abandoned,
-                **counts,
-            },
-        )
-        await rt.ledger.store.append_audit([entry])
+        data = {"graceful": True, "signal": self.signal, "abandoned": self.abandoned, **counts}
+        await self.rt.ledger.record_stop(self.rt.runner.actor, data)
 
 
 async def warn_unset_credentials(rt: Runtime, only: str | None = None) -> dict[str, list[str]]:
