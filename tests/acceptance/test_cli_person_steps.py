@@ -44,7 +44,7 @@ def test_worker_verbose_logs_each_step(ws: Workspace) -> None:
     op = ws.json("submit", "simulator", "--body", '{"account": "v"}')["operation_id"]
     stderr = ws.run("worker", "-v", "--until-idle").stderr
     mine = [line for line in stderr.splitlines() if op in line]
-    for step in ("claimed", "calling: send create", "send create: Accepted", "released"):
+    for step in ("claimed", "calling: send create", "send create: accepted", "released"):
         assert any(step in line for line in mine), f"{step!r} not in {mine}"
     assert ws.json("status", op)["state"] == "succeeded"
     quiet = ws.run("worker", "--until-idle").stderr

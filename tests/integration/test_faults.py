@@ -111,7 +111,7 @@ async def test_a_stale_lease_holder_is_refused(rig: Harness) -> None:
     assert current.remote_job_id is None and current.lease_owner == "worker-B"
     assert await rig.history(op) == []
     late = [a for a in await store.attempts(op.operation_id) if a.actor == "worker-A"]
-    assert late[0].outcome == "Accepted"  # the late answer is kept as a fact, not applied
+    assert late[0].outcome == "accepted"  # the late answer is kept as a fact, not applied
     await rig.rt.runner.drive(fresh.operation)  # the new owner settles the interrupted call
     assert (await rig.op(op)).state in (S.CREATE_UNKNOWN, S.RECONCILIATION, S.ACCEPTED)
 

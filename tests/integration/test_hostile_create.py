@@ -178,7 +178,7 @@ async def test_a_provider_that_raises_is_a_recorded_provider_error(
         attempts = await rig.rt.ledger.store.attempts(op.operation_id)
         assert all(a.finished_at is not None for a in attempts)  # none left "interrupted"
         (broken,) = [a for a in attempts if a.detail and "exception" in a.detail]
-        assert broken.kind is kind and broken.outcome == "Ambiguous"
+        assert broken.kind is kind and broken.outcome == "ambiguous"
         assert broken.detail["exception"] == "KeyError"
         assert "parser bug" in broken.detail["error"] and SECRET not in broken.detail["error"]
         if kind is AttemptKind.CREATE:
