@@ -10,11 +10,9 @@ pipeline mode, so a batch costs a handful of round trips, not one per change.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from importlib import resources
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -43,6 +41,7 @@ from jobtrail.store.chain import AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.postgres_prune import prune
+from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import Keep, Pruned
 
 T = TypeVar("T")
@@ -60,18 +59,6 @@ def _t_in(value: datetime | None) -> datetime | None:
 CODEC = c.Codec(lambda value: value, _t_in)  # psycopg adapts aware datetimes to timestamptz
 
 
-def _load_queries() -> dict[str, str]:
-    """The `-- name:` sections of sql/postgres/queries.sql, comments dropped."""
-    folder = resources.files("jobtrail.store") / "sql" / "postgres"
-    text = (folder / "queries.sql").read_text(encoding="utf-8")
-    _, *pairs = re.split(r"^-- name: (\w+)\n", text, flags=re.MULTILINE)
-    found = {}
-    for name, body in zip(pairs[::2], pairs[1::2], strict=True):
-        sql = "\n".join(line for line in body.splitlines() if not line.startswith("--"))
-        found[name] = sql.strip().rstrip(";")
-    return found
-
-
 _FILL = {  # the operation's columns come from the codec, shared with SQLite
     "columns": ", ".join(c.COLUMNS),
     "values": ", ".join(f"%({col})s" for col in c.COLUMNS),
@@ -79,7 +66,7 @@ _FILL = {  # the operation's columns come from the codec, shared with SQLite
     "set_mutable": ", ".join(f"{col} = %({col})s" for col in c.MUTABLE if col != "next_poll_at"),
     "only": "",
 }
-_RAW = _load_queries()
+_RAW = load_queries("postgres")
 Q = {name: sql.format(**_FILL) for name, sql in _RAW.items()}
 Q["claim_one"] = _RAW["claim_due"].format(**_FILL | {"only": "operation_id = %(only)s AND "})
 
