@@ -33,9 +33,12 @@ from jobtrail.store.base import (
     CommitResult,
     Lease,
     Verdict,
+    audited,
     closes_run,
     folds,
+    kept_when_refused,
     must_sync,
+    refusal,
 )
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
@@ -311,17 +314,17 @@ class _Batch:
         await self._apply(conn, segment, seen)
         duplicates = [i for i, v in self.verdicts.items() if v is Verdict.DUPLICATE_EVENT]
         await self._load_current(conn, duplicates)
-        audit = [e for i, ch in enumerate(self.changes) if self._audited(i) for e in ch.audit]
+        audit = [
+            e
+            for i, ch in enumerate(self.changes)
+            if audited(ch, self.verdicts[i])
+            for e in ch.audit
+        ]
         await self.store._append_audit(conn, audit + self.sealed)
         return [
             CommitResult(verdict=self.verdicts[i], operation=self.stored.get(i))
             for i in range(len(self.changes))
         ]
-
-    def _audited(self, i: int) -> bool:
-        verdict = self.verdicts[i]
-        fenced = verdict is Verdict.FENCED_OUT and self.changes[i].safe_read is None
-        return verdict is Verdict.OK or fenced
 
     async def _fold(self, conn: Conn, accepted: list[int]) -> set[int]:
         """The accepted changes whose status read folded into an open observation run."""
@@ -377,13 +380,9 @@ class _Batch:
         for i in segment:
             change, row = self.changes[i], updated[i]
             if row is None:
-                now = self.stored.get(i)
-                fenced = now is not None and change.owner_fence not in (None, now.fence)
-                self.verdicts[i] = Verdict.FENCED_OUT if fenced else Verdict.STALE
-                if fenced and change.attempt_finished is not None:
-                    writes["finish_attempt"].append(
-                        CODEC.attempt_outcome_row(change.attempt_finished)
-                    )
+                self.verdicts[i] = verdict = refusal(change, self.stored.get(i))
+                if (kept := kept_when_refused(change, verdict)) is not None:
+                    writes["finish_attempt"].append(CODEC.attempt_outcome_row(kept))
                 continue
             self.verdicts[i], self.stored[i] = Verdict.OK, CODEC.after_update(change.operation, row)
             seen |= self.events[i]

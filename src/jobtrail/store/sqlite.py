@@ -31,9 +31,12 @@ from jobtrail.store.base import (
     CommitResult,
     Lease,
     Verdict,
+    audited,
     closes_run,
     folds,
+    kept_when_refused,
     must_sync,
+    refusal,
 )
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
@@ -331,9 +334,7 @@ class SqliteStore:
         for change in changes:
             result = self._apply_change(conn, change, audit)
             results.append(result)
-            if result.verdict is Verdict.OK or (
-                result.verdict is Verdict.FENCED_OUT and change.safe_read is None
-            ):
+            if audited(change, result.verdict):
                 audit.extend(change.audit)
         self._append_audit(conn, audit)
         return results
@@ -408,13 +409,10 @@ class SqliteStore:
         row = conn.execute(update, params).fetchone()
         if row is None:
             current = self._get(op.operation_id)
-            if current is not None and change.owner_fence not in (None, current.fence):
-                if change.attempt_finished is not None:
-                    conn.execute(
-                        Q["finish_attempt"], CODEC.attempt_outcome_row(change.attempt_finished)
-                    )
-                return CommitResult(verdict=Verdict.FENCED_OUT, operation=current)
-            return CommitResult(verdict=Verdict.STALE, operation=current)
+            verdict = refusal(change, current)
+            if (kept := kept_when_refused(change, verdict)) is not None:
+                conn.execute(Q["finish_attempt"], CODEC.attempt_outcome_row(kept))
+            return CommitResult(verdict=verdict, operation=current)
         self._record_facts(conn, change, audit)
         if change.release:
             conn.execute(
