@@ -108,9 +108,11 @@ async def harness(
     lease_for: timedelta = timedelta(seconds=60),
     monkeypatch: Any = None,
     kind: str = "sqlite",
+    results: str | None = None,
 ) -> AsyncIterator[Harness]:
     """`edit` may change the provider document (capabilities, timeouts) before use; `kind`
-    is the store kind ("sqlite" or "postgres", see tests/stores.py)."""
+    is the store kind ("sqlite" or "postgres", see tests/stores.py); `results` the result
+    store's URL (files under the data folder when None)."""
     if monkeypatch is not None:
         monkeypatch.setenv("REPORTS_API_TOKEN", SECRET)
     sim = Simulator(token=SECRET)
@@ -132,6 +134,7 @@ async def harness(
                 lease_for=lease_for,
                 clock=clock,
                 idle_poll=24 * 3600,
+                results=results,
             ) as rt,
         ):
             spec = parse_provider(doc)
