@@ -287,6 +287,8 @@ async def test_out_of_order_events_never_move_an_operation_back(
     before = await ledger.get(op.operation_id)
     reads = stack.sim.jobs[op.remote_job_id].status_reads
     assert await deliver(http, stack, headers, body) == (200, {"status": "accepted"})
+    # Kept as a sleep: what is tested is that nothing happens (no status read) during one
+    # idle poll of the worker; no condition marks the end of an absence.
     await asyncio.sleep(1.2)  # longer than the worker's idle poll
     after = await ledger.get(op.operation_id)
     assert (after.state, after.remote_state) == (State.SUCCEEDED, "succeeded")
@@ -354,7 +356,7 @@ async def test_a_captured_request_replayed_after_the_tolerance_is_refused(
         return current.remote_state == "running" and current.lease_owner is None
 
     await until(read)
-    await asyncio.sleep(TOLERANCE + 1.5)
+    await asyncio.sleep(TOLERANCE + 1.5)  # the behaviour under test: the events grow stale
     before = await snapshot(ledger, stack, op)
     for headers, body in (first, held):
         status, document = await deliver(http, stack, headers, body)
