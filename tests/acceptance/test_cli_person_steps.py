@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 
 from cliutil import JOBTRAIL, Workspace
+from waits import until_true
 
 
 def test_an_unset_credential_is_named_and_never_called_sent(ws: Workspace) -> None:
@@ -27,10 +27,11 @@ def test_an_unset_credential_is_named_and_never_called_sent(ws: Workspace) -> No
         text=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        while not any("not sent" in e["event"] for e in ws.json("explain", op)["timeline"]):
-            assert time.monotonic() < deadline, "the worker never tried the create"
-            time.sleep(0.1)
+        until_true(
+            lambda: any("not sent" in e["event"] for e in ws.json("explain", op)["timeline"]),
+            30,
+            "the worker tried the create",
+        )
     finally:
         worker.terminate()
         _, stderr = worker.communicate(timeout=30)
