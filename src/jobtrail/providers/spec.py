@@ -200,8 +200,10 @@ class ProviderSpec:
 
     @property
     def target(self) -> str:
-        """What the fingerprint binds a token to: this provider's create endpoint."""
-        return f"{self.name}:{self.create_method} {self.create_path}"
+        """What the fingerprint binds a token to: this provider's create endpoint, base URL
+        included, so the same body sent elsewhere (another ARM resource, another region's
+        endpoint) is another request, never folded into the first one's operation."""
+        return f"{self.name}:{self.create_method} {self.base_url}{self.create_path}"
 
     @property
     def capabilities(self) -> Capabilities:
