@@ -652,7 +652,8 @@ def decision_action(decision: o.HumanDecision) -> Action:
 def _own_headers(provider: ProviderSpec) -> list[str]:
     placed = (provider.idempotency, provider.client_reference)
     names = [p.header for p in placed if p is not None and p.header]
-    return [*names, *([provider.trace_header] if provider.trace_header else []), "traceparent"]
+    names += [h for h in (provider.trace_header, provider.client_request_id_header) if h]
+    return [*names, "traceparent"]
 
 
 def _outcome_entry(attempt: Attempt) -> dict[str, Any]:

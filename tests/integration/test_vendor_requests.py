@@ -3,14 +3,18 @@ its fingerprint, and the request ids on both sides are the ones the vendor's con
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from jobtrail.core.states import State
 from jobtrail.errors import KeyConflict
 from jobtrail.profiles import shipped_profile
 from jobtrail.providers.config import ProviderSpec, load_provider_text
+from jobtrail.providers.placement import uuid_of
+from vendor_rig import Rig, vendor_rig
 
 from harness import Harness, harness
 
@@ -44,3 +48,41 @@ async def test_the_same_body_for_another_base_url_is_another_request(
     again = await h.rt.ledger.submit(first, ARM_BODY, key="widget", actor="test")
     assert again.operation_id == op.operation_id
     assert f"{ARM}/widgets/a" in op.request.target
+
+
+@pytest.fixture
+async def arm(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Rig]:
+    async with vendor_rig(request.param, request.node.name, tmp_path, monkeypatch) as opened:
+        yield opened
+
+
+@pytest.mark.parametrize("arm", ["azure-arm-put", "azure-ai"], indirect=True)
+async def test_azure_request_ids_are_read_and_sent_as_azure_names_them(arm: Rig) -> None:
+    """The provider's request id on record is Azure's (`x-ms-request-id`, `apim-request-id`),
+    and every call carried a fresh UUID of ours in `x-ms-client-request-id`."""
+    arm.faults(duration_polls=2)
+    op = await arm.finish(await arm.submit())
+    assert op.state is State.SUCCEEDED, op
+    attempts = await arm.h.rt.ledger.store.attempts(op.operation_id)
+    ours = [a.detail["client_request_id"] for a in attempts]
+    theirs = [a.provider_request_id for a in attempts]
+    assert len(attempts) >= 3 and len(set(ours)) == len(ours)
+    assert all(uuid.UUID(value).version == 4 for value in ours)
+    assert all(value is not None and uuid.UUID(value) for value in theirs), theirs
+    observations = await arm.h.rt.ledger.store.observations(op.operation_id)
+    assert observations and all(o.request_id in theirs for o in observations)
+    sent = [c.client_request_id for c in arm.h.sim.vendors.calls if c.mode == arm.mode]
+    assert set(ours) <= set(sent)
+
+
+async def test_a_google_request_id_is_the_uuid4_aip_155_asks_for(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token goes out as a UUID4 derived from it: the same on every retry of one
+    operation, different for another operation."""
+    spec = _profile("google-lro", monkeypatch)
+    assert spec.idempotency is not None and spec.idempotency.uuid
+    first = uuid_of("idem_a")
+    assert uuid.UUID(first).version == 4 and first == uuid_of("idem_a") != uuid_of("idem_b")

@@ -186,8 +186,11 @@ async def test_gemini_batch_states_display_name_and_list(client: Client) -> None
 
 
 async def test_google_operation_request_id_replays_and_cancel(client: Client) -> None:
-    """An AIP-151 operation ends done with response; a requestId replays; cancel ends code 1."""
-    url = f"{GOOGLE}/jobs?jobId=j1&requestId=req-1"
+    """An AIP-151 operation ends done with response; a requestId (a UUID4) replays, one that
+    is not a UUID4 is refused; cancel ends code 1."""
+    status, _, refused = await client.call("POST", f"{GOOGLE}/jobs?requestId=req-1", BEARER, {})
+    assert status == 400 and refused["error"]["status"] == "INVALID_ARGUMENT"
+    url = f"{GOOGLE}/jobs?jobId=j1&requestId=5f0c2a3e-7d1b-4c4e-9a6f-2b8d1e0c9f11"
     _, _, op = await client.call("POST", url, BEARER, {"input": "x"})
     assert op["done"] is False and op["metadata"]["target"].endswith("/jobs/j1")
     _, _, again = await client.call("POST", url, BEARER, {"input": "x"})

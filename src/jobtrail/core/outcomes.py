@@ -113,6 +113,7 @@ class ResultChecked:
 
     summary: ResultSummary
     ref: str | None = None
+    request_id: str | None = None  # the provider's id of the answer the result came in
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -121,6 +121,7 @@ _KEYS: dict[str, frozenset[str]] = {
             "base_url_env",  # read by load_provider_text: overrides base_url when set
             "auth",
             "trace_header",
+            "request_ids",
             "timeout",
             "max_response_bytes",
             "headers",
@@ -254,6 +255,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         document=doc,
         auth=auth,
         trace_header=r.text("trace_header", None),
+        **cv.request_ids(r.table("request_ids")),
         timeout=parse_duration(doc.get("timeout", "30s")),
         max_response_bytes=_size(doc.get("max_response_bytes", "1MB")),
         headers={str(k): str(v) for k, v in headers.items()},

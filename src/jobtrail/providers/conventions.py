@@ -14,7 +14,8 @@ CREATE_KEYS = frozenset({"identity", "status_from", "codes", "missing"})
 STATUS_KEYS = frozenset({"codes", "missing", "done", "cancelled_codes", "ignore_case", "follow"})
 RESULT_KEYS = frozenset({"from", "field", "link", "format", "at_create"})
 LIST_KEYS = frozenset({"path", "items", "job_id", "match"})
-PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural"})
+PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural", "format"})
+REQUEST_ID_KEYS = frozenset({"read", "send"})
 RESULT_SOURCES = ("path", "status")
 IDENTITY_KINDS = frozenset(SourceKind)
 STATUS_KINDS = frozenset({SourceKind.FIELD, SourceKind.HEADER, SourceKind.REQUEST})
@@ -143,12 +144,45 @@ def placement(table: dict[str, Any], where: str, *, method: str) -> Placement | 
             f"{where}: natural idempotency belongs to a PUT or DELETE create on a "
             f"client-chosen resource URL, not to {method}"
         )
+    fmt = table.get("format", "text")
+    if fmt not in ("text", "uuid") or (natural and "format" in table):
+        raise ProviderConfigError(
+            f'{where}.format must be "text" (the value as is) or "uuid" (a UUID derived '
+            "from it, for APIs that insist on one), and only where a value is sent"
+        )
     return Placement(
         header=table.get("header"),
         field=table.get("field"),
         query=table.get("query"),
         natural=natural,
+        uuid=fmt == "uuid",
     )
+
+
+def request_ids(table: dict[str, Any]) -> dict[str, Any]:
+    """The [request_ids] table, as ProviderSpec arguments: which answer headers name the
+    provider's request id, and which header carries a fresh UUID of ours on every call."""
+    unknown = sorted(set(table) - REQUEST_ID_KEYS)
+    if unknown:
+        known = ", ".join(sorted(REQUEST_ID_KEYS))
+        raise ProviderConfigError(
+            f"unknown key {unknown[0]!r} in [request_ids]; known keys: {known}"
+        )
+    found: dict[str, Any] = {}
+    if "read" in table:
+        names = [table["read"]] if isinstance(table["read"], str) else table["read"]
+        if (
+            not isinstance(names, list)
+            or not names
+            or not all(isinstance(n, str) and n for n in names)
+        ):
+            raise ProviderConfigError("request_ids.read must name a header, or a list of them")
+        found["request_id_headers"] = tuple(names)
+    send = table.get("send")
+    if send is not None and (not isinstance(send, str) or not send):
+        raise ProviderConfigError("request_ids.send must name a header")
+    found["client_request_id_header"] = send
+    return found
 
 
 def result_keys(result: dict[str, Any]) -> dict[str, Any]:

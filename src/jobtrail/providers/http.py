@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -67,6 +68,9 @@ class HttpProvider:
         self._redactors: dict[tuple[str, ...], Redactor] = {}
         # the session keeps no cookies; only a provider file that asks gets them, per operation
         self._cookies = OperationCookies() if spec.cookies is Cookies.PER_OPERATION else None
+        # answer headers kept in the record: the usual ones and those naming request ids
+        named = (*spec.request_id_headers, spec.client_request_id_header or "")
+        self._keep = frozenset(_KEEP_HEADERS) | {n.lower() for n in named if n}
 
     def _redactor(self) -> Redactor:
         """Secrets are read from the environment on every call (they may be rotated); the
@@ -205,11 +209,17 @@ class HttpProvider:
             cookie = cookies.header(op.operation_id, prepared.url)
             if cookie:
                 prepared.headers["Cookie"] = cookie
+        client_request_id = self.spec.client_request_id_header
+        if client_request_id is not None:
+            # a fresh UUID per call (Azure's x-ms-client-request-id), recorded with its outcome
+            prepared.headers[client_request_id] = _uuid4(self._rand)
         with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
             prepared.headers["traceparent"] = parent
             reply = await self._send(kind, prepared, limit, op.operation_id)
             if kind is AttemptKind.RESULT and self.spec.result.link and reply.fetched:
                 reply = await self._follow_link(prepared, reply, limit, op.operation_id)
+            if client_request_id is not None:
+                reply.detail["client_request_id"] = prepared.headers[client_request_id]
             return reply
 
     async def _follow_link(self, first: Prepared, reply: Reply, limit: int, op_id: str) -> Reply:
@@ -393,7 +403,7 @@ class HttpProvider:
         self, status: int, headers: dict[str, str], body: bytes | None, started: float
     ) -> dict[str, Any]:
         redactor = self._redactor()
-        kept = {k: v for k, v in headers.items() if k.lower() in _KEEP_HEADERS}
+        kept = {k: v for k, v in headers.items() if k.lower() in self._keep}
         detail: dict[str, Any] = {
             "status": status,
             "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
@@ -416,6 +426,10 @@ async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes |
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _uuid4(rand: secrets.SystemRandom) -> str:
+    return str(uuid.UUID(bytes=rand.randbytes(16), version=4))
 
 
 def _excerpt(body: bytes, redactor: Redactor) -> Any:

@@ -32,6 +32,7 @@ class Placement:
     field: str | None = None
     query: str | None = None
     natural: bool = False
+    uuid: bool = False  # `format = "uuid"`: the value is sent as a UUID derived from it
 
     def describe(self) -> str:
         if self.natural:
@@ -162,7 +163,10 @@ class ProviderSpec:
     document: dict[str, Any]  # the file's content, secret-free, stored with each operation
     auth: Auth | None = None
     trace_header: str | None = None
-    request_id_headers: tuple[str, ...] = ("X-Request-ID", "Request-Id", "X-Request-Id")
+    # answer headers naming the provider's request id, tried in order ([request_ids] read)
+    request_id_headers: tuple[str, ...] = ("X-Request-ID", "Request-Id")
+    # a header carrying a fresh UUID of ours on every call ([request_ids] send)
+    client_request_id_header: str | None = None
     timeout: timedelta = timedelta(seconds=30)
     max_response_bytes: int = 1000**2
     headers: dict[str, str] = field(default_factory=dict)

@@ -122,7 +122,7 @@ class Runner:
             summary = validate(candidate, rules, location)
             if found:
                 summary = _stored_redacted(summary, stored, found)
-            return o.ResultChecked(summary=summary)
+            return o.ResultChecked(summary=summary, request_id=fetched.request_id)
         outcome = reply.outcome
         assert outcome is not None
         if isinstance(outcome, o.SyncResult):

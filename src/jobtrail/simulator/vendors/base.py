@@ -162,6 +162,7 @@ class VendorCall:
     status: int | None  # None: the answer was dropped
     job_id: str | None
     auth_valid: bool
+    client_request_id: str | None = None  # Azure's x-ms-client-request-id, when sent
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -254,6 +255,7 @@ class VendorState:
                 status=status,
                 job_id=job_id,
                 auth_valid=auth_valid,
+                client_request_id=request.headers.get("x-ms-client-request-id"),
             )
         )
 
