@@ -41,6 +41,7 @@ class Case:
     failed_items: tuple[int, int] | None = None  # items of a job whose requests all failed
     cancelling_word: str | None = None
     cancelled_state: State = State.CANCELLED
+    partial_after_cancel: bool = False  # a cancelled job's finished items are collected
     lost_state: State = State.SUCCEEDED  # after a lost create answer
     can_cancel: bool = True
     has_result: bool = True
@@ -72,8 +73,9 @@ CASES = {
         failed_state=State.SUCCEEDED,
         failed_items=(0, 3),
         cancelling_word="canceling",
-        # a cancelled batch ends `ended`, the in-flight request finished, the rest canceled
-        cancelled_state=State.SUCCEEDED,
+        # a cancelled batch ends `ended` with canceled requests: cancelled, the in-flight
+        # request's result collected
+        partial_after_cancel=True,
         lost_state=State.NEEDS_HUMAN,
     ),
     "gemini-batch": Case(

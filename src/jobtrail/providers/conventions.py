@@ -11,8 +11,10 @@ from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.spec import Placement, Reading, Source, SourceKind, StateRule
 
 CREATE_KEYS = frozenset({"identity", "status_from", "codes", "missing"})
-STATUS_KEYS = frozenset({"codes", "missing", "done", "cancelled_codes", "ignore_case", "follow"})
-RESULT_KEYS = frozenset({"from", "field", "link", "format", "at_create"})
+STATUS_KEYS = frozenset(
+    {"codes", "missing", "done", "cancelled_codes", "ignore_case", "follow", "cancelled_count"}
+)
+RESULT_KEYS = frozenset({"from", "field", "link", "format", "at_create", "partial"})
 LIST_KEYS = frozenset({"path", "items", "job_id", "match"})
 PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural", "format"})
 REQUEST_ID_KEYS = frozenset({"read", "send"})
@@ -105,6 +107,9 @@ def status_rule(status: dict[str, Any]) -> StateRule:
     cancelled = status.get("cancelled_codes", [])
     if not isinstance(cancelled, list):
         raise ProviderConfigError("status.cancelled_codes must be a list of error codes")
+    count = status.get("cancelled_count")
+    if count is not None and (not isinstance(count, str) or not count):
+        raise ProviderConfigError("status.cancelled_count must be the dotted path of a number")
     return StateRule(
         paths=paths(status.get("state", "state"), "status.state"),
         codes=codes(status.get("codes", {}), "status.codes"),
@@ -114,6 +119,7 @@ def status_rule(status: dict[str, Any]) -> StateRule:
         cancelled_codes=tuple(str(c) for c in cancelled),
         ignore_case=ignore_case,
         follow=_follow(status.get("follow", [])),
+        cancelled_count=count,
     )
 
 
@@ -202,6 +208,12 @@ def result_keys(result: dict[str, Any]) -> dict[str, Any]:
     at_create = result.get("at_create", False)
     if not isinstance(at_create, bool):
         raise ProviderConfigError("result.at_create must be true or false")
+    partial = result.get("partial", False)
+    if not isinstance(partial, bool) or (partial and not link):
+        raise ProviderConfigError(
+            "result.partial must be true or false, and needs result.link: a failed or "
+            "cancelled job's answer must name its partial result"
+        )
     if field is not None and (not isinstance(field, str) or (source == "path" and not at_create)):
         raise ProviderConfigError(
             'result.field is a path into the status answer (from = "status") or into a '
@@ -213,6 +225,7 @@ def result_keys(result: dict[str, Any]) -> dict[str, Any]:
         "link": link,
         "jsonl": fmt == "jsonl",
         "at_create": at_create,
+        "partial": partial,
     }
 
 

@@ -86,6 +86,9 @@ class StateRule:
     cancelled_codes: tuple[str, ...] = ()  # error codes that mean cancelled (Google: 1)
     ignore_case: bool = False
     follow: tuple[str, ...] = ()  # headers of a status answer that move the status monitor
+    # a count of requests the provider cancelled: a job that ended "succeeded" with it above
+    # zero ended cancelled (Anthropic's request_counts.canceled after a cancel)
+    cancelled_count: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,6 +125,7 @@ class ResultSpec:
     at_create: bool = False  # a create answer saying "done", with a body, is the result
     link: tuple[str, ...] = ()  # status fields naming the result: a URL, or {link} in `path`
     jsonl: bool = False  # JSON Lines: one record (item) per line
+    partial: bool = False  # a failed or cancelled job whose answer names a result has it collected
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,55 @@
+"""How a batch's end is read and what of it is kept: cancelled batches keep the requests they
+finished, and results are gathered from every place the vendor puts them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from jobtrail.core.states import State
+from vendor_rig import Rig, vendor_rig
+
+
+@pytest.fixture
+async def rig(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Rig]:
+    async with vendor_rig(request.param, request.node.name, tmp_path, monkeypatch) as opened:
+        yield opened
+
+
+def _counts(op: object) -> tuple[int, int]:
+    result = getattr(op, "result", None)
+    assert result is not None and result.items is not None, op
+    return result.items.succeeded, result.items.failed
+
+
+@pytest.mark.parametrize("rig", ["anthropic-batch"], indirect=True)
+async def test_an_anthropic_batch_cancelled_with_canceled_requests_ends_cancelled(
+    rig: Rig,
+) -> None:
+    """`ended` with request_counts.canceled > 0 after a cancel is `cancelled`, and the
+    request Anthropic finished in flight is collected with its result."""
+    rig.faults(duration_polls=50, cancel_polls=1, in_flight_items=2)
+    op = await rig.h.until(await rig.submit(), State.OBSERVING, State.ACCEPTED)
+    await rig.h.rt.ledger.cancel(op.operation_id, actor="test", reason="not needed")
+    op = await rig.finish(op)
+    assert op.state is State.CANCELLED, op
+    assert op.result is not None and op.result.valid and op.result.location
+    assert _counts(op) == (2, 1)
+    assert "ended" in await rig.remote_words(op)
+
+
+@pytest.mark.parametrize("rig", ["anthropic-batch"], indirect=True)
+async def test_an_anthropic_batch_that_finished_everything_despite_a_cancel_succeeded(
+    rig: Rig,
+) -> None:
+    """A cancel that came too late (no request canceled) leaves a `succeeded` batch."""
+    rig.faults(duration_polls=50, cancel_polls=1, in_flight_items=3)
+    op = await rig.h.until(await rig.submit(), State.OBSERVING, State.ACCEPTED)
+    await rig.h.rt.ledger.cancel(op.operation_id, actor="test", reason="not needed")
+    op = await rig.finish(op)
+    assert op.state is State.SUCCEEDED, op
+    assert _counts(op) == (3, 0)
