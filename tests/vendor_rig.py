@@ -59,7 +59,7 @@ CASES = {
             "completion_window": "24h",
         },
         "OPENAI_API_KEY",
-        items=(2, 0),  # the output file holds the good ones; the failed one is in the error file
+        items=(2, 1),  # the output file holds the good ones, the error file the failed one
         cancelling_word="cancelling",
     ),
     "anthropic-batch": Case(

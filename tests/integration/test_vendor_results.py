@@ -53,3 +53,39 @@ async def test_an_anthropic_batch_that_finished_everything_despite_a_cancel_succ
     op = await rig.finish(op)
     assert op.state is State.SUCCEEDED, op
     assert _counts(op) == (3, 0)
+
+
+@pytest.mark.parametrize("rig", ["openai-batch"], indirect=True)
+async def test_an_openai_result_joins_the_output_and_error_files(rig: Rig) -> None:
+    """A completed batch with a failed request: both files make the result, and the
+    failed request counts as a failed item, named by its custom_id."""
+    rig.faults(failed_items=1)
+    op = await rig.finish(await rig.submit())
+    assert op.state is State.SUCCEEDED, op
+    assert _counts(op) == (2, 1)
+    assert op.result is not None and op.result.items is not None
+    assert op.result.items.failed_refs == ("request-3",)
+    assert rig.h.sim.vendor_summary(rig.mode)["calls"]["result"] == 2
+
+
+@pytest.mark.parametrize("rig", ["openai-batch"], indirect=True)
+async def test_an_expired_openai_batch_keeps_its_partial_results(rig: Rig) -> None:
+    """An expired batch is `failed`, and the requests it finished before its window passed
+    are collected: the expired ones are failed items."""
+    rig.faults(outcome="cancelled", finished_before_expiry=2)  # ended unasked: expired
+    op = await rig.finish(await rig.submit())
+    assert op.state is State.FAILED, op
+    assert "expired" in await rig.remote_words(op)
+    assert op.result is not None and op.result.valid and op.result.location
+    assert _counts(op) == (2, 1)
+
+
+@pytest.mark.parametrize("rig", ["openai-batch"], indirect=True)
+async def test_a_cancelled_openai_batch_keeps_the_requests_it_finished(rig: Rig) -> None:
+    """After `cancelling`, `cancelled` is claimed and the finished request is collected."""
+    rig.faults(duration_polls=50, cancel_polls=2, in_flight_items=1)
+    op = await rig.h.until(await rig.submit(), State.OBSERVING, State.ACCEPTED)
+    await rig.h.rt.ledger.cancel(op.operation_id, actor="test", reason="not needed")
+    op = await rig.finish(op)
+    assert op.state is State.CANCELLED, op
+    assert _counts(op) == (1, 0)

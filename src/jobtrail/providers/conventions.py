@@ -14,7 +14,7 @@ CREATE_KEYS = frozenset({"identity", "status_from", "codes", "missing"})
 STATUS_KEYS = frozenset(
     {"codes", "missing", "done", "cancelled_codes", "ignore_case", "follow", "cancelled_count"}
 )
-RESULT_KEYS = frozenset({"from", "field", "link", "format", "at_create", "partial"})
+RESULT_KEYS = frozenset({"from", "field", "link", "format", "at_create", "partial", "merge"})
 LIST_KEYS = frozenset({"path", "items", "job_id", "match"})
 PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural", "format"})
 REQUEST_ID_KEYS = frozenset({"read", "send"})
@@ -219,7 +219,14 @@ def result_keys(result: dict[str, Any]) -> dict[str, Any]:
             'result.field is a path into the status answer (from = "status") or into a '
             "create answer that is the result (at_create = true)"
         )
+    merge = result.get("merge", False)
+    if not isinstance(merge, bool) or (merge and (len(link) < 2 or fmt != "jsonl")):
+        raise ProviderConfigError(
+            "result.merge must be true or false, and needs two or more `link` fields and "
+            'format = "jsonl": the files they name are joined line by line'
+        )
     return {
+        "merge": merge,
         "source": source,
         "field": field,
         "link": link,

@@ -228,13 +228,39 @@ class HttpProvider:
         assert reply.fetched is not None
         document, _ = parse.read_json(reply.fetched.content)
         rule = self.spec.result
-        value = next(
-            (v for v in (reading.find(document, f) for f in rule.link) if isinstance(v, str)),
-            None,
-        )
-        if not value:
+        values = [v for v in (reading.find(document, f) for f in rule.link) if v]
+        values = [v for v in values if isinstance(v, str)][: len(rule.link) if rule.merge else 1]
+        if not values:
             reason = f"the status answer names no result at `{'` or `'.join(rule.link)}`"
             return Reply(outcome=o.ResultMissing(reason=reason), detail=reply.detail)
+        fetched = [await self._linked(first, reply, value, limit, op_id) for value in values]
+        failed = next((f for f in fetched if f.fetched is None), None)
+        if failed is not None or len(fetched) == 1:
+            return failed or fetched[0]
+        # the files make one result, line by line (OpenAI's output and error files)
+        parts = [f.fetched.content for f in fetched if f.fetched is not None]
+        content = b"".join(p if p.endswith(b"\n") else p + b"\n" for p in parts if p)
+        if len(content) > limit:
+            return Reply(outcome=_too_big(limit), detail=fetched[0].detail)
+        merged = self._result(200, {}, content, {"merged": [f.detail for f in fetched]})
+        assert merged.fetched is not None
+        first_fetched = fetched[0].fetched
+        assert first_fetched is not None
+        return Reply(
+            outcome=merged.outcome,
+            detail={**merged.detail, "linked_from": reply.detail},
+            fetched=evolve(
+                merged.fetched,
+                content_type=first_fetched.content_type,
+                request_id=first_fetched.request_id,
+            ),
+        )
+
+    async def _linked(
+        self, first: Prepared, reply: Reply, value: str, limit: int, op_id: str
+    ) -> Reply:
+        """The result a status answer names by `value` (a URL, or an id for `{link}`)."""
+        rule = self.spec.result
         if rule.path and "{link}" in rule.path:
             unsafe = parse.unsafe_segment(value)
             url = None if unsafe else self.spec.base_url + rule.path.replace("{link}", quote(value))

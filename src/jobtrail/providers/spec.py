@@ -126,6 +126,7 @@ class ResultSpec:
     link: tuple[str, ...] = ()  # status fields naming the result: a URL, or {link} in `path`
     jsonl: bool = False  # JSON Lines: one record (item) per line
     partial: bool = False  # a failed or cancelled job whose answer names a result has it collected
+    merge: bool = False  # every `link` present is fetched; their JSON Lines make one result
 
 
 @dataclass(frozen=True, kw_only=True)
