@@ -89,3 +89,35 @@ async def test_a_cancelled_openai_batch_keeps_the_requests_it_finished(rig: Rig)
     op = await rig.finish(op)
     assert op.state is State.CANCELLED, op
     assert _counts(op) == (1, 0)
+
+
+@pytest.mark.parametrize("rig", ["gemini-batch"], indirect=True)
+async def test_a_gemini_batch_from_a_file_collects_its_responses_file(rig: Rig) -> None:
+    """A batch built from an input file answers with `response.responsesFile`: the file is
+    downloaded and its lines, matched by `key`, are the per-item outcomes."""
+    rig.faults(failed_items=1)
+    body = {"batch": {"displayName": "mine", "inputConfig": {"fileName": "files/input-1"}}}
+    op = await rig.finish(await rig.h.submit(body))
+    assert op.state is State.SUCCEEDED, op
+    assert op.result is not None and op.result.valid, op.result
+    assert "jsonl" in op.result.checks
+    assert _counts(op) == (2, 1)
+    assert op.result.items is not None and op.result.items.failed_refs == ("request-3",)
+    calls = [c for c in rig.h.sim.vendors.calls if c.mode == rig.mode and c.kind == "result"]
+    assert [c.status for c in calls] == [200]
+    assert calls[0].path.startswith("/gemini/download/v1beta/files/")
+    assert calls[0].path.endswith(":download?alt=media")
+
+
+@pytest.mark.parametrize("rig", ["gemini-batch"], indirect=True)
+async def test_a_gemini_batch_with_inlined_requests_collects_its_inlined_responses(
+    rig: Rig,
+) -> None:
+    """Inlined requests: the operation's `response` is the result, items by `metadata.key`."""
+    rig.faults(failed_items=1)
+    op = await rig.finish(await rig.submit())
+    assert op.state is State.SUCCEEDED, op
+    assert _counts(op) == (2, 1)
+    assert op.result is not None and op.result.items is not None
+    assert op.result.items.failed_refs == ("q2",)
+    assert "result" not in rig.h.sim.vendor_summary(rig.mode)["calls"]

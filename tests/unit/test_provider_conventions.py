@@ -66,7 +66,10 @@ def test_every_convention_example_loads() -> None:
         ("status", {"follow": [1]}, "status.follow must name a header"),
         ("result", {"from": "somewhere"}, "result.from must be one of"),
         ("result", {"format": "xml"}, "result.format must be"),
-        ("result", {"from": "status", "link": "x"}, "result.link names the result"),
+        ("result", {"link": "x", "merge": True, "format": "jsonl"}, "result.merge must be"),
+        ("result", {"partial": True}, "result.partial must be true or false, and needs"),
+        ("status", {"cancelled_count": 3}, "status.cancelled_count must be"),
+        ("create", {"idempotency": {"natural": True, "format": "uuid"}}, "format must be"),
     ],
 )
 def test_convention_mistakes_are_refused(table: str, change: dict[str, Any], message: str) -> None:

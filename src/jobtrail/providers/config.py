@@ -420,7 +420,7 @@ def _result(r: _Reader | None, inline_field: str | None) -> ResultSpec:
         items=ItemsRule(
             path=items.get("path"),
             status=str(items.get("status", "status")),
-            ref=str(items.get("ref", "id")),
+            ref=_refs(items.get("ref", "id")),
             success=tuple(items.get("success", ("succeeded", "success", "ok"))),
         )
         if items
@@ -429,6 +429,14 @@ def _result(r: _Reader | None, inline_field: str | None) -> ResultSpec:
         inline_field=inline_field,
         **cv.result_keys(r.doc),
     )
+
+
+def _refs(value: Any) -> tuple[str, ...]:
+    """`ref = "custom_id"`, or a list tried in order (`["metadata.key", "key"]`)."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise ProviderConfigError("result.items.ref must name a field, or a list of them")
+    return tuple(names)
 
 
 def _webhooks(table: dict[str, Any]) -> WebhookSpec:

@@ -200,8 +200,6 @@ def result_keys(result: dict[str, Any]) -> dict[str, Any]:
     if fmt not in ("json", "jsonl"):
         raise ProviderConfigError('result.format must be "json" or "jsonl" (JSON Lines)')
     link = paths(result["link"], "result.link") if "link" in result else ()
-    if link and source != "path":
-        raise ProviderConfigError("result.link names the result in the status answer: from = path")
     if source == "path" and not (result.get("path") or link) and "from" in result:
         raise ProviderConfigError("result.from = path needs result.path or result.link")
     field = result.get("field")

@@ -216,7 +216,13 @@ class HttpProvider:
         with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
             prepared.headers["traceparent"] = parent
             reply = await self._send(kind, prepared, limit, op.operation_id)
-            if kind is AttemptKind.RESULT and self.spec.result.link and reply.fetched:
+            followed = reply.detail.get("result_from") == "status"
+            if (
+                kind is AttemptKind.RESULT
+                and self.spec.result.link
+                and reply.fetched
+                and not followed
+            ):
                 reply = await self._follow_link(prepared, reply, limit, op.operation_id)
             if client_request_id is not None:
                 reply.detail["client_request_id"] = prepared.headers[client_request_id]
@@ -262,8 +268,10 @@ class HttpProvider:
         """The result a status answer names by `value` (a URL, or an id for `{link}`)."""
         rule = self.spec.result
         if rule.path and "{link}" in rule.path:
-            unsafe = parse.unsafe_segment(value)
-            url = None if unsafe else self.spec.base_url + rule.path.replace("{link}", quote(value))
+            # an id, or a resource name of safe segments (Gemini's `files/abc`)
+            unsafe = parse.unsafe_name(value)
+            encoded = "/".join(quote(part, safe="") for part in value.split("/"))
+            url = None if unsafe else self.spec.base_url + rule.path.replace("{link}", encoded)
         else:
             url = reading.same_origin(self.spec.base_url, first.url, value)
         if url is None:
@@ -362,23 +370,38 @@ class HttpProvider:
         self, status: int, headers: dict[str, str], body: bytes, detail: dict[str, Any]
     ) -> Reply:
         """The result is the last status answer, or one of its fields (Google's `response`);
-        with `link`, that answer only names where the result is."""
-        reply = self._result(status, headers, body, detail)
-        if reply.fetched is None or self.spec.result.link:
+        with `link`, that answer names where the result is (followed by `call`), and with
+        `from = "status"` too, the field is the result when it names no link (Gemini's
+        inlined responses, or a `responsesFile`)."""
+        reply = self._result(status, headers, body, detail, items=False)
+        rule = self.spec.result
+        if reply.fetched is None:
             return reply
         document, problem = parse.read_json(body)
-        field = self.spec.result.field
+        named = problem is None and any(_named(reading.find(document, p)) for p in rule.link)
+        if named or (rule.link and rule.source == "path"):
+            return reply
+        detail["result_from"] = "status"
+        field = rule.field
         part = parse.lookup(document, field) if problem is None and field is not None else document
         if problem is not None or part is parse.NOT_FOUND:
             where = f"at `{field}`" if field else "as JSON"
             reason = f"the final status answer holds no result {where}"
             return Reply(outcome=o.ResultMissing(reason=reason, http_status=status), detail=detail)
         content = json.dumps(part, ensure_ascii=False).encode("utf-8")
-        fetched = evolve(reply.fetched, content=content, content_type="application/json")
+        fetched = evolve(
+            reply.fetched, content=content, content_type="application/json", jsonl=False
+        )
         return Reply(outcome=None, detail=detail, fetched=fetched)
 
     def _result(
-        self, status: int, headers: dict[str, str], body: bytes, detail: dict[str, Any]
+        self,
+        status: int,
+        headers: dict[str, str],
+        body: bytes,
+        detail: dict[str, Any],
+        *,
+        items: bool = True,  # False: a status answer, whose body holds no result lines
     ) -> Reply:
         req = parse.request_id(self.spec, headers)
         if status in (404, 410):
@@ -395,10 +418,10 @@ class HttpProvider:
             return Reply(outcome=outcome, detail=detail)
         rule = self.spec.result
         count = parse.header(headers, rule.count_header) if rule.count_header else None
-        items = rule.items
-        if rule.jsonl and items is not None:
+        lines = rule.items if items else None
+        if rule.jsonl and lines is not None:
             errors, failed_items = reading.item_errors(
-                body, ref=items.ref, status=items.status, success=items.success
+                body, ref=lines.ref, status=lines.status, success=lines.success
             )
             if errors:
                 detail["item_errors"] = self._redactor().json(
@@ -452,6 +475,10 @@ async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes |
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _named(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
 
 
 def _uuid4(rand: secrets.SystemRandom) -> str:

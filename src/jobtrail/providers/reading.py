@@ -174,7 +174,7 @@ MAX_ITEM_ERRORS = 20
 
 
 def item_errors(
-    content: bytes, *, ref: str, status: str, success: tuple[str, ...]
+    content: bytes, *, ref: tuple[str, ...], status: str, success: tuple[str, ...]
 ) -> tuple[list[dict[str, Any]], int]:
     """The provider's reasons for failed items of a JSON Lines batch result (Anthropic's
     `result.error`, OpenAI's `error` or `response.body.error`): the first few, and how many
@@ -202,5 +202,6 @@ def item_errors(
             ),
             None,
         ) or error_in_body(row)
-        found.append({"ref": str(find(row, ref) or "")[:200], **(why or {})})
+        name = next((v for v in (find(row, r) for r in ref) if v is not None), "")
+        found.append({"ref": str(name)[:200], **(why or {})})
     return found, failed

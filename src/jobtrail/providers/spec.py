@@ -104,7 +104,7 @@ class ItemsRule:
 
     path: str | None = None  # JSON results: where the item list is
     status: str = "status"  # CSV column or JSON field with the item's outcome
-    ref: str = "id"  # CSV column or JSON field naming the item
+    ref: tuple[str, ...] = ("id",)  # CSV columns or JSON fields naming the item, first found wins
     success: tuple[str, ...] = ("succeeded", "success", "ok")
 
 

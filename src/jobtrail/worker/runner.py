@@ -119,6 +119,8 @@ class Runner:
                 stated_records=fetched.record_count,
             )
             rules = _rules(op, self.providers.spec(op))
+            if fetched.jsonl is not None:
+                rules = evolve(rules, jsonl=fetched.jsonl)
             summary = validate(candidate, rules, location)
             if found:
                 summary = _stored_redacted(summary, stored, found)
