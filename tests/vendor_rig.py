@@ -42,6 +42,7 @@ class Case:
     cancelling_word: str | None = None
     cancelled_state: State = State.CANCELLED
     partial_after_cancel: bool = False  # a cancelled job's finished items are collected
+    cancel_call: str = ""  # the cancel request the vendor's reference names: METHOD PATH regex
     lost_state: State = State.SUCCEEDED  # after a lost create answer
     can_cancel: bool = True
     has_result: bool = True
@@ -61,6 +62,7 @@ CASES = {
         "OPENAI_API_KEY",
         items=(2, 1),  # the output file holds the good ones, the error file the failed one
         cancelling_word="cancelling",
+        cancel_call=r"POST /openai/v1/batches/batch_\w+/cancel",
     ),
     "anthropic-batch": Case(
         "anthropic-batch",
@@ -76,6 +78,7 @@ CASES = {
         # a cancelled batch ends `ended` with canceled requests: cancelled, the in-flight
         # request's result collected
         partial_after_cancel=True,
+        cancel_call=r"POST /anthropic/v1/messages/batches/msgbatch_\w+/cancel",
         lost_state=State.NEEDS_HUMAN,
     ),
     "gemini-batch": Case(
@@ -97,6 +100,7 @@ CASES = {
         },
         "GEMINI_API_KEY",
         items=(2, 1),
+        cancel_call=r"POST /gemini/v1beta/batches/\w+:cancel",
     ),
     "google-lro": Case(
         "google-lro",
@@ -104,6 +108,7 @@ CASES = {
         lambda sim, _: f"{sim}/google",
         {"displayName": "nightly export", "input": "gs://bucket/in"},
         "GOOGLE_OAUTH_ACCESS_TOKEN",
+        cancel_call=r"POST /google/v1/projects/\w+/locations/[\w-]+/operations/[\w-]+:cancel",
     ),
     "azure-ai": Case(
         "azure-ai",
@@ -115,7 +120,9 @@ CASES = {
             "tasks": [{"kind": "SentimentAnalysis", "taskName": "sentiment"}],
         },
         "AZURE_AI_KEY",
-        can_cancel=False,
+        cancelling_word="cancelling",
+        cancel_call=r"POST /azure-ai/language/analyze-text/jobs/[\w-]+:cancel"
+        r"\?api-version=2023-04-01",
     ),
 }
 
@@ -224,9 +231,10 @@ class Rig:
 
 @asynccontextmanager
 async def vendor_rig(
-    name: str, test: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: str, test: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, append: str = ""
 ) -> AsyncIterator[Rig]:
-    """The harness with the shipped profile `name` pointed at its simulator mode."""
+    """The harness with the shipped profile `name` pointed at its simulator mode; `append`
+    is TOML added at the end of the profile (a table it does not have)."""
     case = CASES[name]
     monkeypatch.setenv(case.env, SECRET)
     profile = shipped_profile(case.profile)
@@ -235,7 +243,7 @@ async def vendor_rig(
 
     def edit(doc: dict[str, Any]) -> None:
         monkeypatch.setenv(str(holder["variable"]), case.base(doc["base_url"], test))
-        spec = load_provider_text(profile.text, case.profile)
+        spec = load_provider_text(profile.text + append, case.profile)
         doc.clear()
         doc.update(spec.document)
         doc["timeout"] = "2s"

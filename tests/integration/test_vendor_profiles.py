@@ -3,6 +3,7 @@ failure, cancellation and a lost create answer (never a duplicate job)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -79,6 +80,9 @@ async def test_cancellation(rig: Rig) -> None:
         assert (op.result.items.succeeded, op.result.items.failed) == (1, 2)
     summary = rig.h.sim.vendor_summary(rig.mode)
     assert summary["calls"]["cancel"] == 1
+    # sent as the vendor's reference says: method and URL (api-version included)
+    (sent,) = [c for c in rig.h.sim.vendors.calls if c.mode == rig.mode and c.kind == "cancel"]
+    assert re.fullmatch(rig.case.cancel_call, f"{sent.method} {sent.path}"), sent
     if rig.case.cancelling_word is not None:
         # the provider's in-between word was seen, and was not taken for the end
         assert rig.case.cancelling_word in await rig.remote_words(op)

@@ -267,7 +267,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         create_job_id=create.text("job_id", "job_id"),
         create_state=create.doc.get("state") if isinstance(create.doc.get("state"), str) else None,
         create_status_url=create.text("status_url", "status_url"),
-        status_path=status.text("path", None),
+        status_path=cv.template(status.text("path", None), "status.path"),
         status_state=status_rule.paths[0],
         status_progress=status.text("progress", None),
         status_updated_at=status.text("updated_at", None),
@@ -278,7 +278,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         status_rule=status_rule,
         states=_states(r.table("states")),
         cancel_method=cancel.text("method", "POST").upper() if cancel else "POST",
-        cancel_path=cancel.text("path") if cancel else None,
+        cancel_path=cv.template(cancel.text("path"), "cancel.path") if cancel else None,
         result=_result(result, create.text("result", None)),
         same_token=same_token,
         listing=ListSpec(

@@ -234,6 +234,20 @@ def result_keys(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def template(path: str | None, where: str) -> str | None:
+    """A URL path template, checked: `{job_url}` comes first, and what follows it (an
+    action such as `:cancel` or `/cancel`) stays in the path."""
+    if path is None or "{job_url}" not in path:
+        return path
+    suffix = path.removeprefix("{job_url}")
+    if "{job_url}" in suffix or any(c in suffix for c in "?#{}") or not suffix.isprintable():
+        raise ProviderConfigError(
+            f"{where}: {{job_url}} starts the path, and may be followed by a path suffix "
+            f"such as `:cancel` or `/cancel` (no ?, #, braces), not {path!r}"
+        )
+    return path
+
+
 def identity(create: dict[str, Any]) -> tuple[Source, ...]:
     if "identity" in create:
         return sources(create["identity"], "create.identity", IDENTITY_KINDS)

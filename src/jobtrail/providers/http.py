@@ -85,12 +85,17 @@ class HttpProvider:
 
     def _url(self, path: str, op: Operation) -> str:
         """A path template filled in; each id is percent-encoded as one path segment, and
-        `{job_url}` is a job whose identity is its URL on the provider's origin."""
-        if path == "{job_url}":
+        `{job_url}` is a job whose identity is its URL on the provider's origin, maybe with a
+        suffix to its path (`{job_url}:cancel`, `{job_url}/cancel`; the query is kept)."""
+        if path.startswith("{job_url}"):
             url = self._same_origin(op.remote_job_id or "")
             if url is None or not op.remote_job_id:
                 raise _Unsendable("the remote job is not a URL on the provider's origin")
-            return url
+            suffix = path.removeprefix("{job_url}")
+            if not suffix:
+                return url
+            resource, mark, query = url.partition("?")
+            return resource + suffix + mark + query
         if "{job_id}" in path:
             job_id = op.remote_job_id or ""
             names = any(s.kind is SourceKind.NAME for s in self.spec.identity)
