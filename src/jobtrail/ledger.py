@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -47,6 +47,7 @@ from jobtrail.histories import Forgery, audited_requests, audited_steps, request
 from jobtrail.histories import check as check_history
 from jobtrail.policy import Action, ActionPolicy, kind_of
 from jobtrail.providers.config import ProviderSpec, parse_provider, poll_rules
+from jobtrail.providers.pathvalues import checked
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
@@ -113,6 +114,7 @@ class Ledger:
         body: Any = None,
         *,
         headers: dict[str, str] | None = None,
+        path: Mapping[str, str] | None = None,
         key: str | None = None,
         actor: str,
         authorized_by: str | None = None,
@@ -127,6 +129,7 @@ class Ledger:
             provider,
             body,
             headers=headers,
+            path=path,
             key=key,
             actor=actor,
             authorized_by=authorized_by,
@@ -143,6 +146,7 @@ class Ledger:
         body: Any,
         *,
         headers: dict[str, str] | None = None,
+        path: Mapping[str, str] | None = None,
         key: str | None = None,
         actor: str,
         authorized_by: str | None = None,
@@ -152,7 +156,7 @@ class Ledger:
         cancel_deadline: timedelta | None = None,
     ) -> tuple[Operation, bool]:
         """`submit`, also saying whether the operation already existed under its key (True:
-        nothing new was recorded)."""
+        nothing new was recorded). `path` fills the create path's placeholders."""
         await self.permit(Action.SUBMIT, actor, None, subject=key)
         headers = dict(headers or {})
         check_request(
@@ -161,11 +165,18 @@ class Ledger:
             provider.redactor.extended(values=provider.secret_values()),
             own=_own_headers(provider),
         )
+        values = checked(provider.create_placeholders, path)
+        if any(s in value for s in provider.secret_values() if s for value in values.values()):
+            raise InvalidInput("a path value holds a secret in use; credentials go in `auth`")
         request = JobRequest(
-            method=provider.create_method, target=provider.target, body=body, headers=headers
+            method=provider.create_method,
+            target=provider.target_with(values) if values else provider.target,
+            body=body,
+            headers=headers,
+            path=values,
         )
         # The fingerprint is computed first: it refuses what is not JSON before any write.
-        print_ = fingerprint(request.method, request.target, body, headers)
+        print_ = fingerprint(request.method, request.target, body, headers, values)
         body_size = len(canonical_json(body).encode("utf-8"))
         if body_size > MAX_BODY_BYTES:
             raise InvalidInput(

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from jobtrail.core.states import State
-from jobtrail.errors import KeyConflict
+from jobtrail.errors import InvalidInput, KeyConflict
 from jobtrail.profiles import shipped_profile
 from jobtrail.providers.config import ProviderSpec, load_provider_text
 from jobtrail.providers.placement import uuid_of
 from vendor_rig import Rig, vendor_rig
 
-from harness import Harness, harness
+from harness import SECRET, Harness, harness
 
 ARM = "https://management.azure.com/subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Sim"
 ARM_BODY = {"location": "westus", "properties": {"size": 3}}
@@ -86,3 +86,63 @@ async def test_a_google_request_id_is_the_uuid4_aip_155_asks_for(
     assert spec.idempotency is not None and spec.idempotency.uuid
     first = uuid_of("idem_a")
     assert uuid.UUID(first).version == 4 and first == uuid_of("idem_a") != uuid_of("idem_b")
+
+
+ARM_PATH = (
+    "/subscriptions/{subscription}/resourceGroups/{group}/providers/Microsoft.Sim/widgets/"
+    "{name}?api-version=2024-01-01"
+)
+
+
+def _arm_by_name(h: Harness, monkeypatch: pytest.MonkeyPatch) -> ProviderSpec:
+    """azure-arm-put with the resource named at submit, pointed at the simulator."""
+    monkeypatch.setenv("AZURE_ACCESS_TOKEN", SECRET)
+    monkeypatch.setenv("JOBTRAIL_AZURE_ARM_URL", f"{h.sim.base_url}/azure-arm")
+    profile = shipped_profile("azure-arm-put")
+    assert profile is not None
+    text = profile.text.replace('path = ""', f'path = "{ARM_PATH}"')
+    return load_provider_text(text, "azure-arm-put")
+
+
+async def test_a_resource_named_at_submit_is_created_at_its_url(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Path values fill the create URL, percent-encoded; the job is that resource."""
+    spec = _arm_by_name(h, monkeypatch)
+    values = {"subscription": "s1", "group": "rg1", "name": "w 1"}
+    op = await h.rt.ledger.submit(spec, ARM_BODY, path=values, key="w1", actor="test")
+    assert op.request.path == values and "widgets/w 1?" in op.request.target
+    await h.run()
+    op = await h.op(op)
+    assert op.state is State.SUCCEEDED, op
+    assert str(op.remote_job_id).endswith(
+        "/azure-arm/subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Sim/widgets/"
+        "w%201?api-version=2024-01-01"
+    )
+    # another resource under the same key is another request: refused, never folded
+    with pytest.raises(KeyConflict, match="different request"):
+        await h.rt.ledger.submit(
+            spec, ARM_BODY, path={**values, "name": "w2"}, key="w1", actor="test"
+        )
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"subscription": "s1", "group": "rg1", "name": "a/b"}, "splits a URL path"),
+        ({"subscription": "s1", "group": "..", "name": "w"}, "URL normalization removes"),
+        ({"subscription": "s1", "group": "rg1", "name": "%2e%2e"}, "URL normalization"),
+        ({"subscription": "s1", "group": "rg1", "name": "w\r\nX-Evil: 1"}, "control characters"),
+        ({"subscription": "s1", "group": "rg1"}, r"needs a value for \{name\}"),
+        ({"subscription": "s1", "group": "rg1", "name": "w", "zone": "z"}, r"no placeholder"),
+    ],
+)
+async def test_unsafe_or_missing_path_values_are_refused_before_anything_is_stored(
+    h: Harness, monkeypatch: pytest.MonkeyPatch, values: dict[str, str], message: str
+) -> None:
+    """A path value is one URL path segment: `/`, `..`, CR/LF are refused, as are a missing
+    or unknown placeholder; nothing is recorded."""
+    spec = _arm_by_name(h, monkeypatch)
+    with pytest.raises(InvalidInput, match=message):
+        await h.rt.ledger.submit(spec, ARM_BODY, path=values, actor="test")
+    assert await h.rt.ledger.store.list_operations(limit=10) == []

@@ -19,6 +19,7 @@ from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.profiles import profile_names, shipped_profile
 from jobtrail.providers import conventions as cv
+from jobtrail.providers.pathvalues import placeholders
 from jobtrail.providers.spec import (
     Auth,
     Cookies,
@@ -262,6 +263,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         cookies=_cookies(doc.get("cookies", Cookies.IGNORE.value)),
         create_method=method,
         create_path=create.text("path"),
+        create_placeholders=placeholders(create.text("path"), "create.path"),
         idempotency=idempotency,
         client_reference=client_reference,
         create_job_id=create.text("job_id", "job_id"),

@@ -25,7 +25,7 @@ from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSumm
 from jobtrail.core.redact import Redactor
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import JobtrailError
-from jobtrail.providers import parse, reading
+from jobtrail.providers import parse, pathvalues, reading
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.cookies import OperationCookies
 from jobtrail.providers.placement import place
@@ -62,9 +62,6 @@ class HttpProvider:
         self.capabilities: Capabilities = spec.capabilities
         self._rand = secrets.SystemRandom()
         self._base_origin = URL(spec.base_url).origin()
-        # relative status URLs are references in the create answer: RFC 3986 resolves
-        # them against the URL that answer came from
-        self._create_url = URL(spec.base_url + spec.create_path)
         self._redactors: dict[tuple[str, ...], Redactor] = {}
         # the session keeps no cookies; only a provider file that asks gets them, per operation
         self._cookies = OperationCookies() if spec.cookies is Cookies.PER_OPERATION else None
@@ -88,7 +85,7 @@ class HttpProvider:
         `{job_url}` is a job whose identity is its URL on the provider's origin, maybe with a
         suffix to its path (`{job_url}:cancel`, `{job_url}/cancel`; the query is kept)."""
         if path.startswith("{job_url}"):
-            url = self._same_origin(op.remote_job_id or "")
+            url = self._same_origin(op.remote_job_id or "", op)
             if url is None or not op.remote_job_id:
                 raise _Unsendable("the remote job is not a URL on the provider's origin")
             suffix = path.removeprefix("{job_url}")
@@ -104,19 +101,23 @@ class HttpProvider:
                 raise _Unsendable(f"the remote job id {job_id!r} {unsafe}; nothing was sent")
             encoded = "/".join(quote(part, safe="") for part in job_id.split("/"))
             path = path.replace("{job_id}", encoded if names else quote(job_id, safe=""))
+        if op.request.path:  # the values given at submit, checked then (pathvalues.py)
+            path = pathvalues.fill(path, op.request.path)
         return self.spec.base_url + path.replace("{operation_id}", quote(op.operation_id, safe=""))
 
     def _status_url(self, op: Operation) -> str | None:
         if op.status_url:
-            url = self._same_origin(op.status_url)
+            url = self._same_origin(op.status_url, op)
             if url is not None:
                 return url
         return self._url(self.spec.status_path, op) if self.spec.status_path else None
 
-    def _same_origin(self, reference: str) -> str | None:
-        """The status URL a create answer named, resolved against the create URL, if it
-        stays on the provider's origin (scheme, host, port) and carries no user info."""
-        return reading.same_origin(self.spec.base_url, str(self._create_url), reference)
+    def _same_origin(self, reference: str, op: Operation) -> str | None:
+        """The status URL a create answer named, resolved against the create URL (RFC 3986:
+        it is a reference in the answer to that request), if it stays on the provider's
+        origin (scheme, host, port) and carries no user info."""
+        create_url = self.spec.base_url + pathvalues.fill(self.spec.create_path, op.request.path)
+        return reading.same_origin(self.spec.base_url, create_url, reference)
 
     def _prepare(self, kind: AttemptKind, op: Operation) -> Prepared | str:
         """The request to send, or why it cannot be sent."""

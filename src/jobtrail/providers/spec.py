@@ -207,12 +207,22 @@ class ProviderSpec:
     poll: PollRules = field(default_factory=lambda: PollRules())
     redactor: Redactor = field(default_factory=Redactor)
 
+    # the create path's placeholders a submitter fills ({group}, {name}): pathvalues.py
+    create_placeholders: tuple[str, ...] = ()
+
     @property
     def target(self) -> str:
         """What the fingerprint binds a token to: this provider's create endpoint, base URL
         included, so the same body sent elsewhere (another ARM resource, another region's
         endpoint) is another request, never folded into the first one's operation."""
         return f"{self.name}:{self.create_method} {self.base_url}{self.create_path}"
+
+    def target_with(self, path: Mapping[str, str]) -> str:
+        """The target with the submitted path values in place (they are fingerprinted too)."""
+        filled = self.create_path
+        for name, value in path.items():
+            filled = filled.replace(f"{{{name}}}", value)
+        return f"{self.name}:{self.create_method} {self.base_url}{filled}"
 
     @property
     def capabilities(self) -> Capabilities:
