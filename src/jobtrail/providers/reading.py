@@ -79,7 +79,9 @@ def read_state(
             return word or "not done", RemoteStatus.RUNNING
     if word is not None:
         return word, word_status(states, word, rule.ignore_case)
-    if rule.missing is not None:
+    if rule.missing is not None and not (isinstance(document, Mapping) and not document):
+        # an empty object ({}) states nothing: a status monitor that lost its `status`
+        # must not read as "done"
         return None, rule.missing
     return None
 
