@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from azure_lro import BOTH, STATES, VARIANTS, AzureService, Scenario, run_scenarios
-from azure_lro import serving as azure_service
+from azure_lro import BOTH, STATES, VARIANTS, AzureService, Scenario
+from azure_lro_run import run_scenarios
+from azure_lro_run import serving as azure_service
 
 AAO = "Azure-AsyncOperation"
 PUBLISHED = [

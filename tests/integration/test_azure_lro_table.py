@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from azure_lro import CODES, FINAL, HEADER_SETS, STATES, AzureService, run_scenarios, scenarios
-from azure_lro import serving as azure_service
+from azure_lro import CODES, FINAL, HEADER_SETS, STATES, AzureService, scenarios
+from azure_lro_run import run_scenarios
+from azure_lro_run import serving as azure_service
 
 
 @pytest.fixture
