@@ -38,10 +38,12 @@ class Placement:
         if self.natural:
             return "the request itself (PUT/DELETE on a client-chosen URL is idempotent)"
         if self.header:
-            return f"header {self.header}"
-        if self.field:
-            return f"body field {self.field}"
-        return f"query parameter {self.query}"
+            where = f"header {self.header}"
+        elif self.field:
+            where = f"body field {self.field}"
+        else:
+            where = f"query parameter {self.query}"
+        return where + (" (as a UUID derived from it)" if self.uuid else "")
 
 
 class Reading(StrEnum):
