@@ -232,6 +232,8 @@ class Ledger:
         )
         if stored.operation_id == op_id:
             return stored, False
+        if _recorded_before_base_url(stored, provider, request):
+            return stored, True
         return _same_request(stored, print_, op.key), True
 
     # -- reading -------------------------------------------------------------------------
@@ -682,6 +684,22 @@ def _outcome_entry(attempt: Attempt) -> dict[str, Any]:
 def _check_key(key: str) -> None:
     if not key or len(key) > 200 or not key.isprintable():
         raise InvalidInput("an operation key must be 1 to 200 printable characters")
+
+
+def _recorded_before_base_url(
+    existing: Operation, provider: ProviderSpec, request: JobRequest
+) -> bool:
+    """The same request, recorded before targets named the base URL (`NAME:METHOD PATH`):
+    same provider, base URL, method, path, body and headers. Any difference is still
+    another request."""
+    old_target = f"{provider.name}:{provider.create_method} {provider.create_path}"
+    config = existing.provider_config if isinstance(existing.provider_config, dict) else {}
+    if request.path or existing.request.target != old_target:
+        return False
+    if str(config.get("base_url", "")).rstrip("/") != provider.base_url:
+        return False
+    again = fingerprint(request.method, old_target, request.body, request.headers or None)
+    return again == existing.fingerprint
 
 
 def _same_request(existing: Operation, print_: str, key: str) -> Operation:

@@ -146,3 +146,22 @@ async def test_unsafe_or_missing_path_values_are_refused_before_anything_is_stor
     with pytest.raises(InvalidInput, match=message):
         await h.rt.ledger.submit(spec, ARM_BODY, path=values, actor="test")
     assert await h.rt.ledger.store.list_operations(limit=10) == []
+
+
+async def test_an_operation_recorded_before_targets_named_the_base_url_is_found_again(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key submitted by an older jobtrail (target `NAME:METHOD PATH`) with the same
+    request still returns its operation; the same body for another base URL does not."""
+    first = _profile("azure-arm-put", monkeypatch, JOBTRAIL_AZURE_ARM_URL=f"{ARM}/widgets/a")
+    with monkeypatch.context() as old:
+        old.setattr(ProviderSpec, "target", property(lambda s: f"{s.name}:PUT "))
+        op = await h.rt.ledger.submit(first, ARM_BODY, key="old", actor="test")
+    assert op.request.target == "azure-arm-put:PUT "
+    again = await h.rt.ledger.submit(first, ARM_BODY, key="old", actor="test")
+    assert again.operation_id == op.operation_id
+    other = _profile("azure-arm-put", monkeypatch, JOBTRAIL_AZURE_ARM_URL=f"{ARM}/widgets/b")
+    with pytest.raises(KeyConflict, match="different request"):
+        await h.rt.ledger.submit(other, ARM_BODY, key="old", actor="test")
+    with pytest.raises(KeyConflict, match="different request"):
+        await h.rt.ledger.submit(first, {"location": "eastus"}, key="old", actor="test")
