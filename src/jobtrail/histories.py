@@ -118,7 +118,9 @@ def audited_requests(rows: Iterable[AuditRow]) -> dict[str, str]:
 def request_problem(op: Operation, audited: str | None) -> str | None:
     """What is wrong with `op`'s stored request given its audited fingerprint, or None."""
     request = op.request
-    again = fingerprint(request.method, request.target, request.body, request.headers or None)
+    again = fingerprint(
+        request.method, request.target, request.body, request.headers or None, request.path or None
+    )
     if audited is not None and again != audited:
         return (
             "its stored request does not match the fingerprint the audit log recorded "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -47,6 +47,7 @@ from jobtrail.histories import Forgery, audited_requests, audited_steps, request
 from jobtrail.histories import check as check_history
 from jobtrail.policy import Action, ActionPolicy, kind_of
 from jobtrail.providers.config import ProviderSpec, parse_provider, poll_rules
+from jobtrail.providers.pathvalues import checked
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
@@ -113,6 +114,7 @@ class Ledger:
         body: Any = None,
         *,
         headers: dict[str, str] | None = None,
+        path: Mapping[str, str] | None = None,
         key: str | None = None,
         actor: str,
         authorized_by: str | None = None,
@@ -127,6 +129,7 @@ class Ledger:
             provider,
             body,
             headers=headers,
+            path=path,
             key=key,
             actor=actor,
             authorized_by=authorized_by,
@@ -143,6 +146,7 @@ class Ledger:
         body: Any,
         *,
         headers: dict[str, str] | None = None,
+        path: Mapping[str, str] | None = None,
         key: str | None = None,
         actor: str,
         authorized_by: str | None = None,
@@ -152,7 +156,7 @@ class Ledger:
         cancel_deadline: timedelta | None = None,
     ) -> tuple[Operation, bool]:
         """`submit`, also saying whether the operation already existed under its key (True:
-        nothing new was recorded)."""
+        nothing new was recorded). `path` fills the create path's placeholders."""
         await self.permit(Action.SUBMIT, actor, None, subject=key)
         headers = dict(headers or {})
         check_request(
@@ -161,11 +165,18 @@ class Ledger:
             provider.redactor.extended(values=provider.secret_values()),
             own=_own_headers(provider),
         )
+        values = checked(provider.create_placeholders, path)
+        if any(s in value for s in provider.secret_values() if s for value in values.values()):
+            raise InvalidInput("a path value holds a secret in use; credentials go in `auth`")
         request = JobRequest(
-            method=provider.create_method, target=provider.target, body=body, headers=headers
+            method=provider.create_method,
+            target=provider.target_with(values) if values else provider.target,
+            body=body,
+            headers=headers,
+            path=values,
         )
         # The fingerprint is computed first: it refuses what is not JSON before any write.
-        print_ = fingerprint(request.method, request.target, body, headers)
+        print_ = fingerprint(request.method, request.target, body, headers, values)
         body_size = len(canonical_json(body).encode("utf-8"))
         if body_size > MAX_BODY_BYTES:
             raise InvalidInput(
@@ -221,6 +232,8 @@ class Ledger:
         )
         if stored.operation_id == op_id:
             return stored, False
+        if _recorded_before_base_url(stored, provider, request):
+            return stored, True
         return _same_request(stored, print_, op.key), True
 
     # -- reading -------------------------------------------------------------------------
@@ -650,7 +663,8 @@ def decision_action(decision: o.HumanDecision) -> Action:
 def _own_headers(provider: ProviderSpec) -> list[str]:
     placed = (provider.idempotency, provider.client_reference)
     names = [p.header for p in placed if p is not None and p.header]
-    return [*names, *([provider.trace_header] if provider.trace_header else []), "traceparent"]
+    names += [h for h in (provider.trace_header, provider.client_request_id_header) if h]
+    return [*names, "traceparent"]
 
 
 def _outcome_entry(attempt: Attempt) -> dict[str, Any]:
@@ -668,6 +682,22 @@ def _outcome_entry(attempt: Attempt) -> dict[str, Any]:
 def _check_key(key: str) -> None:
     if not key or len(key) > 200 or not key.isprintable():
         raise InvalidInput("an operation key must be 1 to 200 printable characters")
+
+
+def _recorded_before_base_url(
+    existing: Operation, provider: ProviderSpec, request: JobRequest
+) -> bool:
+    """The same request, recorded before targets named the base URL (`NAME:METHOD PATH`):
+    same provider, base URL, method, path, body and headers. Any difference is still
+    another request."""
+    old_target = f"{provider.name}:{provider.create_method} {provider.create_path}"
+    config = existing.provider_config if isinstance(existing.provider_config, dict) else {}
+    if request.path or existing.request.target != old_target:
+        return False
+    if str(config.get("base_url", "")).rstrip("/") != provider.base_url:
+        return False
+    again = fingerprint(request.method, old_target, request.body, request.headers or None)
+    return again == existing.fingerprint
 
 
 def _same_request(existing: Operation, print_: str, key: str) -> Operation:

@@ -335,10 +335,10 @@ def explain_text(
 
 
 def _asked(op: Operation) -> str:
-    """Who asked whom for what, as a sentence: "alice asked simulator for POST /v1/reports
+    """Who asked whom for what, as a sentence: "alice asked simulator for POST URL/v1/reports
     (key feb-report), authorized by bob: February report"."""
     request = op.request
-    # the target reads "PROVIDER:METHOD PATH" for provider files; say it once
+    # the target reads "PROVIDER:METHOD BASE_URLPATH" for provider files; say it once
     what = request.target.removeprefix(f"{op.provider}:")
     if what == request.target:
         what = f"{request.method} {request.target}"

@@ -28,8 +28,9 @@ def test_explain_shows_the_rejection_reason_and_the_body(ws: Workspace) -> None:
     )["operation_id"]
     ws.run("run", op, check=False)
     text = ws.run("explain", op).stdout
-    asked = "asked:      tester asked simulator for POST /v1/reports (key closed-account), "
-    assert asked + "authorized by alice: monthly report" in text
+    # the request's target names where it went: the base URL and the create path
+    asked = r"asked:      tester asked simulator for POST http://127\.0\.0\.1:\d+/v1/reports "
+    assert re.search(asked + r"\(key closed-account\), authorized by alice: monthly report", text)
     assert re.search(r"rejected:\s+HTTP 422: .*account acct_9 is closed", text), text
     assert '"account": "acct_9"' in text  # the body line
     document = ws.json("explain", op)

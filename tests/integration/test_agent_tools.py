@@ -111,6 +111,14 @@ async def test_provider_paths_are_refused_before_any_lookup(
     assert looked_up == []
 
 
+async def test_path_values_reach_the_ledger_checked(tools: AgentTools) -> None:
+    """`path` fills the create path's placeholders; one the path does not have is refused."""
+    with pytest.raises(InvalidInput, match=r"no placeholder \{group\}"):
+        await tools.submit_job(
+            "reports", {"a": 1}, key="k", reason="r", actor="a", path={"group": "rg1"}
+        )
+
+
 async def test_request_must_be_an_object(tools: AgentTools) -> None:
     """A request body that is not a JSON object is refused."""
     with pytest.raises(InvalidInput, match="JSON object"):

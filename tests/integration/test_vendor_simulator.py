@@ -93,6 +93,26 @@ async def test_openai_batch_lifecycle_files_and_list(client: Client) -> None:
     assert client.sim.vendor_summary("openai-batch")["jobs_created"] == 1
 
 
+async def test_openai_expired_batch_keeps_finished_requests(client: Client) -> None:
+    """An expired batch: finished requests in the output file, the rest in the error file
+    with `response: null` and `batch_expired`."""
+    faults = {"outcome": "cancelled", "finished_before_expiry": 1, "duration_polls": 1}
+    client.sim.set_vendor_faults("openai-batch", faults)
+    _, _, batch = await client.call("POST", "/openai/v1/batches", BEARER, OPENAI_BODY)
+    _, _, batch = await client.call("GET", f"/openai/v1/batches/{batch['id']}", BEARER)
+    assert batch["status"] == "expired" and batch["request_counts"]["completed"] == 1
+    files = [batch["output_file_id"], batch["error_file_id"]]
+    out, errors = [
+        (await client.call("GET", f"/openai/v1/files/{f}/content", BEARER))[2] for f in files
+    ]
+    assert [json.loads(x)["custom_id"] for x in out.decode().splitlines()] == ["request-1"]
+    gone = [json.loads(x) for x in errors.decode().splitlines()]
+    assert [(x["custom_id"], x["response"], x["error"]["code"]) for x in gone] == [
+        ("request-2", None, "batch_expired"),
+        ("request-3", None, "batch_expired"),
+    ]
+
+
 async def test_openai_cancel_stays_cancelling_then_cancelled(client: Client) -> None:
     """An OpenAI cancel answers `cancelling`, stays there for the set reads, then `cancelled`."""
     client.sim.set_vendor_faults("openai-batch", {"cancel_polls": 2, "duration_polls": 10})
@@ -186,8 +206,11 @@ async def test_gemini_batch_states_display_name_and_list(client: Client) -> None
 
 
 async def test_google_operation_request_id_replays_and_cancel(client: Client) -> None:
-    """An AIP-151 operation ends done with response; a requestId replays; cancel ends code 1."""
-    url = f"{GOOGLE}/jobs?jobId=j1&requestId=req-1"
+    """An AIP-151 operation ends done with response; a requestId (a UUID4) replays, one that
+    is not a UUID4 is refused; cancel ends code 1."""
+    status, _, refused = await client.call("POST", f"{GOOGLE}/jobs?requestId=req-1", BEARER, {})
+    assert status == 400 and refused["error"]["status"] == "INVALID_ARGUMENT"
+    url = f"{GOOGLE}/jobs?jobId=j1&requestId=5f0c2a3e-7d1b-4c4e-9a6f-2b8d1e0c9f11"
     _, _, op = await client.call("POST", url, BEARER, {"input": "x"})
     assert op["done"] is False and op["metadata"]["target"].endswith("/jobs/j1")
     _, _, again = await client.call("POST", url, BEARER, {"input": "x"})
@@ -249,6 +272,11 @@ async def test_azure_arm_put_async_operation_and_idempotent_retry(client: Client
     _, _, resource = await client.call("GET", url, BEARER)
     assert resource["properties"] == {"size": 3, "provisioningState": "Succeeded"}
     assert client.sim.vendor_summary("azure-arm")["jobs_created"] == 1
+    # ARM names its answers x-ms-request-id and echoes the caller's x-ms-client-request-id
+    mine = {**BEARER, "x-ms-client-request-id": "9c4d50ee-2d56-4cd3-8152-34347dc9f2b0"}
+    _, named, _ = await client.call("GET", url, mine)
+    assert named["x-ms-client-request-id"] == mine["x-ms-client-request-id"]
+    assert named["x-ms-request-id"] and "X-Request-ID" not in named
 
 
 async def test_azure_arm_delete_location_and_failure(client: Client) -> None:

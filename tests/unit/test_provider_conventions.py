@@ -66,7 +66,10 @@ def test_every_convention_example_loads() -> None:
         ("status", {"follow": [1]}, "status.follow must name a header"),
         ("result", {"from": "somewhere"}, "result.from must be one of"),
         ("result", {"format": "xml"}, "result.format must be"),
-        ("result", {"from": "status", "link": "x"}, "result.link names the result"),
+        ("result", {"link": "x", "merge": True, "format": "jsonl"}, "result.merge must be"),
+        ("result", {"partial": True}, "result.partial must be true or false, and needs"),
+        ("status", {"cancelled_count": 3}, "status.cancelled_count must be"),
+        ("create", {"idempotency": {"natural": True, "format": "uuid"}}, "format must be"),
     ],
 )
 def test_convention_mistakes_are_refused(table: str, change: dict[str, Any], message: str) -> None:
@@ -396,3 +399,27 @@ def test_a_list_of_resource_names_is_read_when_jobs_are_named_so() -> None:
     listed["operations"][0]["name"] = "batches/../x"
     bad = parse_list(gemini.listing, gemini, 200, {}, body(listed), reference="op_1")
     assert isinstance(bad, o.Ambiguous)
+
+
+def test_provider_check_names_request_ids_path_values_and_partial_results() -> None:
+    """`provider check` tells the request ids, the path values asked at submit, the merged
+    and partial batch results, and a cancelled count."""
+    from jobtrail.cli.admin import guarantees
+    from jobtrail.profiles import shipped_profile
+    from jobtrail.providers.config import load_provider_text
+
+    def said(name: str, edit: tuple[str, str] = ("", "")) -> dict[str, str]:
+        profile = shipped_profile(name)
+        assert profile is not None
+        return dict(guarantees(load_provider_text(profile.text.replace(*edit), name)))
+
+    arm = said("azure-arm-put", ('path = ""', 'path = "/g/{group}/w/{name}"'))
+    assert arm["path values"].startswith("{group}, {name} given at submit")
+    assert (
+        "x-ms-request-id" in arm["request ids"] and "x-ms-client-request-id" in arm["request ids"]
+    )
+    openai = said("openai-batch")
+    assert "`output_file_id` and `error_file_id`" in openai["result"]
+    assert "partial result is collected" in openai["result"]
+    assert "`request_counts.canceled` above zero = cancelled" in said("anthropic-batch")["state"]
+    assert "UUID" in said("google-lro")["idempotency"]

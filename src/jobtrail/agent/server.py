@@ -117,9 +117,16 @@ def build_server(tools: AgentTools, *, actor: str | None = None) -> MCPServer[An
         ],
         reason: Annotated[str, Field(description="Why this job is needed (recorded).")],
         ctx: Context[Any, Any],
+        path: Annotated[
+            dict[str, str] | None,
+            Field(
+                description="Values for the placeholders of the provider's create path, e.g. "
+                '{"group": "rg1", "name": "w1"}: one URL path segment each.'
+            ),
+        ] = None,
     ) -> Submitted:
         return await _guard(
-            tools.submit_job(provider, request, key=key, reason=reason, actor=who(ctx))
+            tools.submit_job(provider, request, key=key, reason=reason, actor=who(ctx), path=path)
         )
 
     @server.tool(

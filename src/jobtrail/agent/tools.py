@@ -66,7 +66,14 @@ class AgentTools:
     # -- asking --------------------------------------------------------------------------
 
     async def submit_job(
-        self, provider: str, request: Any, *, key: str, reason: str, actor: str
+        self,
+        provider: str,
+        request: Any,
+        *,
+        key: str,
+        reason: str,
+        actor: str,
+        path: dict[str, str] | None = None,
     ) -> Submitted:
         if not _PROVIDER_NAME.fullmatch(provider):
             raise InvalidInput(
@@ -77,7 +84,9 @@ class AgentTools:
             raise InvalidInput("request must be a JSON object: the body sent to the provider")
         spec = self._find(provider)
         known = await self.ledger.store.get_by_key(key) if key else None
-        op = await self.ledger.submit(spec, request, key=key, actor=actor, reason=reason or None)
+        op = await self.ledger.submit(
+            spec, request, path=path, key=key, actor=actor, reason=reason or None
+        )
         existing = known is not None and known.operation_id == op.operation_id
         self._wake()
         if existing:

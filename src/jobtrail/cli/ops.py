@@ -94,6 +94,17 @@ def _headers(values: tuple[str, ...]) -> dict[str, str]:
     return headers
 
 
+def _path_values(values: tuple[str, ...]) -> dict[str, str]:
+    """`--path group=rg1 --path name=w1`; each value is checked by the ledger."""
+    found = {}
+    for value in values:
+        name, sep, content = value.partition("=")
+        if not sep or not name.strip():
+            raise InvalidInput(f"write path values as NAME=VALUE, got {value[:40]!r}")
+        found[name.strip()] = content
+    return found
+
+
 def show(document: dict[str, Any]) -> None:
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
@@ -146,6 +157,14 @@ def show(document: dict[str, Any]) -> None:
     help="Extra request header (never a credential). Repeatable.",
 )
 @click.option(
+    "--path",
+    "path_values",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A value for a placeholder of the provider's create path ({group}, {name}): one "
+    "URL path segment. Repeatable.",
+)
+@click.option(
     "--actor", default=default_actor, show_default="cli:$USER or JOBTRAIL_ACTOR", help="Who asks."
 )
 @click.option("--authorized-by", help="Who authorized the work.")
@@ -164,6 +183,7 @@ async def submit(
     body: str | None,
     key: str | None,
     headers: tuple[str, ...],
+    path_values: tuple[str, ...],
     actor: str,
     authorized_by: str | None,
     reason: str | None,
@@ -190,6 +210,7 @@ async def submit(
             spec,
             None if body is None else _body(body),
             headers=_headers(headers),
+            path=_path_values(path_values),
             key=key,
             actor=actor,
             authorized_by=authorized_by,

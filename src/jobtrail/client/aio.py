@@ -157,16 +157,19 @@ class Client:
         create_deadline: Duration | None = None,
         result_deadline: Duration | None = None,
         cancel_deadline: Duration | None = None,
+        path: dict[str, str] | None = None,
     ) -> Operation:
         """Record an operation; nothing is sent here (a worker sends it). The same `key` with
         the same request returns the existing operation, so a re-run never sends twice; a
-        changed request under a used key raises KeyConflict."""
+        changed request under a used key raises KeyConflict. `path` fills the placeholders
+        of the provider's create path (`{"group": "rg1", "name": "w1"}`)."""
         rt = self._opened
         spec = resolve_provider(provider)
         op = await rt.ledger.submit(
             spec,
             body,
             headers=headers,
+            path=path,
             key=key,
             actor=actor or self.actor,
             authorized_by=authorized_by,

@@ -43,12 +43,15 @@ def apply(
     return draft.result()
 
 
-def _follow_observation(draft: Draft, status: RemoteStatus, cause: str) -> None:
+def _follow_observation(
+    draft: Draft, status: RemoteStatus, cause: str, partial_result: bool = False
+) -> None:
     """Move on what the remote state says; a non-terminal state moves nothing but
-    accepted -> observing."""
+    accepted -> observing. A failed or cancelled job with a partial result has it collected
+    first (see _ended_after_result)."""
     if status in _OBSERVED:
         to, evidence = _OBSERVED[status]
-        draft.move(to, evidence, cause)
+        draft.move(State.RESULT_COLLECTING if partial_result else to, evidence, cause)
     elif draft.op.state is State.ACCEPTED:
         draft.move(State.OBSERVING, Evidence.OBSERVED_RUNNING, cause)
 
@@ -174,7 +177,7 @@ def _on_observed(draft: Draft, out: o.Outcome) -> None:
         draft.set(status_url=out.status_url)
     draft.observe("status", out, out.ref)
     cause = cause_of("observation", out.ref)
-    _follow_observation(draft, out.remote_status, cause)
+    _follow_observation(draft, out.remote_status, cause, out.partial_result)
     state = draft.op.state
     if state is State.RESULT_COLLECTING:
         draft.now_next()
@@ -221,6 +224,8 @@ def _on_result_checked(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.ResultChecked)
     cause = cause_of("result", out.ref)
     draft.set(inflight_attempt=None, result=out.summary, next_poll_at=None)
+    if _ended_after_result(draft, cause):
+        return
     if out.summary.valid:
         draft.move(State.SUCCEEDED, Evidence.RESULT_VALIDATED, cause)
     else:
@@ -230,7 +235,20 @@ def _on_result_checked(draft: Draft, out: o.Outcome) -> None:
 def _on_result_missing(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.ResultMissing)
     draft.set(inflight_attempt=None, next_poll_at=None)
+    if _ended_after_result(draft, cause_of("result", out.ref)):
+        return
     draft.move(State.RESULT_UNAVAILABLE, Evidence.RESULT_UNAVAILABLE, cause_of("result", out.ref))
+
+
+def _ended_after_result(draft: Draft, cause: str) -> bool:
+    """A partial result of a job that ended failed or cancelled was collected (or could not
+    be): the operation ends as the remote said, the result (if any) kept with it."""
+    status = draft.op.remote_status
+    if status not in (RemoteStatus.FAILED, RemoteStatus.CANCELLED):
+        return False
+    to, evidence = _OBSERVED[status]
+    draft.move(to, evidence, cause)
+    return True
 
 
 def _on_interrupted(draft: Draft, out: o.Outcome) -> None:

@@ -92,10 +92,19 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def fingerprint(method: str, target: str, body: Any, headers: dict[str, str] | None = None) -> str:
+def fingerprint(
+    method: str,
+    target: str,
+    body: Any,
+    headers: dict[str, str] | None = None,
+    path: dict[str, str] | None = None,
+) -> str:
     """`sha256:` over the canonical form of what the request would do. Extra request
-    headers change what is asked, so they count too (names case-insensitively)."""
+    headers and the create path's submitted values change what is asked, so they count too
+    (header names case-insensitively)."""
     document: dict[str, Any] = {"method": method.upper(), "target": target, "body": body}
     if headers:
         document["headers"] = {name.lower(): value for name, value in headers.items()}
+    if path:
+        document["path"] = dict(path)
     return "sha256:" + sha256_text(canonical_json(document))

@@ -86,6 +86,8 @@ class JobRequest:
     target: str
     body: Json
     headers: dict[str, str] = field(default_factory=dict)
+    # values of the create path's placeholders, given at submit ({group}, {name})
+    path: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

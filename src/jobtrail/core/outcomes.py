@@ -98,6 +98,9 @@ class Observed:
     # A status answer that moves its own monitor (Azure's Location on a 202): later reads
     # go there. Checked against the provider's origin where it is used, like any status URL.
     status_url: str | None = None
+    # A job that ended failed or cancelled whose answer names a partial result (a batch's
+    # finished requests): it is collected before the operation ends in that state.
+    partial_result: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,6 +129,7 @@ class ResultChecked:
     word: ClassVar[str] = "result_checked"
     summary: ResultSummary
     ref: str | None = None
+    request_id: str | None = None  # the provider's id of the answer the result came in
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -175,8 +175,13 @@ TRANSITIONS: dict[tuple[State, State], frozenset[Evidence]] = {
         {E.RESULT_UNAVAILABLE, E.RESULT_DEADLINE_PASSED}
     ),
 }
+# A job that ended failed or cancelled with a partial result (the requests a batch finished)
+# has it collected first; the operation then ends as the remote said it ended.
+_PARTIAL = frozenset({E.OBSERVED_SUCCEEDED, E.OBSERVED_FAILED, E.OBSERVED_CANCELLED})
+TRANSITIONS[(S.RESULT_COLLECTING, S.FAILED)] = frozenset({E.OBSERVED_FAILED})
+TRANSITIONS[(S.RESULT_COLLECTING, S.CANCELLED)] = frozenset({E.OBSERVED_CANCELLED})
 for _from in _OBSERVING:
-    TRANSITIONS[(_from, S.RESULT_COLLECTING)] = frozenset({E.OBSERVED_SUCCEEDED})
+    TRANSITIONS[(_from, S.RESULT_COLLECTING)] = _PARTIAL
     TRANSITIONS[(_from, S.FAILED)] = frozenset({E.OBSERVED_FAILED})
     TRANSITIONS[(_from, S.CANCELLED)] = frozenset({E.OBSERVED_CANCELLED})
     TRANSITIONS[(_from, S.RESULT_TIMED_OUT)] = frozenset({E.RESULT_DEADLINE_PASSED})
@@ -184,10 +189,10 @@ for _from in _OBSERVING:
     TRANSITIONS[(_from, S.NEEDS_HUMAN)] = frozenset({E.READS_REFUSED})
 for _from in _CANCELLING:
     TRANSITIONS[(_from, S.CANCELLED)] = frozenset({E.OBSERVED_CANCELLED})
-    TRANSITIONS[(_from, S.RESULT_COLLECTING)] = frozenset({E.OBSERVED_SUCCEEDED})
+    TRANSITIONS[(_from, S.RESULT_COLLECTING)] = _PARTIAL
     TRANSITIONS[(_from, S.FAILED)] = frozenset({E.OBSERVED_FAILED})
     TRANSITIONS[(_from, S.CANCELLATION_UNCONFIRMED)] = frozenset({E.CANCEL_DEADLINE_PASSED})
-del S, E, _from
+del S, E, _from, _PARTIAL
 
 
 def check_transition(from_state: State, to_state: State, evidence: Evidence) -> None:

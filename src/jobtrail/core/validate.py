@@ -31,7 +31,7 @@ class Rules:
     schema: Any = None
     items_path: str | None = None
     item_status: str | None = None
-    item_ref: str = "id"
+    item_ref: str | tuple[str, ...] = "id"  # several: the first an item holds names it
     item_success: Sequence[str] = ("succeeded",)
     expected_items: int | None = None
     jsonl: bool = False  # JSON Lines: one record per line, whatever the media type says
@@ -207,13 +207,21 @@ def _items(rows: Sequence[dict[str, Any]], rules: Rules, report: _Report) -> Ite
         if status in rules.item_success:
             succeeded += 1
         elif len(failed_refs) < MAX_FAILED_REFS:
-            failed_refs.append(str(_at(row, rules.item_ref) or f"#{index}"))
+            failed_refs.append(str(_ref(row, rules.item_ref) or f"#{index}"))
     return ItemCounts(
         total=len(rows),
         succeeded=succeeded,
         failed=len(rows) - succeeded,
         failed_refs=tuple(failed_refs),
     )
+
+
+def _ref(row: Any, paths: str | tuple[str, ...]) -> Any:
+    for path in (paths,) if isinstance(paths, str) else paths:
+        found = _at(row, path)
+        if found is not None:
+            return found
+    return None
 
 
 def _at(row: Any, path: str) -> Any:

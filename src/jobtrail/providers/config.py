@@ -19,6 +19,7 @@ from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.profiles import profile_names, shipped_profile
 from jobtrail.providers import conventions as cv
+from jobtrail.providers.pathvalues import placeholders
 from jobtrail.providers.spec import (
     Auth,
     Cookies,
@@ -118,6 +119,7 @@ _KEYS: dict[str, frozenset[str]] = {
             "base_url_env",  # read by load_provider_text: overrides base_url when set
             "auth",
             "trace_header",
+            "request_ids",
             "timeout",
             "max_response_bytes",
             "headers",
@@ -251,18 +253,20 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         document=doc,
         auth=auth,
         trace_header=r.text("trace_header", None),
+        **cv.request_ids(r.table("request_ids")),
         timeout=parse_duration(doc.get("timeout", "30s")),
         max_response_bytes=_size(doc.get("max_response_bytes", "1MB")),
         headers={str(k): str(v) for k, v in headers.items()},
         cookies=_cookies(doc.get("cookies", Cookies.IGNORE.value)),
         create_method=method,
         create_path=create.text("path"),
+        create_placeholders=placeholders(create.text("path"), "create.path"),
         idempotency=idempotency,
         client_reference=client_reference,
         create_job_id=create.text("job_id", "job_id"),
         create_state=create.doc.get("state") if isinstance(create.doc.get("state"), str) else None,
         create_status_url=create.text("status_url", "status_url"),
-        status_path=status.text("path", None),
+        status_path=cv.template(status.text("path", None), "status.path"),
         status_state=status_rule.paths[0],
         status_progress=status.text("progress", None),
         status_updated_at=status.text("updated_at", None),
@@ -273,7 +277,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         status_rule=status_rule,
         states=_states(r.table("states")),
         cancel_method=cancel.text("method", "POST").upper() if cancel else "POST",
-        cancel_path=cancel.text("path") if cancel else None,
+        cancel_path=cv.template(cancel.text("path"), "cancel.path") if cancel else None,
         result=_result(result, create.text("result", None)),
         same_token=same_token,
         listing=ListSpec(
@@ -416,7 +420,7 @@ def _result(r: _Reader | None, inline_field: str | None) -> ResultSpec:
         items=ItemsRule(
             path=items.get("path"),
             status=str(items.get("status", "status")),
-            ref=str(items.get("ref", "id")),
+            ref=_refs(items.get("ref", "id")),
             success=tuple(items.get("success", ("succeeded", "success", "ok"))),
         )
         if items
@@ -425,6 +429,14 @@ def _result(r: _Reader | None, inline_field: str | None) -> ResultSpec:
         inline_field=inline_field,
         **cv.result_keys(r.doc),
     )
+
+
+def _refs(value: Any) -> tuple[str, ...]:
+    """`ref = "custom_id"`, or a list tried in order (`["metadata.key", "key"]`)."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise ProviderConfigError("result.items.ref must name a field, or a list of them")
+    return tuple(names)
 
 
 def _webhooks(table: dict[str, Any]) -> WebhookSpec:

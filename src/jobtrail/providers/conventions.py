@@ -11,10 +11,13 @@ from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.spec import Placement, Reading, Source, SourceKind, StateRule
 
 CREATE_KEYS = frozenset({"identity", "status_from", "codes", "missing"})
-STATUS_KEYS = frozenset({"codes", "missing", "done", "cancelled_codes", "ignore_case", "follow"})
-RESULT_KEYS = frozenset({"from", "field", "link", "format", "at_create"})
+STATUS_KEYS = frozenset(
+    {"codes", "missing", "done", "cancelled_codes", "ignore_case", "follow", "cancelled_count"}
+)
+RESULT_KEYS = frozenset({"from", "field", "link", "format", "at_create", "partial", "merge"})
 LIST_KEYS = frozenset({"path", "items", "job_id", "match"})
-PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural"})
+PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural", "format"})
+REQUEST_ID_KEYS = frozenset({"read", "send"})
 RESULT_SOURCES = ("path", "status")
 IDENTITY_KINDS = frozenset(SourceKind)
 STATUS_KINDS = frozenset({SourceKind.FIELD, SourceKind.HEADER, SourceKind.REQUEST})
@@ -104,6 +107,9 @@ def status_rule(status: dict[str, Any]) -> StateRule:
     cancelled = status.get("cancelled_codes", [])
     if not isinstance(cancelled, list):
         raise ProviderConfigError("status.cancelled_codes must be a list of error codes")
+    count = status.get("cancelled_count")
+    if count is not None and (not isinstance(count, str) or not count):
+        raise ProviderConfigError("status.cancelled_count must be the dotted path of a number")
     return StateRule(
         paths=paths(status.get("state", "state"), "status.state"),
         codes=codes(status.get("codes", {}), "status.codes"),
@@ -113,6 +119,7 @@ def status_rule(status: dict[str, Any]) -> StateRule:
         cancelled_codes=tuple(str(c) for c in cancelled),
         ignore_case=ignore_case,
         follow=_follow(status.get("follow", [])),
+        cancelled_count=count,
     )
 
 
@@ -143,12 +150,45 @@ def placement(table: dict[str, Any], where: str, *, method: str) -> Placement | 
             f"{where}: natural idempotency belongs to a PUT or DELETE create on a "
             f"client-chosen resource URL, not to {method}"
         )
+    fmt = table.get("format", "text")
+    if fmt not in ("text", "uuid") or (natural and "format" in table):
+        raise ProviderConfigError(
+            f'{where}.format must be "text" (the value as is) or "uuid" (a UUID derived '
+            "from it, for APIs that insist on one), and only where a value is sent"
+        )
     return Placement(
         header=table.get("header"),
         field=table.get("field"),
         query=table.get("query"),
         natural=natural,
+        uuid=fmt == "uuid",
     )
+
+
+def request_ids(table: dict[str, Any]) -> dict[str, Any]:
+    """The [request_ids] table, as ProviderSpec arguments: which answer headers name the
+    provider's request id, and which header carries a fresh UUID of ours on every call."""
+    unknown = sorted(set(table) - REQUEST_ID_KEYS)
+    if unknown:
+        known = ", ".join(sorted(REQUEST_ID_KEYS))
+        raise ProviderConfigError(
+            f"unknown key {unknown[0]!r} in [request_ids]; known keys: {known}"
+        )
+    found: dict[str, Any] = {}
+    if "read" in table:
+        names = [table["read"]] if isinstance(table["read"], str) else table["read"]
+        if (
+            not isinstance(names, list)
+            or not names
+            or not all(isinstance(n, str) and n for n in names)
+        ):
+            raise ProviderConfigError("request_ids.read must name a header, or a list of them")
+        found["request_id_headers"] = tuple(names)
+    send = table.get("send")
+    if send is not None and (not isinstance(send, str) or not send):
+        raise ProviderConfigError("request_ids.send must name a header")
+    found["client_request_id_header"] = send
+    return found
 
 
 def result_keys(result: dict[str, Any]) -> dict[str, Any]:
@@ -160,26 +200,52 @@ def result_keys(result: dict[str, Any]) -> dict[str, Any]:
     if fmt not in ("json", "jsonl"):
         raise ProviderConfigError('result.format must be "json" or "jsonl" (JSON Lines)')
     link = paths(result["link"], "result.link") if "link" in result else ()
-    if link and source != "path":
-        raise ProviderConfigError("result.link names the result in the status answer: from = path")
     if source == "path" and not (result.get("path") or link) and "from" in result:
         raise ProviderConfigError("result.from = path needs result.path or result.link")
     field = result.get("field")
     at_create = result.get("at_create", False)
     if not isinstance(at_create, bool):
         raise ProviderConfigError("result.at_create must be true or false")
+    partial = result.get("partial", False)
+    if not isinstance(partial, bool) or (partial and not link):
+        raise ProviderConfigError(
+            "result.partial must be true or false, and needs result.link: a failed or "
+            "cancelled job's answer must name its partial result"
+        )
     if field is not None and (not isinstance(field, str) or (source == "path" and not at_create)):
         raise ProviderConfigError(
             'result.field is a path into the status answer (from = "status") or into a '
             "create answer that is the result (at_create = true)"
         )
+    merge = result.get("merge", False)
+    if not isinstance(merge, bool) or (merge and (len(link) < 2 or fmt != "jsonl")):
+        raise ProviderConfigError(
+            "result.merge must be true or false, and needs two or more `link` fields and "
+            'format = "jsonl": the files they name are joined line by line'
+        )
     return {
+        "merge": merge,
         "source": source,
         "field": field,
         "link": link,
         "jsonl": fmt == "jsonl",
         "at_create": at_create,
+        "partial": partial,
     }
+
+
+def template(path: str | None, where: str) -> str | None:
+    """A URL path template, checked: `{job_url}` comes first, and what follows it (an
+    action such as `:cancel` or `/cancel`) stays in the path."""
+    if path is None or "{job_url}" not in path:
+        return path
+    suffix = path.removeprefix("{job_url}")
+    if "{job_url}" in suffix or any(c in suffix for c in "?#{}") or not suffix.isprintable():
+        raise ProviderConfigError(
+            f"{where}: {{job_url}} starts the path, and may be followed by a path suffix "
+            f"such as `:cancel` or `/cancel` (no ?, #, braces), not {path!r}"
+        )
+    return path
 
 
 def identity(create: dict[str, Any]) -> tuple[Source, ...]:

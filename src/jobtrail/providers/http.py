@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -24,7 +25,7 @@ from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSumm
 from jobtrail.core.redact import Redactor
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import JobtrailError
-from jobtrail.providers import parse, reading
+from jobtrail.providers import parse, pathvalues, reading
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.cookies import OperationCookies
 from jobtrail.providers.placement import place
@@ -61,12 +62,12 @@ class HttpProvider:
         self.capabilities: Capabilities = spec.capabilities
         self._rand = secrets.SystemRandom()
         self._base_origin = URL(spec.base_url).origin()
-        # relative status URLs are references in the create answer: RFC 3986 resolves
-        # them against the URL that answer came from
-        self._create_url = URL(spec.base_url + spec.create_path)
         self._redactors: dict[tuple[str, ...], Redactor] = {}
         # the session keeps no cookies; only a provider file that asks gets them, per operation
         self._cookies = OperationCookies() if spec.cookies is Cookies.PER_OPERATION else None
+        # answer headers kept in the record: the usual ones and those naming request ids
+        named = (*spec.request_id_headers, spec.client_request_id_header or "")
+        self._keep = frozenset(_KEEP_HEADERS) | {n.lower() for n in named if n}
 
     def _redactor(self) -> Redactor:
         """Secrets are read from the environment on every call (they may be rotated); the
@@ -81,12 +82,17 @@ class HttpProvider:
 
     def _url(self, path: str, op: Operation) -> str:
         """A path template filled in; each id is percent-encoded as one path segment, and
-        `{job_url}` is a job whose identity is its URL on the provider's origin."""
-        if path == "{job_url}":
-            url = self._same_origin(op.remote_job_id or "")
+        `{job_url}` is a job whose identity is its URL on the provider's origin, maybe with a
+        suffix to its path (`{job_url}:cancel`, `{job_url}/cancel`; the query is kept)."""
+        if path.startswith("{job_url}"):
+            url = self._same_origin(op.remote_job_id or "", op)
             if url is None or not op.remote_job_id:
                 raise _Unsendable("the remote job is not a URL on the provider's origin")
-            return url
+            suffix = path.removeprefix("{job_url}")
+            if not suffix:
+                return url
+            resource, mark, query = url.partition("?")
+            return resource + suffix + mark + query
         if "{job_id}" in path:
             job_id = op.remote_job_id or ""
             names = any(s.kind is SourceKind.NAME for s in self.spec.identity)
@@ -95,19 +101,23 @@ class HttpProvider:
                 raise _Unsendable(f"the remote job id {job_id!r} {unsafe}; nothing was sent")
             encoded = "/".join(quote(part, safe="") for part in job_id.split("/"))
             path = path.replace("{job_id}", encoded if names else quote(job_id, safe=""))
+        if op.request.path:  # the values given at submit, checked then (pathvalues.py)
+            path = pathvalues.fill(path, op.request.path)
         return self.spec.base_url + path.replace("{operation_id}", quote(op.operation_id, safe=""))
 
     def _status_url(self, op: Operation) -> str | None:
         if op.status_url:
-            url = self._same_origin(op.status_url)
+            url = self._same_origin(op.status_url, op)
             if url is not None:
                 return url
         return self._url(self.spec.status_path, op) if self.spec.status_path else None
 
-    def _same_origin(self, reference: str) -> str | None:
-        """The status URL a create answer named, resolved against the create URL, if it
-        stays on the provider's origin (scheme, host, port) and carries no user info."""
-        return reading.same_origin(self.spec.base_url, str(self._create_url), reference)
+    def _same_origin(self, reference: str, op: Operation) -> str | None:
+        """The status URL a create answer named, resolved against the create URL (RFC 3986:
+        it is a reference in the answer to that request), if it stays on the provider's
+        origin (scheme, host, port) and carries no user info."""
+        create_url = self.spec.base_url + pathvalues.fill(self.spec.create_path, op.request.path)
+        return reading.same_origin(self.spec.base_url, create_url, reference)
 
     def _prepare(self, kind: AttemptKind, op: Operation) -> Prepared | str:
         """The request to send, or why it cannot be sent."""
@@ -205,11 +215,23 @@ class HttpProvider:
             cookie = cookies.header(op.operation_id, prepared.url)
             if cookie:
                 prepared.headers["Cookie"] = cookie
+        client_request_id = self.spec.client_request_id_header
+        if client_request_id is not None:
+            # a fresh UUID per call (Azure's x-ms-client-request-id), recorded with its outcome
+            prepared.headers[client_request_id] = _uuid4(self._rand)
         with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
             prepared.headers["traceparent"] = parent
             reply = await self._send(kind, prepared, limit, op.operation_id)
-            if kind is AttemptKind.RESULT and self.spec.result.link and reply.fetched:
+            followed = reply.detail.get("result_from") == "status"
+            if (
+                kind is AttemptKind.RESULT
+                and self.spec.result.link
+                and reply.fetched
+                and not followed
+            ):
                 reply = await self._follow_link(prepared, reply, limit, op.operation_id)
+            if client_request_id is not None:
+                reply.detail["client_request_id"] = prepared.headers[client_request_id]
             return reply
 
     async def _follow_link(self, first: Prepared, reply: Reply, limit: int, op_id: str) -> Reply:
@@ -218,16 +240,44 @@ class HttpProvider:
         assert reply.fetched is not None
         document, _ = parse.read_json(reply.fetched.content)
         rule = self.spec.result
-        value = next(
-            (v for v in (reading.find(document, f) for f in rule.link) if isinstance(v, str)),
-            None,
-        )
-        if not value:
+        values = [v for v in (reading.find(document, f) for f in rule.link) if v]
+        values = [v for v in values if isinstance(v, str)][: len(rule.link) if rule.merge else 1]
+        if not values:
             reason = f"the status answer names no result at `{'` or `'.join(rule.link)}`"
             return Reply(outcome=o.ResultMissing(reason=reason), detail=reply.detail)
+        fetched = [await self._linked(first, reply, value, limit, op_id) for value in values]
+        failed = next((f for f in fetched if f.fetched is None), None)
+        if failed is not None or len(fetched) == 1:
+            return failed or fetched[0]
+        # the files make one result, line by line (OpenAI's output and error files)
+        parts = [f.fetched.content for f in fetched if f.fetched is not None]
+        content = b"".join(p if p.endswith(b"\n") else p + b"\n" for p in parts if p)
+        if len(content) > limit:
+            return Reply(outcome=_too_big(limit), detail=fetched[0].detail)
+        merged = self._result(200, {}, content, {"merged": [f.detail for f in fetched]})
+        assert merged.fetched is not None
+        first_fetched = fetched[0].fetched
+        assert first_fetched is not None
+        return Reply(
+            outcome=merged.outcome,
+            detail={**merged.detail, "linked_from": reply.detail},
+            fetched=evolve(
+                merged.fetched,
+                content_type=first_fetched.content_type,
+                request_id=first_fetched.request_id,
+            ),
+        )
+
+    async def _linked(
+        self, first: Prepared, reply: Reply, value: str, limit: int, op_id: str
+    ) -> Reply:
+        """The result a status answer names by `value` (a URL, or an id for `{link}`)."""
+        rule = self.spec.result
         if rule.path and "{link}" in rule.path:
-            unsafe = parse.unsafe_segment(value)
-            url = None if unsafe else self.spec.base_url + rule.path.replace("{link}", quote(value))
+            # an id, or a resource name of safe segments (Gemini's `files/abc`)
+            unsafe = parse.unsafe_name(value)
+            encoded = "/".join(quote(part, safe="") for part in value.split("/"))
+            url = None if unsafe else self.spec.base_url + rule.path.replace("{link}", encoded)
         else:
             url = reading.same_origin(self.spec.base_url, first.url, value)
         if url is None:
@@ -326,23 +376,38 @@ class HttpProvider:
         self, status: int, headers: dict[str, str], body: bytes, detail: dict[str, Any]
     ) -> Reply:
         """The result is the last status answer, or one of its fields (Google's `response`);
-        with `link`, that answer only names where the result is."""
-        reply = self._result(status, headers, body, detail)
-        if reply.fetched is None or self.spec.result.link:
+        with `link`, that answer names where the result is (followed by `call`), and with
+        `from = "status"` too, the field is the result when it names no link (Gemini's
+        inlined responses, or a `responsesFile`)."""
+        reply = self._result(status, headers, body, detail, items=False)
+        rule = self.spec.result
+        if reply.fetched is None:
             return reply
         document, problem = parse.read_json(body)
-        field = self.spec.result.field
+        named = problem is None and any(_named(reading.find(document, p)) for p in rule.link)
+        if named or (rule.link and rule.source == "path"):
+            return reply
+        detail["result_from"] = "status"
+        field = rule.field
         part = parse.lookup(document, field) if problem is None and field is not None else document
         if problem is not None or part is parse.NOT_FOUND:
             where = f"at `{field}`" if field else "as JSON"
             reason = f"the final status answer holds no result {where}"
             return Reply(outcome=o.ResultMissing(reason=reason, http_status=status), detail=detail)
         content = json.dumps(part, ensure_ascii=False).encode("utf-8")
-        fetched = evolve(reply.fetched, content=content, content_type="application/json")
+        fetched = evolve(
+            reply.fetched, content=content, content_type="application/json", jsonl=False
+        )
         return Reply(outcome=None, detail=detail, fetched=fetched)
 
     def _result(
-        self, status: int, headers: dict[str, str], body: bytes, detail: dict[str, Any]
+        self,
+        status: int,
+        headers: dict[str, str],
+        body: bytes,
+        detail: dict[str, Any],
+        *,
+        items: bool = True,  # False: a status answer, whose body holds no result lines
     ) -> Reply:
         req = parse.request_id(self.spec, headers)
         if status in (404, 410):
@@ -359,10 +424,10 @@ class HttpProvider:
             return Reply(outcome=outcome, detail=detail)
         rule = self.spec.result
         count = parse.header(headers, rule.count_header) if rule.count_header else None
-        items = rule.items
-        if rule.jsonl and items is not None:
+        lines = rule.items if items else None
+        if rule.jsonl and lines is not None:
             errors, failed_items = reading.item_errors(
-                body, ref=items.ref, status=items.status, success=items.success
+                body, ref=lines.ref, status=lines.status, success=lines.success
             )
             if errors:
                 detail["item_errors"] = self._redactor().json(
@@ -393,7 +458,7 @@ class HttpProvider:
         self, status: int, headers: dict[str, str], body: bytes | None, started: float
     ) -> dict[str, Any]:
         redactor = self._redactor()
-        kept = {k: v for k, v in headers.items() if k.lower() in _KEEP_HEADERS}
+        kept = {k: v for k, v in headers.items() if k.lower() in self._keep}
         detail: dict[str, Any] = {
             "status": status,
             "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
@@ -416,6 +481,14 @@ async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes |
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _named(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _uuid4(rand: secrets.SystemRandom) -> str:
+    return str(uuid.UUID(bytes=rand.randbytes(16), version=4))
 
 
 def _excerpt(body: bytes, redactor: Redactor) -> Any:

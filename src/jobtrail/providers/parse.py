@@ -275,6 +275,8 @@ def parse_status(
             request_id=req,
         )
     word, mapped = read
+    if mapped is RemoteStatus.SUCCEEDED and _counted(document, rule.cancelled_count):
+        mapped = RemoteStatus.CANCELLED
     progress = lookup(document, spec.status_progress) if spec.status_progress else None
     updated = lookup(document, spec.status_updated_at) if spec.status_updated_at else None
     return o.Observed(
@@ -289,7 +291,18 @@ def parse_status(
             (url for url in (header(headers, n) for n in rule.follow) if url and url.strip()),
             None,
         ),
+        partial_result=mapped in (RemoteStatus.FAILED, RemoteStatus.CANCELLED)
+        and spec.result.partial
+        and any(_text(reading_.find(document, p)) for p in spec.result.link),
     )
+
+
+def _counted(document: Any, path: str | None) -> bool:
+    """Whether the count at `path` is a number above zero."""
+    if path is None:
+        return False
+    value = reading_.find(document, path)
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
 def provider_error(spec: ProviderSpec, status: int, body: bytes) -> dict[str, Any] | None:
@@ -354,3 +367,7 @@ def _small(value: Any) -> Any:
     """Progress is kept for people to read; cap what a provider can make us store."""
     text = json.dumps(value)
     return value if len(text) <= 2048 else {"truncated": text[:256]}
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())

@@ -3,6 +3,8 @@ a (dotted) body field or a query parameter; nowhere for idempotency by nature.""
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from typing import Any
 
 from jobtrail.core.model import Operation
@@ -21,6 +23,8 @@ def place(
     ):
         if placement is None or placement.natural:
             continue
+        if placement.uuid:
+            value = uuid_of(value)
         if placement.header:
             headers[placement.header] = value
         elif placement.query:
@@ -32,6 +36,13 @@ def place(
             if document is None:
                 return f"the request body's `{placement.field}` is not a JSON object to add to"
     return document, query
+
+
+def uuid_of(value: str) -> str:
+    """A UUID (version 4 form) derived from `value`: the same token always gives the same
+    UUID, so a retry carries the same one (AIP-155 `requestId` is a UUID4)."""
+    digest = hashlib.sha256(value.encode("utf-8")).digest()[:16]
+    return str(uuid.UUID(bytes=digest, version=4))
 
 
 def _with_field(document: dict[str, Any], parts: list[str], value: str) -> dict[str, Any] | None:

@@ -27,6 +27,15 @@ def convention_lines(spec: ProviderSpec) -> list[tuple[str, str]]:
         lines.append(
             ("failure reason", "provider code and message from " + " or ".join(rule.error))
         )
+    if spec.create_placeholders:
+        names = ", ".join(f"{{{n}}}" for n in spec.create_placeholders)
+        lines.append(("path values", f"{names} given at submit (--path), one safe segment each"))
+    ids = ProviderSpec.__dataclass_fields__["request_id_headers"].default
+    if spec.request_id_headers != ids or spec.client_request_id_header:
+        text = "the provider's from " + " or ".join(spec.request_id_headers)
+        if spec.client_request_id_header:
+            text += f"; a fresh UUID of ours in {spec.client_request_id_header} on every call"
+        lines.append(("request ids", text))
     return lines
 
 
@@ -74,6 +83,8 @@ def _state_reading(rule: StateRule) -> str:
         parts.append("first text at " + " or ".join(f"`{p}`" for p in rule.paths))
     if rule.missing:
         parts.append(f"no state at all = {rule.missing}")
+    if rule.cancelled_count:
+        parts.append(f"succeeded with `{rule.cancelled_count}` above zero = cancelled")
     if rule.ignore_case:
         parts.append("words in any case")
     return "; ".join(parts)
@@ -85,14 +96,21 @@ def result_line(spec: ProviderSpec) -> str | None:
     parts = []
     if rule.link:
         where = f"GET {rule.path} with {{link}} = " if rule.path else "GET the URL in "
-        parts.append(where + " or ".join(f"`{f}`" for f in rule.link) + " of the final status")
-    elif rule.source == "status":
+        joined = " and ".join if rule.merge else " or ".join
+        parts.append(where + joined(f"`{f}`" for f in rule.link) + " of the final status")
+        if rule.merge:
+            parts.append("the files joined line by line")
+    if rule.source == "status":
         field = f"`{rule.field}` of " if rule.field else ""
-        parts.append(f"{field}the final status answer, read once more")
+        other = "when it names none, " if rule.link else ""
+        parts.append(f"{other}{field}the final status answer, read once more")
     if rule.at_create:
         parts.append("a create answer that says done is the result itself")
     if rule.jsonl:
-        parts.append("JSON Lines, one item per line")
+        linked = "the linked file is " if rule.source == "status" and rule.link else ""
+        parts.append(f"{linked}JSON Lines, one item per line")
+    if rule.partial:
+        parts.append("a failed or cancelled job's partial result is collected too")
     return "; ".join(parts) or None
 
 

@@ -26,6 +26,9 @@ class Fetched:
     record_count: int | None = None  # as the provider stated it
     http_status: int | None = None
     request_id: str | None = None
+    # JSON Lines or not, when it differs from the provider file's `format`: a part of a
+    # JSON status answer is JSON, a file that answer links to is in the declared format
+    jsonl: bool | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

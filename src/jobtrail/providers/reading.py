@@ -79,7 +79,9 @@ def read_state(
             return word or "not done", RemoteStatus.RUNNING
     if word is not None:
         return word, word_status(states, word, rule.ignore_case)
-    if rule.missing is not None:
+    if rule.missing is not None and not (isinstance(document, Mapping) and not document):
+        # an empty object ({}) states nothing: a status monitor that lost its `status`
+        # must not read as "done"
         return None, rule.missing
     return None
 
@@ -174,7 +176,7 @@ MAX_ITEM_ERRORS = 20
 
 
 def item_errors(
-    content: bytes, *, ref: str, status: str, success: tuple[str, ...]
+    content: bytes, *, ref: tuple[str, ...], status: str, success: tuple[str, ...]
 ) -> tuple[list[dict[str, Any]], int]:
     """The provider's reasons for failed items of a JSON Lines batch result (Anthropic's
     `result.error`, OpenAI's `error` or `response.body.error`): the first few, and how many
@@ -202,5 +204,6 @@ def item_errors(
             ),
             None,
         ) or error_in_body(row)
-        found.append({"ref": str(find(row, ref) or "")[:200], **(why or {})})
+        name = next((v for v in (find(row, r) for r in ref) if v is not None), "")
+        found.append({"ref": str(name)[:200], **(why or {})})
     return found, failed

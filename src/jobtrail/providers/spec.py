@@ -32,15 +32,18 @@ class Placement:
     field: str | None = None
     query: str | None = None
     natural: bool = False
+    uuid: bool = False  # `format = "uuid"`: the value is sent as a UUID derived from it
 
     def describe(self) -> str:
         if self.natural:
             return "the request itself (PUT/DELETE on a client-chosen URL is idempotent)"
         if self.header:
-            return f"header {self.header}"
-        if self.field:
-            return f"body field {self.field}"
-        return f"query parameter {self.query}"
+            where = f"header {self.header}"
+        elif self.field:
+            where = f"body field {self.field}"
+        else:
+            where = f"query parameter {self.query}"
+        return where + (" (as a UUID derived from it)" if self.uuid else "")
 
 
 class Reading(StrEnum):
@@ -85,6 +88,9 @@ class StateRule:
     cancelled_codes: tuple[str, ...] = ()  # error codes that mean cancelled (Google: 1)
     ignore_case: bool = False
     follow: tuple[str, ...] = ()  # headers of a status answer that move the status monitor
+    # a count of requests the provider cancelled: a job that ended "succeeded" with it above
+    # zero ended cancelled (Anthropic's request_counts.canceled after a cancel)
+    cancelled_count: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,7 +106,7 @@ class ItemsRule:
 
     path: str | None = None  # JSON results: where the item list is
     status: str = "status"  # CSV column or JSON field with the item's outcome
-    ref: str = "id"  # CSV column or JSON field naming the item
+    ref: tuple[str, ...] = ("id",)  # CSV columns or JSON fields naming the item, first found wins
     success: tuple[str, ...] = ("succeeded", "success", "ok")
 
 
@@ -121,6 +127,8 @@ class ResultSpec:
     at_create: bool = False  # a create answer saying "done", with a body, is the result
     link: tuple[str, ...] = ()  # status fields naming the result: a URL, or {link} in `path`
     jsonl: bool = False  # JSON Lines: one record (item) per line
+    partial: bool = False  # a failed or cancelled job whose answer names a result has it collected
+    merge: bool = False  # every `link` present is fetched; their JSON Lines make one result
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,7 +170,10 @@ class ProviderSpec:
     document: dict[str, Any]  # the file's content, secret-free, stored with each operation
     auth: Auth | None = None
     trace_header: str | None = None
-    request_id_headers: tuple[str, ...] = ("X-Request-ID", "Request-Id", "X-Request-Id")
+    # answer headers naming the provider's request id, tried in order ([request_ids] read)
+    request_id_headers: tuple[str, ...] = ("X-Request-ID", "Request-Id")
+    # a header carrying a fresh UUID of ours on every call ([request_ids] send)
+    client_request_id_header: str | None = None
     timeout: timedelta = timedelta(seconds=30)
     max_response_bytes: int = 1000**2
     headers: dict[str, str] = field(default_factory=dict)
@@ -198,10 +209,22 @@ class ProviderSpec:
     poll: PollRules = field(default_factory=lambda: PollRules())
     redactor: Redactor = field(default_factory=Redactor)
 
+    # the create path's placeholders a submitter fills ({group}, {name}): pathvalues.py
+    create_placeholders: tuple[str, ...] = ()
+
     @property
     def target(self) -> str:
-        """What the fingerprint binds a token to: this provider's create endpoint."""
-        return f"{self.name}:{self.create_method} {self.create_path}"
+        """What the fingerprint binds a token to: this provider's create endpoint, base URL
+        included, so the same body sent elsewhere (another ARM resource, another region's
+        endpoint) is another request, never folded into the first one's operation."""
+        return f"{self.name}:{self.create_method} {self.base_url}{self.create_path}"
+
+    def target_with(self, path: Mapping[str, str]) -> str:
+        """The target with the submitted path values in place (they are fingerprinted too)."""
+        filled = self.create_path
+        for name, value in path.items():
+            filled = filled.replace(f"{{{name}}}", value)
+        return f"{self.name}:{self.create_method} {self.base_url}{filled}"
 
     @property
     def capabilities(self) -> Capabilities:

@@ -13,7 +13,12 @@ from jobtrail.simulator.create import CreateEndpoint
 from jobtrail.simulator.endpoints import JobEndpoints
 from jobtrail.simulator.records import CallRecord, SimJob
 from jobtrail.simulator.state import SimState
-from jobtrail.simulator.vendors import VENDOR_MODES, VendorState, mount_vendors
+from jobtrail.simulator.vendors import (
+    VENDOR_MODES,
+    VendorState,
+    mount_vendors,
+    vendor_request_ids,
+)
 from jobtrail.simulator.webhooks import WebhookSender, WebhookSigner, build_event, event_id_of
 
 # create bodies carry test faults, never real payloads; 16 MB is plenty
@@ -114,6 +119,10 @@ class Simulator:
     async def _stamp_request_id(self, request: web.Request, response: web.StreamResponse) -> None:
         """Like real providers, name every answer so support can find it in their logs."""
         self._answers += 1
+        vendor = vendor_request_ids(request, self._answers)
+        if vendor is not None:  # Azure names its answers in its own headers
+            response.headers.update(vendor)
+            return
         # a fault may have named the answer already (echo_credentials, hostile_text)
         response.headers.setdefault("X-Request-ID", f"req_sim_{self._answers:08d}")
 

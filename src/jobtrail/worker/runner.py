@@ -119,10 +119,12 @@ class Runner:
                 stated_records=fetched.record_count,
             )
             rules = _rules(op, self.providers.spec(op))
+            if fetched.jsonl is not None:
+                rules = evolve(rules, jsonl=fetched.jsonl)
             summary = validate(candidate, rules, location)
             if found:
                 summary = _stored_redacted(summary, stored, found)
-            return o.ResultChecked(summary=summary)
+            return o.ResultChecked(summary=summary, request_id=fetched.request_id)
         outcome = reply.outcome
         assert outcome is not None
         if isinstance(outcome, o.SyncResult):

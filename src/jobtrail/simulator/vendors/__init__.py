@@ -19,6 +19,8 @@ JSON body; ``GET /_sim/vendors/{mode}`` tells what a mode saw (jobs made, calls 
 
 from __future__ import annotations
 
+import uuid
+
 from aiohttp import web
 
 from jobtrail.simulator.answers import error, json_response
@@ -40,7 +42,31 @@ VENDOR_MODES = (
     "gemini-batch",
 )
 
-__all__ = ["VENDOR_MODES", "VendorFaults", "VendorState", "mount_vendors", "parse_vendor_faults"]
+__all__ = [
+    "VENDOR_MODES",
+    "VendorFaults",
+    "VendorState",
+    "mount_vendors",
+    "parse_vendor_faults",
+    "vendor_request_ids",
+]
+
+
+def vendor_request_ids(request: web.Request, n: int) -> dict[str, str] | None:
+    """The headers naming an answer, for the vendors that use their own: Azure Resource
+    Manager answers carry `x-ms-request-id` and `x-ms-correlation-request-id` and echo the
+    caller's `x-ms-client-request-id`; Azure AI services answer with `apim-request-id`.
+    None: the simulator's usual `X-Request-ID`."""
+    answer = str(uuid.UUID(int=n, version=4))
+    if request.path.startswith("/azure-arm/"):
+        headers = {"x-ms-request-id": answer, "x-ms-correlation-request-id": answer}
+        client = request.headers.get("x-ms-client-request-id")
+        if client and len(client) <= 1024 and client.isprintable():
+            headers["x-ms-client-request-id"] = client
+        return headers
+    if request.path.startswith("/azure-ai/"):
+        return {"apim-request-id": answer}
+    return None
 
 
 def mount_vendors(app: web.Application, state: VendorState) -> None:

@@ -45,6 +45,7 @@ class VendorFaults:
     failed_items: int = 0  # of which end with a per-request error
     cancel_polls: int = 1  # reads spent in the provider's cancelling state
     in_flight_items: int = 1  # requests a batch still finishes after a cancel (Anthropic)
+    finished_before_expiry: int = 0  # requests an expiring batch finished (OpenAI)
     # Azure Resource Manager only
     create_status: int | None = None  # 200, 201, 202 or 204; None: the method's usual answer
     headers: Literal["azure-async-operation", "location", "both", "none"] = "azure-async-operation"
@@ -162,6 +163,7 @@ class VendorCall:
     status: int | None  # None: the answer was dropped
     job_id: str | None
     auth_valid: bool
+    client_request_id: str | None = None  # Azure's x-ms-client-request-id, when sent
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -254,6 +256,7 @@ class VendorState:
                 status=status,
                 job_id=job_id,
                 auth_valid=auth_valid,
+                client_request_id=request.headers.get("x-ms-client-request-id"),
             )
         )
 

@@ -207,8 +207,13 @@ class GeminiBatch:
             return {"inlinedResponses": {"inlinedResponses": items}}
         name = f"files/batch-{job.job_id}"
         if name not in self.state.files:
+            # one line per request: its `key`, then its response or error (no metadata)
             lines = b"".join(
-                compact_json({"key": i["metadata"]["key"], **i}) + b"\n" for i in items
+                compact_json(
+                    {"key": i["metadata"]["key"], **{k: v for k, v in i.items() if k != "metadata"}}
+                )
+                + b"\n"
+                for i in items
             )
             self.state.files[name] = ("application/jsonl", lines)
         return {"responsesFile": name}

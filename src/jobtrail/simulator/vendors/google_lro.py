@@ -7,13 +7,15 @@ answers 200 with a ``google.longrunning.Operation`` (``name``, ``metadata`` with
 ``response`` (the resource, with ``@type``) or ``error`` (a ``google.rpc.Status``: ``code``,
 ``message``, ``details``). ``POST /v1/{name}:cancel`` answers ``{}`` and is best effort: a
 cancelled operation ends ``done`` with ``error.code`` 1 (CANCELLED). Duplicates: a
-``requestId`` (AIP-155, query or body) replays the first answer; a taken ``jobId`` is 409
-ALREADY_EXISTS. Operations are listed at ``/v1/projects/{p}/locations/{l}/operations``.
+``requestId`` (AIP-155, query or body; it must be a UUID4, anything else is 400
+INVALID_ARGUMENT) replays the first answer; a taken ``jobId`` is 409 ALREADY_EXISTS.
+Operations are listed at ``/v1/projects/{p}/locations/{l}/operations``.
 HTTP errors are ``{"error": {"code", "message", "status"}}``.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from aiohttp import web
@@ -48,6 +50,14 @@ _STATUS = {
 def _error(status: int, message: str) -> web.Response:
     body = {"error": {"code": status, "message": message, "status": _STATUS.get(status, "UNKNOWN")}}
     return json_response(status, body)
+
+
+def _is_uuid4(text: Any) -> bool:
+    try:
+        value = uuid.UUID(str(text))
+    except ValueError:
+        return False
+    return value.version == 4 and str(value) == str(text).lower()
 
 
 class GoogleLro:
@@ -88,6 +98,9 @@ class GoogleLro:
         body = strip_sim(raw)
         request_id = request.query.get("requestId") or body.pop("requestId", None)
         parent = self._parent(request)
+        if request_id is not None and not _is_uuid4(request_id):
+            st.record(MODE, "create", request, 400)
+            return _error(400, "Invalid value for request_id: must be a UUID4.")
         if request_id is not None and request_id in self.request_ids:
             # AIP-155: the same request again is answered as the first one was
             job = st.get(MODE, self.request_ids[request_id])

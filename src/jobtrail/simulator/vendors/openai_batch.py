@@ -6,7 +6,10 @@ object in ``validating``; it moves through ``in_progress`` (and ``finalizing``) 
 answers the Batch in ``cancelling`` and it stays there for a while (up to 10 minutes)
 before ``cancelled``, with partial results in the output file. Results are files: the
 successful requests in ``output_file_id``, the failed ones in ``error_file_id``, each a JSON
-Lines file read with ``GET /v1/files/{id}/content`` whose lines carry the ``custom_id``.
+Lines file read with ``GET /v1/files/{id}/content`` whose lines carry the ``custom_id``. A
+batch whose 24 h window passes is ``expired``: the requests it finished are in the output
+file, the unfinished ones in the error file with ``response: null`` and the error code
+``batch_expired``.
 Creates have no idempotency key; the client's own words go in ``metadata`` (16 pairs at
 most), and ``GET /v1/batches`` lists batches newest first (``limit``, ``after``).
 """
@@ -187,6 +190,9 @@ class OpenAIBatch:
         ended = job.ended_ts
         done = job.succeeded_items
         failed = f.failed_items if status == "completed" else 0
+        if status == "expired":
+            done = min(f.finished_before_expiry, f.items)
+            failed = f.items - done
         out = {
             "id": job.job_id,
             "object": "batch",
@@ -226,25 +232,36 @@ class OpenAIBatch:
                 ],
             }
         if job.terminal and status != "failed":
-            out["output_file_id"] = self._file(job, "output", done, ok=True)
-            out["error_file_id"] = self._file(job, "error", failed, ok=False)
+            out["output_file_id"] = self._file(job, "output", range(done), status)
+            out["error_file_id"] = self._file(
+                job, "error", range(f.items - failed, f.items), status
+            )
         return out
 
-    def _file(self, job: VendorJob, kind: str, count: int, *, ok: bool) -> str | None:
-        """The JSONL file of ``count`` request results, made once per job and kind."""
-        if count == 0:
+    def _file(self, job: VendorJob, kind: str, requests: range, status: str) -> str | None:
+        """The JSONL file of these requests' results, made once per job and kind."""
+        if not requests:
             return None
         file_id = job.extra.get(kind)
         if file_id is None:
             file_id = job.extra[kind] = self.state.new_id("file-")
-            first = 0 if ok else job.faults.items - job.faults.failed_items
-            lines = [_line(job, first + n, ok=ok) for n in range(count)]
+            why = "batch_expired" if status == "expired" and kind == "error" else None
+            lines = [_line(job, n, ok=kind == "output", expired=why) for n in requests]
             self.state.files[file_id] = ("application/octet-stream", b"".join(lines))
         return str(file_id)
 
 
-def _line(job: VendorJob, n: int, *, ok: bool) -> bytes:
+def _line(job: VendorJob, n: int, *, ok: bool, expired: str | None = None) -> bytes:
     custom_id = f"request-{n + 1}"
+    if expired is not None:
+        message = "This request could not be executed before the completion window expired."
+        gone: dict[str, Any] = {
+            "id": f"batch_req_{job.job_id}_{n}",
+            "custom_id": custom_id,
+            "response": None,
+            "error": {"code": expired, "message": message},
+        }
+        return compact_json(gone) + b"\n"
     if ok:
         response_body: dict[str, Any] = {
             "id": f"chatcmpl-{job.job_id}-{n}",

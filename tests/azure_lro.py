@@ -1,0 +1,305 @@
+"""Azure long-running operations, scenario by scenario, over loopback HTTP with a real
+ledger and the real worker (used by tests/integration/test_azure_lro_*.py).
+
+The server below is written from the published conventions (Microsoft REST API
+guidelines, "Long-running operations"; ARM RPC, "Asynchronous operations"), not from
+jobtrail's parser:
+
+- PUT answers 201 with the resource (a non-terminal `provisioningState`) or 200 with the
+  finished resource, or 202; DELETE answers 202, 200 or 204; POST (an action) answers 202
+  or 200 with its result.
+- A 202 names its status monitor in `Location`, `Azure-AsyncOperation` or
+  `Operation-Location` (one, or `Location` with `Azure-AsyncOperation`).
+- The `Azure-AsyncOperation`/`Operation-Location` monitor answers 200 with
+  `{"status": "InProgress" | "Succeeded" | "Failed" | "Canceled", "error": {...}}`.
+- The `Location` monitor answers 202 while running, naming in its own `Location` where
+  to ask next, then 200 with the result (204 for a DELETE), or an error status with an
+  error body when the operation failed. It has no
+  word for "cancelled", so Canceled is not a scenario for a Location-only operation.
+- Without any header, a 201 PUT is followed by reading the resource's
+  `properties.provisioningState` (a resource without one has succeeded).
+- `final-state-via`: `original-uri` (PUT: a final GET of the resource), `location` (POST:
+  a final GET of the `Location` URL), `azure-async-operation` and `operation-location`
+  (POST: the monitor's final answer).
+
+Combinations the guidelines do not allow (a 202 naming no monitor, a 201 to a POST, a
+200 or 204 that is still running, a failed 204) are left out: the table below lists the
+ones a conforming service can produce. A POST answered 204 is an action done with no
+content: its result is recorded as JSON null.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+BOTH = "Location+Azure-AsyncOperation"
+HEADER_SETS = ("none", "Location", "Azure-AsyncOperation", "Operation-Location", BOTH)
+STATES = ("Succeeded", "Failed", "Canceled")
+FINAL = ("original-uri", "location", "azure-async-operation", "operation-location")
+CODES = (200, 201, 202, 204)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    method: str
+    code: int
+    headers: str
+    state: str
+    final: str  # final-state-via; "none" for a DELETE
+    # a published shape beyond the table's (see VARIANTS), "" for the plain one
+    variant: str = ""
+    # the local state a broken service leaves, when it is not the provisioning state's own
+    expect: str = ""
+
+    @property
+    def name(self) -> str:
+        name = f"{self.method}-{self.code}-{self.headers}-{self.state}-{self.final}"
+        return (name + (f"-{self.variant}" if self.variant else "")).replace("+", "_")
+
+
+# Shapes a conforming service also produces, seen in the published Azure LRO test server:
+VARIANTS = {
+    # a 200 whose body is still running (provisioningState Accepted) and names a monitor
+    "accepted-200": "PUT 200 + headers + a non-terminal body: the monitor decides",
+    # the Location monitor ends with 200 and the resource's provisioningState, even
+    # Failed or Canceled, instead of an error status
+    "location-body": "the Location monitor's final 200 carries provisioningState",
+    # the Location monitor's 202 names no next Location: ask the same URL again
+    "quiet-202": "a Location monitor 202 without its own Location header",
+    # Azure-AsyncOperation with a Location that is not a usable URL: never followed
+    "bad-location": "Azure-AsyncOperation with Location: somethingBadWhichShouldNotBeUsed",
+    # a 200 with a terminal body and a monitor header that must not be called
+    "ignore-headers": "a 200 done in its body, with an Azure-AsyncOperation to ignore",
+    # a 200 PUT whose body has no provisioningState at all: done
+    "no-state": "a 200 PUT without provisioningState",
+    # the Azure-AsyncOperation monitor answers 202 {"status": "Accepted"} while running
+    "monitor-202": "a status monitor that answers 202 while running",
+    # a transient 500 to the create (PUT, DELETE: retried) and to the first poll
+    "retry-error": "a 500 to the create and to the first status read",
+    "poll-error": "a 500 to the first status read",
+    # broken services (LROError*, LRONonRetry*): never read as a success
+    "monitor-400": "the status monitor answers 400 with an error",
+    "monitor-empty": "the status monitor answers 200 {} (no status)",
+    "monitor-invalid-json": "the status monitor answers JSON cut short",
+    "create-invalid-json": "the create answer is JSON cut short",
+    "no-monitor": "a 202 that names no monitor",
+    "invalid-header": "monitor headers /foo (nothing there) and Retry-After /bar",
+}
+
+
+def _valid(method: str, code: int, headers: str, state: str, final: str) -> bool:
+    """Whether the guidelines let a service answer this way."""
+    location_only = headers == "Location"
+    if location_only and state == "Canceled":
+        return False
+    if method == "PUT":
+        if final != "original-uri":
+            return False
+        if code == 202:
+            return headers != "none"
+        if code == 201:
+            return True
+        return code == 200 and headers == "none"
+    if method == "POST":
+        if final in ("original-uri", "none"):
+            return False
+        if code in (200, 204):
+            return headers == "none" and state == "Succeeded"
+        if code != 202:
+            return False
+        named = {
+            "location": ("Location", BOTH),
+            "azure-async-operation": ("Azure-AsyncOperation", BOTH),
+            "operation-location": ("Operation-Location",),
+        }
+        return headers in named[final]
+    # DELETE
+    if final != "none":
+        return False
+    if code in (200, 204):
+        return headers == "none" and state == "Succeeded"
+    return code == 202 and headers != "none"
+
+
+def scenarios() -> list[Scenario]:
+    table = [
+        Scenario(method=m, code=c, headers=h, state=s, final=f)
+        for m, c, h, s, f in itertools.product(
+            ("PUT", "POST", "DELETE"), CODES, HEADER_SETS, STATES, (*FINAL, "none")
+        )
+        if _valid(m, c, h, s, f)
+    ]
+    return table
+
+
+# -- the service, from the guidelines ------------------------------------------------------
+
+
+@dataclass
+class Lro:
+    scenario: Scenario
+    polls: int = 0
+    finished: bool = False
+
+
+@dataclass
+class AzureService:
+    ops: dict[str, Lro] = field(default_factory=dict)
+    origin: str = ""
+    crashed: int = 0  # calls to a URL no client may follow (ignore-headers)
+    errored: set[tuple[str, str]] = field(default_factory=set)  # transient 500s given
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_route("*", "/crash", self.crash)
+        app.router.add_route("*", "/things/{name}", self.resource)
+        app.router.add_get("/monitors/{name}", self.monitor)
+        app.router.add_get("/locations/{name}", self.location)
+        return app
+
+    def _advance(self, lro: Lro) -> None:
+        lro.polls += 1
+        if lro.polls >= 2:
+            lro.finished = True
+
+    def _headers(self, name: str, lro: Lro) -> dict[str, str]:
+        wanted = lro.scenario.headers
+        headers = {"Retry-After": "1"}
+        if wanted in ("Location", BOTH):
+            headers["Location"] = f"{self.origin}/locations/{name}"
+        if wanted in ("Azure-AsyncOperation", BOTH):
+            headers["Azure-AsyncOperation"] = f"{self.origin}/monitors/{name}"
+        if wanted == "Operation-Location":
+            headers["Operation-Location"] = f"{self.origin}/monitors/{name}"
+        if lro.scenario.variant == "bad-location":
+            headers["Location"] = "somethingBadWhichShouldNotBeUsed"
+        if lro.scenario.variant == "ignore-headers":
+            headers["Azure-AsyncOperation"] = f"{self.origin}/crash"
+        if lro.scenario.variant == "invalid-header":
+            headers = {k: "/foo" for k in headers} | {"Retry-After": "/bar"}
+        if lro.scenario.variant == "no-monitor":
+            headers = {}
+        return headers
+
+    def _transient(self, name: str, lro: Lro | None, kind: str) -> bool:
+        """Whether this call gets the scenario's one transient 500 of its kind."""
+        variant = lro.scenario.variant if lro else SCENARIOS[name].variant
+        wanted = {"retry-error": ("create", "poll"), "poll-error": ("poll",)}.get(variant, ())
+        if kind not in wanted or (name, kind) in self.errored:
+            return False
+        self.errored.add((name, kind))
+        return True
+
+    async def crash(self, request: web.Request) -> web.Response:
+        self.crashed += 1
+        return _error(404, "NotFound", "a done operation's monitor must not be called")
+
+    def _resource(self, name: str, state: str) -> dict[str, Any]:
+        return {
+            "id": f"/things/{name}",
+            "name": name,
+            "properties": {"provisioningState": state},
+        }
+
+    async def resource(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if request.method == "GET":
+            lro = self.ops.get(name)
+            if lro is None or (lro.scenario.method == "DELETE" and lro.finished):
+                return _error(404, "ResourceNotFound", "no such thing")
+            if lro.scenario.method == "POST":  # an action's URL is not a resource to read
+                return _error(405, "MethodNotAllowed", "an action cannot be read")
+            if lro.scenario.headers == "none":
+                if self._transient(name, lro, "poll"):
+                    return _error(500, "InternalServerError", "try again")
+                self._advance(lro)  # the resource itself is the status monitor
+            state = lro.scenario.state if lro.finished else "Updating"
+            return web.json_response(self._resource(name, state))
+        scenario = SCENARIOS[name]
+        if self._transient(name, None, "create"):
+            return _error(500, "InternalServerError", "try again")  # nothing was made
+        if scenario.variant == "create-invalid-json":
+            return web.Response(
+                status=200, text='{"properties": {', content_type="application/json"
+            )
+        lro = self.ops[name] = Lro(scenario=scenario)
+        code, headers = scenario.code, self._headers(name, lro)
+        if code == 204:
+            lro.finished = True
+            return web.Response(status=204)
+        if scenario.variant == "accepted-200":
+            return web.json_response(self._resource(name, "Accepted"), headers=headers)
+        if scenario.variant == "no-state":
+            lro.finished = True
+            return web.json_response({"id": f"/things/{name}", "name": name})
+        if scenario.variant == "ignore-headers":
+            lro.finished = True
+            return web.json_response(self._resource(name, scenario.state), headers=headers)
+        if code == 200:
+            lro.finished = True
+            if scenario.method in ("PUT", "PATCH"):
+                return web.json_response(self._resource(name, scenario.state))
+            return web.json_response({"result": name})
+        if code == 201:
+            return web.json_response(self._resource(name, "Creating"), status=201, headers=headers)
+        if scenario.variant == "location-body":
+            word = "Deleting" if scenario.method == "DELETE" else "Accepted"
+            return web.json_response(self._resource(name, word), status=202, headers=headers)
+        return web.Response(status=202, headers=headers)
+
+    async def monitor(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        lro = self.ops[name]
+        variant = lro.scenario.variant
+        if self._transient(name, lro, "poll"):
+            return _error(500, "InternalServerError", "try again")
+        if variant == "monitor-400":
+            return _error(400, "BadRequest", "Expected bad request message")
+        if variant == "monitor-empty":
+            return web.json_response({})
+        if variant == "monitor-invalid-json":
+            return web.Response(text='{ "status": "Accepted"', content_type="application/json")
+        self._advance(lro)
+        if variant == "monitor-202" and not lro.finished:
+            return web.json_response({"status": "Accepted"}, status=202)
+        document: dict[str, Any] = {"id": f"/monitors/{name}", "status": "InProgress"}
+        if lro.finished:
+            document["status"] = lro.scenario.state
+            if lro.scenario.state != "Succeeded":
+                document["error"] = {"code": lro.scenario.state, "message": f"{name} stopped"}
+        return web.json_response(document, headers={"Retry-After": "1"})
+
+    async def location(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        lro = self.ops[name]
+        if self._transient(name, lro, "poll"):
+            return _error(500, "InternalServerError", "try again")
+        quiet = lro.scenario.variant == "quiet-202"
+        if not lro.finished and ("moved" in request.query or quiet):
+            self._advance(lro)
+        if not lro.finished and quiet:
+            return web.Response(status=202)  # no Location: ask here again
+        if not lro.finished:
+            # each 202 names where to ask next; only that monitor moves the operation on
+            moved = f"{self.origin}/locations/{name}?moved={lro.polls}"
+            return web.Response(status=202, headers={"Location": moved, "Retry-After": "1"})
+        if lro.scenario.variant == "location-body":
+            return web.json_response(self._resource(name, lro.scenario.state))
+        if lro.scenario.state == "Failed":
+            return _error(400, "OperationFailed", f"{name} failed")
+        if lro.scenario.method == "DELETE":
+            return web.Response(status=204)
+        if lro.scenario.method in ("PUT", "PATCH"):
+            return web.json_response(self._resource(name, "Succeeded"))
+        return web.json_response({"result": name})
+
+
+def _error(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+
+SCENARIOS = {s.name: s for s in scenarios()}

@@ -1,0 +1,111 @@
+"""Azure long-running operations in the shapes the published Azure LRO test server
+(Azure/autorest.testserver, legacy/routes/lros.js) serves beyond the table of
+test_azure_lro_table.py: a 200 still running, a Location monitor that ends 200 with a
+Failed or Canceled provisioningState, a 202 with no next Location, a Location header
+that is not a URL beside Azure-AsyncOperation, a done 200 whose monitor header must be
+ignored, a PUT 200 with no state, and PATCH."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from azure_lro import BOTH, STATES, VARIANTS, AzureService, Scenario
+from azure_lro_run import run_scenarios
+from azure_lro_run import serving as azure_service
+
+AAO = "Azure-AsyncOperation"
+PUBLISHED = [
+    # LROPutAsync{Retry,NoRetry}{Succeeded,Failed,Canceled}: 200, both headers, Accepted
+    *(Scenario("PUT", 200, BOTH, s, "original-uri", "accepted-200") for s in STATES),
+    Scenario("PUT", 200, AAO, "Succeeded", "original-uri", "accepted-200"),
+    # LRODeleteProvisioning{SucceededWithBody,Failed,Canceled}: Location ends 200 + state
+    *(Scenario("DELETE", 202, "Location", s, "none", "location-body") for s in STATES),
+    *(Scenario("PUT", 202, "Location", s, "original-uri", "location-body") for s in STATES),
+    # LROPutNoHeaderInRetry, LRODeleteNoHeaderInRetry, LROPostSuccededNoBody-like polls
+    Scenario("PUT", 202, "Location", "Succeeded", "original-uri", "quiet-202"),
+    Scenario("DELETE", 202, "Location", "Succeeded", "none", "quiet-202"),
+    Scenario("POST", 202, "Location", "Succeeded", "location", "quiet-202"),
+    # LROPutAsyncNoHeaderInRetry, LRODeleteAsyncNoHeaderInRetry, LROPut*AsyncInRetry
+    Scenario("PUT", 201, AAO, "Succeeded", "original-uri", "bad-location"),
+    Scenario("PUT", 202, AAO, "Succeeded", "original-uri", "bad-location"),
+    Scenario("DELETE", 202, AAO, "Succeeded", "none", "bad-location"),
+    Scenario("DELETE", 202, AAO, "Failed", "none", "bad-location"),
+    # LROPatchInlineCompleteIgnoreHeaders
+    Scenario("PATCH", 200, AAO, "Succeeded", "original-uri", "ignore-headers"),
+    # LROPut200InlineCompleteNoState
+    Scenario("PUT", 200, "none", "Succeeded", "original-uri", "no-state"),
+    # LROPatch201WithAsyncHeader, LROPatch202WithAsyncAndLocationHeader, and their ends
+    *(Scenario("PATCH", 201, AAO, s, "original-uri") for s in STATES),
+    *(Scenario("PATCH", 202, BOTH, s, "original-uri") for s in STATES),
+    Scenario("PATCH", 200, "none", "Succeeded", "original-uri"),
+    # LROPutAsync*, LRODeleteAsync*, LROPostAsync*: the monitor's first answer is a 202
+    Scenario("PUT", 200, BOTH, "Succeeded", "original-uri", "monitor-202"),
+    Scenario("DELETE", 202, BOTH, "Canceled", "none", "monitor-202"),
+    Scenario("POST", 202, BOTH, "Failed", "azure-async-operation", "monitor-202"),
+    # LRORetry*: a 500 to the create (PUT and DELETE are resent) and to the first poll
+    Scenario("PUT", 201, "none", "Succeeded", "original-uri", "retry-error"),
+    Scenario("PUT", 201, BOTH, "Succeeded", "original-uri", "retry-error"),
+    Scenario("DELETE", 202, "Location", "Succeeded", "none", "retry-error"),
+    Scenario("DELETE", 202, BOTH, "Succeeded", "none", "retry-error"),
+    Scenario("POST", 202, "Location", "Succeeded", "location", "poll-error"),
+    Scenario("POST", 202, BOTH, "Succeeded", "azure-async-operation", "poll-error"),
+    # LRONonRetry*Retry400: the monitor refuses with 400 and an error body: failed
+    Scenario("PUT", 201, BOTH, "Failed", "original-uri", "monitor-400"),
+    Scenario("DELETE", 202, AAO, "Failed", "none", "monitor-400"),
+    Scenario("POST", 202, BOTH, "Failed", "azure-async-operation", "monitor-400"),
+    # LROError*: a broken service is never read as a success
+    *(
+        Scenario(m, c, AAO, "Succeeded", f, "monitor-empty", expect="result_timed_out")
+        for m, c, f in (("PUT", 201, "original-uri"), ("DELETE", 202, "none"))
+    ),
+    Scenario(
+        "POST",
+        202,
+        BOTH,
+        "Succeeded",
+        "azure-async-operation",
+        "monitor-invalid-json",
+        expect="result_timed_out",
+    ),
+    Scenario(
+        "PUT", 200, "none", "Succeeded", "original-uri", "create-invalid-json", expect="needs_human"
+    ),
+    Scenario("POST", 202, "none", "Succeeded", "location", "no-monitor", expect="needs_human"),
+    Scenario(
+        "DELETE", 202, "Location", "Succeeded", "none", "invalid-header", expect="needs_human"
+    ),
+    Scenario(
+        "POST",
+        202,
+        BOTH,
+        "Succeeded",
+        "azure-async-operation",
+        "invalid-header",
+        expect="needs_human",
+    ),
+]
+
+
+@pytest.fixture
+async def service() -> AsyncIterator[AzureService]:
+    async with azure_service() as azure:
+        yield azure
+
+
+def test_every_variant_is_in_the_table() -> None:
+    """Each published shape has at least one row."""
+    assert {s.variant for s in PUBLISHED} - {""} == set(VARIANTS)
+    assert len({s.name for s in PUBLISHED}) == len(PUBLISHED)
+
+
+async def test_every_published_azure_shape_ends_as_the_guidelines_say(
+    service: AzureService, tmp_path: Path
+) -> None:
+    """Each published shape ends in its provisioning state's outcome with the result its
+    final-state-via names; a done answer's monitor header is never called."""
+    failures = await run_scenarios(service, PUBLISHED, tmp_path)
+    assert not failures, "\n".join(failures)
+    assert service.crashed == 0, "a done operation's monitor was called"
