@@ -17,6 +17,7 @@ from jobtrail.testing import (
     Reply,
     ScriptedCall,
     ScriptedProvider,
+    jobtrail_simulator,  # noqa: F401 (the fixture under test)
     outcomes,
 )
 
@@ -157,3 +158,16 @@ async def test_a_secret_echoed_in_reply_detail_is_never_stored(
     if store_kind == "sqlite":
         raw = b"".join(p.read_bytes() for p in tmp_path.rglob("ledger.db*"))
         assert SECRET.encode() not in raw
+
+
+@pytest.mark.usefixtures("jobtrail_simulator")
+async def test_the_simulator_fixture_serves_the_simulator_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`jobtrail_simulator` starts the simulator and points the shipped profile at it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JOBTRAIL_PROVIDERS", raising=False)
+    async with jobtrail.Client(tmp_path / "t.db", data_dir=tmp_path / "data") as jt:
+        op = await jt.submit("simulator", {"account": "acct_1"})
+        op = await jt.wait(op.operation_id, timeout=30)
+        assert op.state is jobtrail.State.SUCCEEDED
