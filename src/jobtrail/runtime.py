@@ -3,6 +3,7 @@ drivers (CLI, MCP server, `serve`) that need to move operations, not just read t
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -22,6 +23,8 @@ from jobtrail.results import Results, open_results
 from jobtrail.store import open_store
 from jobtrail.worker.loop import Worker
 from jobtrail.worker.runner import Runner
+
+log = logging.getLogger("jobtrail.providers")
 
 
 def default_worker_id() -> str:
@@ -59,8 +62,11 @@ async def runtime(
     """`results` is the result store's URL (see jobtrail.results); files under `data_dir`
     when None. `actions` is the action policy; JOBTRAIL_POLICY's (or the default) when None.
     Code providers: every installed entry point, the modules in `provider_modules`, and the
-    provider objects in `providers` (which win, by name); a broken one fails here, first."""
+    provider objects in `providers` (which win, by name). A module that cannot be loaded
+    fails here, first; an installed entry point that cannot is logged and left missing."""
     plugins = load_plugins(provider_modules)
+    for name, why in plugins.broken.items():
+        log.warning("%s; operations of %r are left to workers that have it", why, name)
     for given in providers:
         plugins[given.name] = Plugin(
             name=given.name, factory=_always(given), origin="a provider object given to it"

@@ -61,8 +61,12 @@ def test_the_stock_worker_drives_an_installed_code_provider_to_succeeded(
     workspace: Workspace, site: Path
 ) -> None:
     """`submit reports` (no provider file needed beyond its settings) records kind, name and
-    version; `jobtrail worker` finds the entry point and collects a validated result."""
+    version; `jobtrail worker` finds the entry point and collects a validated result. A
+    broken package installed beside it is named in one warning line and stops nothing."""
     ws, path = workspace, str(site)
+    install(
+        site, "broken-provider", {"broken_mod": "import no_sdk_xyz\n"}, {"aws": "broken_mod:make"}
+    )
     body = '{"account": "a", "items": 3}'
     submitted = ws.json("submit", "reports", "--body", body, PYTHONPATH=path)
     assert submitted["provider"] == "reports"
@@ -70,6 +74,12 @@ def test_the_stock_worker_drives_an_installed_code_provider_to_succeeded(
     op = submitted["operation_id"]
     done = ws.run("worker", "--until-idle", PYTHONPATH=path)
     assert "code providers: reports" in done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "broken_mod" in line]
+    assert warnings == [
+        "code provider entry point aws = broken_mod:make cannot be loaded: "
+        "ModuleNotFoundError: No module named 'no_sdk_xyz'; operations of 'aws' are left to "
+        "workers that have it"
+    ]
     status = ws.json("status", op)
     assert status["state"] == "succeeded", ws.run("explain", op).stdout
     assert status["result"]["valid"] and status["result"]["items"]["total"] == 3

@@ -10,6 +10,7 @@ import pytest
 
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.plugins import installed_names, load_plugins
+from jobtrail.providers.resolve import resolve_provider
 
 from plugins import forget, install, on_path
 
@@ -94,14 +95,19 @@ def test_a_bad_module_is_one_clear_line(site: Path, module: str, words: str) -> 
     assert words in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_a_broken_entry_point_is_one_clear_line(site: Path) -> None:
-    """An installed entry point whose module fails to import names itself and the error."""
+def test_a_broken_entry_point_is_left_missing_with_one_clear_line(site: Path) -> None:
+    """An installed entry point whose module fails to import does not stop the loader (one
+    broken package must not stop every worker): it is missing, with one line naming it and
+    its error, raised when someone submits to it."""
     install(site, "broken-provider", {}, {"broken": "broken_provider:make"})
-    with pytest.raises(ProviderConfigError) as caught:
-        load_plugins()
-    message = str(caught.value)
+    plugins = load_plugins()
+    assert "echo" in plugins and "broken" not in plugins
+    message = plugins.broken["broken"]
     assert "entry point broken = broken_provider:make" in message
     assert "ImportError: no SDK here" in message and "\n" not in message
+    with pytest.raises(ProviderConfigError) as caught:
+        resolve_provider("broken", plugins)
+    assert str(caught.value) == message
 
 
 def test_a_provider_without_a_version_is_refused(site: Path) -> None:

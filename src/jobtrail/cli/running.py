@@ -89,6 +89,7 @@ async def worker(
             f"; code providers: {', '.join(code) or 'none'})",
             err=True,
         )
+        # An installed code provider that cannot be loaded was logged by the runtime.
         await warn_unset_credentials(rt)
         stats = await rt.worker.run(until_idle=until_idle)
         await stopper.record(claimed=stats.claimed, finished=stats.finished)
@@ -151,7 +152,9 @@ async def run(
         drives = rt.providers.code_names()
         missing = op.provider_kind is ProviderKind.CODE and op.provider not in drives
         if missing and not op.state.ends_automation:
-            fail(missing_message(op), code=RunExit.PROVIDER_MISSING)
+            broken = rt.providers.plugins.broken.get(op.provider)
+            why = f" ({broken})" if broken else ""
+            fail(missing_message(op) + why, code=RunExit.PROVIDER_MISSING)
         if await warn_unset_credentials(rt, only=operation_id):
             fail(
                 f"{operation_id} cannot be sent: set the variable named above and run it "

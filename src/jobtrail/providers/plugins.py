@@ -5,8 +5,14 @@ Two sources, both by name (see providers/code.py): entry points in the group
 `jobtrail.providers` (name = provider name, value = `module:factory`), and modules given
 explicitly (`--provider-module pkg.module`, `Client(provider_modules=[...])`) whose
 `PROVIDERS` maps names to factories. A module given explicitly wins over an installed entry
-point of the same name. Anything that cannot be loaded is one ProviderConfigError line that
-names it, raised when the driver starts, so a broken plug-in never fails later, mid-call.
+point of the same name.
+
+Anything that cannot be loaded is one line naming it. A module given explicitly that cannot
+be loaded stops the driver at start (ProviderConfigError): it was asked for. An installed
+entry point that cannot be loaded (its optional dependencies missing, say) is kept aside in
+`Plugins.broken` instead, so one broken package does not stop every worker: its provider is
+missing here (its operations are left to workers that have it), drivers print the line,
+and submitting to it raises it.
 """
 
 from __future__ import annotations
@@ -55,19 +61,40 @@ class Plugin:
         return provider, spec
 
 
-def load_plugins(modules: Sequence[str] = ()) -> dict[str, Plugin]:
+class Plugins(dict[str, Plugin]):
+    """The code providers loaded, by name; `broken` holds, by name, why an installed one
+    could not be loaded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken: dict[str, str] = {}
+
+    def check(self, name: str) -> None:
+        """Raise the reason `name` is installed but unusable, if it is."""
+        if name in self.broken and name not in self:
+            raise ProviderConfigError(self.broken[name])
+
+
+def load_plugins(modules: Sequence[str] = ()) -> Plugins:
     """Every code provider this process can use, by name: installed entry points, then
     `modules` (each exposing `PROVIDERS`)."""
-    found: dict[str, Plugin] = {}
+    found = Plugins()
     for point in _installed():
         origin = f"entry point {point.name} = {point.value}"
         known = found.get(point.name)
         if known is not None and known.origin != origin:
-            raise ProviderConfigError(
+            found.broken[point.name] = (
                 f"two installed packages provide the code provider {point.name!r} ({known.origin}"
                 f"; {origin}); uninstall one"
             )
-        found[point.name] = Plugin(name=point.name, factory=_load(point, origin), origin=origin)
+            del found[point.name]
+            continue
+        if point.name in found.broken:
+            continue
+        try:
+            found[point.name] = Plugin(name=point.name, factory=_load(point, origin), origin=origin)
+        except ProviderConfigError as exc:
+            found.broken[point.name] = str(exc)
     for module in modules:
         for name, factory in _module_providers(module).items():
             found[name] = Plugin(name=name, factory=factory, origin=f"--provider-module {module}")
@@ -81,15 +108,9 @@ def installed_names() -> frozenset[str]:
 
 
 def _installed() -> list[EntryPoint]:
-    points = []
-    for point in entry_points(group=ENTRY_POINT_GROUP):
-        if not NAME.fullmatch(point.name):
-            raise ProviderConfigError(
-                f"entry point {point.name!r} in group {ENTRY_POINT_GROUP} is not a provider "
-                "name (letters, digits, - and _)"
-            )
-        points.append(point)
-    return points
+    """The group's entry points; one whose name is no provider name is ignored (no
+    operation can name it)."""
+    return [p for p in entry_points(group=ENTRY_POINT_GROUP) if NAME.fullmatch(p.name)]
 
 
 def _load(point: EntryPoint, origin: str) -> Factory:

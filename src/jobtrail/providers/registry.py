@@ -6,7 +6,6 @@ worker without it never drives the operation (it is not even claimed: `code_name
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -17,21 +16,19 @@ from jobtrail.errors import ProviderMissing
 from jobtrail.providers.code import DEFAULT_TIMEOUT
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.providers.http import HttpProvider
-from jobtrail.providers.plugins import Plugin
+from jobtrail.providers.plugins import Plugins
 from jobtrail.providers.protocol import Provider
 from jobtrail.providers.spec import ResultSpec
 
 
 class ProviderRegistry:
-    def __init__(
-        self, *, connections: int = 100, plugins: Mapping[str, Plugin] | None = None
-    ) -> None:
+    def __init__(self, *, connections: int = 100, plugins: Plugins | None = None) -> None:
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
         self._built: dict[str, Provider] = {}
         self._specs: dict[str, list[tuple[Any, ProviderSpec]]] = {}
         self._code: dict[str, Provider] = {}
-        self.plugins: dict[str, Plugin] = dict(plugins or {})
+        self.plugins: Plugins = plugins if plugins is not None else Plugins()
         self._made: dict[tuple[str, str], Provider] = {}
 
     def register(self, provider: Provider) -> None:
@@ -100,7 +97,8 @@ class ProviderRegistry:
     def _plugin_provider(self, op: Operation) -> Provider:
         plugin = self.plugins.get(op.provider)
         if plugin is None:
-            raise ProviderMissing(missing_message(op))
+            broken = self.plugins.broken.get(op.provider)
+            raise ProviderMissing(missing_message(op) + (f" ({broken})" if broken else ""))
         settings = op.provider_config.get("settings") or {}
         key = (op.provider, json.dumps(settings, sort_keys=True, default=str))
         provider = self._made.get(key)

@@ -22,7 +22,7 @@ from typing import Any
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.code import CodeSpec, file_settings, is_code_document, with_file
 from jobtrail.providers.config import find_provider, load_provider_file, parse_provider
-from jobtrail.providers.plugins import Plugin
+from jobtrail.providers.plugins import Plugin, Plugins
 from jobtrail.providers.spec import ProviderSpec
 
 ProviderRef = str | os.PathLike[str] | ProviderSpec | CodeSpec
@@ -34,9 +34,11 @@ def resolve_provider(
 ) -> ProviderSpec | CodeSpec:
     """The provider `provider` names; `plugins` are the code providers loaded here
     (providers.plugins.load_plugins)."""
-    plugins = plugins or {}
+    plugins = plugins if plugins is not None else {}
     if isinstance(provider, ProviderSpec | CodeSpec):
         return provider
+    if isinstance(plugins, Plugins) and isinstance(provider, str):
+        plugins.check(provider)
     if not isinstance(provider, str):
         return _from_file(Path(os.fspath(provider)), plugins)
     if provider.endswith(".toml") or "/" in provider or os.sep in provider:
@@ -64,6 +66,8 @@ def _from_file(path: Path, plugins: Mapping[str, Plugin]) -> ProviderSpec | Code
     if doc is None:
         return load_provider_file(path)
     name = doc["code"]
+    if isinstance(plugins, Plugins) and isinstance(name, str):
+        plugins.check(name)
     plugin = plugins.get(name) if isinstance(name, str) else None
     if plugin is None:
         raise ProviderConfigError(
