@@ -19,12 +19,13 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobtrail.clock import VirtualClock
 from jobtrail.core import outcomes
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation, ResultMode
 from jobtrail.core.states import RemoteStatus
+from jobtrail.providers.code import CodeProvider
 from jobtrail.providers.protocol import Fetched, Reply
 from jobtrail.simulator.thread import SimulatorThread
 
@@ -120,6 +121,12 @@ def running_simulator(token: str = SIMULATOR_TOKEN) -> Iterator[SimulatorThread]
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+
+
+if TYPE_CHECKING:
+
+    def _is_a_code_provider(provider: ScriptedProvider) -> CodeProvider:
+        return provider  # mypy checks that ScriptedProvider follows the contract
 
 
 try:  # the fixture exists where pytest does; the rest of this module needs no pytest
