@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tomllib
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from jobtrail.cli.exits import run_exit
 from jobtrail.core.states import State
 
 from harness import ROOT, SECRET
+from waits import until_true
 
 JOBTRAIL = str(Path(sys.executable).with_name("jobtrail"))
 
@@ -85,3 +87,18 @@ def raw_bytes(*paths: Path) -> bytes:
         files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
         chunks += [p.read_bytes() for p in files]
     return b"".join(chunks)
+
+
+def until_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> None:
+    """Until `jobtrail serve` at `url` answers /healthz; fails at once if it exited."""
+
+    def healthy() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"serve exited with {proc.returncode}: {log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=1) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
+    until_true(healthy, timeout, lambda: f"serve healthy: {log.read_text()}")

@@ -46,6 +46,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("!", "PostgreSQL TESTS WERE SKIPPED", red=True, bold=True)
         terminalreporter.write_line(
             "No PostgreSQL server was reachable (JOBTRAIL_TEST_PG); the PostgreSQL store, its "
-            "contract tests and the multi-worker crash test did NOT run. CI runs them.",
+            "contract and integration tests and the multi-worker crash test did NOT run. CI "
+            "runs them.",
             red=True,
         )

@@ -1,5 +1,9 @@
-"""An end-to-end rig for integration tests: the simulator on loopback, a real SQLite ledger,
-the real worker, and a virtual clock so backoff and deadlines cost no wall time."""
+"""An end-to-end rig for integration tests: the simulator on loopback, a real ledger (a
+SQLite file, or a fresh schema on the PostgreSQL server of JOBTRAIL_TEST_PG: `kind`), the
+real worker, and a virtual clock so backoff and deadlines cost no wall time.
+
+Integration tests that take the `rig` fixture (tests/integration/conftest.py) run once per
+store kind, as the contract tests do."""
 
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.runtime import Runtime, runtime
 from jobtrail.simulator import Simulator
 
+from stores import fresh_ledger
+
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "tok_live_5f2c9a8e7d6b4a31-DO-NOT-LEAK"
 
@@ -34,8 +40,9 @@ class Harness:
     rt: Runtime
     clock: VirtualClock
     spec: ProviderSpec
-    db: Path
+    db: str  # what open_store takes: the SQLite file's path, or the PostgreSQL URL
     data: Path
+    kind: str = "sqlite"
 
     async def submit(self, body: dict[str, Any], **options: Any) -> Operation:
         options.setdefault("actor", "test-agent")
@@ -100,8 +107,12 @@ async def harness(
     concurrency: int = 20,
     lease_for: timedelta = timedelta(seconds=60),
     monkeypatch: Any = None,
+    kind: str = "sqlite",
+    results: str | None = None,
 ) -> AsyncIterator[Harness]:
-    """`edit` may change the provider document (capabilities, timeouts) before use."""
+    """`edit` may change the provider document (capabilities, timeouts) before use; `kind`
+    is the store kind ("sqlite" or "postgres", see tests/stores.py); `results` the result
+    store's URL (files under the data folder when None)."""
     if monkeypatch is not None:
         monkeypatch.setenv("REPORTS_API_TOKEN", SECRET)
     sim = Simulator(token=SECRET)
@@ -111,17 +122,22 @@ async def harness(
     if edit is not None:
         edit(doc)
     clock = VirtualClock()
-    db, data = tmp_path / "ledger.db", tmp_path / "data"
+    data = tmp_path / "data"
     try:
-        async with runtime(
-            str(db),
-            data,
-            worker_id="worker-1",
-            concurrency=concurrency,
-            lease_for=lease_for,
-            clock=clock,
-            idle_poll=24 * 3600,
-        ) as rt:
-            yield Harness(sim=sim, rt=rt, clock=clock, spec=parse_provider(doc), db=db, data=data)
+        async with (
+            fresh_ledger(kind, tmp_path) as db,
+            runtime(
+                db.url,
+                data,
+                worker_id="worker-1",
+                concurrency=concurrency,
+                lease_for=lease_for,
+                clock=clock,
+                idle_poll=24 * 3600,
+                results=results,
+            ) as rt,
+        ):
+            spec = parse_provider(doc)
+            yield Harness(sim=sim, rt=rt, clock=clock, spec=spec, db=db.url, data=data, kind=kind)
     finally:
         await sim.close()

@@ -549,7 +549,7 @@ class Ledger:
         finished = evolve(
             attempt,
             finished_at=now,
-            outcome=type(outcome).__name__,
+            outcome=outcome.word,
             http_status=getattr(outcome, "http_status", None),
             provider_request_id=getattr(outcome, "request_id", None),
             detail=detail,
@@ -596,9 +596,7 @@ class Ledger:
                 audit.append(self._entry(op, now, "attempt.outcome", actor, entry_data))
             elif isinstance(outcome, o.LocalOutcome):
                 audit.append(
-                    self._entry(
-                        op, now, "local.outcome", actor, {"outcome": type(outcome).__name__}
-                    )
+                    self._entry(op, now, "local.outcome", actor, {"outcome": outcome.word})
                 )
             keep = not release and isinstance(plan(applied.operation, now), Call | Settle)
             change = self._change(op, applied, fence, audit, finished=finished, release=not keep)

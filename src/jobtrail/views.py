@@ -8,6 +8,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from jobtrail.core import outcomes as o
 from jobtrail.core.model import Attempt, Observation, Operation, ProviderKind, Transition
 from jobtrail.core.plan import Nothing, Wait, plan
 from jobtrail.core.states import EVIDENCE_MEANING, REMOTE_MAY_RUN, State
@@ -219,7 +220,7 @@ def timeline(
         progress = f", progress {progress_text(last)}" if last is not None else ""
         events.append((run.observed_at, 1, f"{label}: remote {run.remote_state}{progress}"))
     for at in attempts:
-        if at.kind.value == "status" and at.outcome == "Observed":
+        if at.kind.value == "status" and at.outcome == o.Observed.word:
             continue  # its observation run tells what it saw
         events.append((at.started_at, 1, _attempt_line(at)))
     for ob in observations:
@@ -378,7 +379,7 @@ def _body_line(body: Any) -> str:
 def _rejection(attempts: list[Attempt]) -> str | None:
     """The provider's own words for the last refused create, from its answer's body."""
     for at in reversed(attempts):
-        if at.kind.value != "create" or at.outcome != "Rejected":
+        if at.kind.value != "create" or at.outcome != o.Rejected.word:
             continue
         detail = at.detail if isinstance(at.detail, dict) else {}
         words = detail.get("error") or detail.get("body")

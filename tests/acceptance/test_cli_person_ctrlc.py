@@ -9,9 +9,9 @@ import signal
 import sqlite3
 import subprocess
 import threading
-import time
 
 from cliutil import JOBTRAIL, Workspace
+from waits import until_true
 
 SLOW_CREATE = '{"account": "slow", "_sim": {"delay_create": 8}}'
 
@@ -42,11 +42,13 @@ class Started:
         return "".join(self.lines)
 
     def until_said(self, words: str, limit: float = 30) -> None:
-        deadline = time.monotonic() + limit
-        while words not in self.stderr:
+        def said() -> bool:
+            if words in self.stderr:
+                return True
             assert self.proc.poll() is None or words in self.stderr, self.stderr
-            assert time.monotonic() < deadline, f"never said {words!r}: {self.stderr}"
-            time.sleep(0.05)
+            return False
+
+        until_true(said, limit, lambda: f"said {words!r}: {self.stderr}")
 
     def interrupt(self) -> None:
         self.proc.send_signal(signal.SIGINT)
@@ -59,14 +61,13 @@ class Started:
 
 def _until_create_in_flight(ws: Workspace, op: str) -> None:
     """Until the create's intent is recorded (the simulator then holds its answer back)."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    def started() -> bool:
         with sqlite3.connect(ws.db) as db:
             found = db.execute("SELECT count(*) FROM attempts WHERE operation_id = ?", (op,))
-            if found.fetchone()[0]:
-                return
-        assert time.monotonic() < deadline, "the create was never started"
-        time.sleep(0.05)
+            return bool(found.fetchone()[0])
+
+    until_true(started, 30, "the create started")
 
 
 def _stops(ws: Workspace) -> list[dict[str, object]]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 
 from jobtrail.simulator import SimulatorThread
 
 from cliutil import JOBTRAIL, Workspace
+from waits import until_true
 
 VIOLATION = '{"account": "v", "_sim": {"drop_create_answer": true, "different_id_on_retry": true}}'
 
@@ -114,10 +114,11 @@ def test_sigterm_stops_the_worker_gracefully(ws: Workspace, simulator: Simulator
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 20
-    while not any(c.client_reference == op for c in simulator.calls):
-        assert time.monotonic() < deadline, "the worker never sent the create"
-        time.sleep(0.05)
+    until_true(
+        lambda: any(c.client_reference == op for c in simulator.calls),
+        20,
+        "the worker sent the create",
+    )
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 0
     assert "stopped:" in (worker.stderr.read() if worker.stderr else "")

@@ -8,12 +8,12 @@ import json
 import os
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from cliutil import JOBTRAIL, Workspace
+from waits import until_true
 
 # Every command that reads or decides: none of them may leave a ledger behind.
 READING = [
@@ -133,10 +133,11 @@ def test_a_worker_stops_when_its_ledger_file_goes(ws: Workspace, swap: object) -
         text=True,
     )
     try:
-        for _ in range(600):  # bounded: the job is observed within a few polls
-            if _state(ws.db, op["operation_id"]) == "observing" or worker.poll() is not None:
-                break
-            time.sleep(0.05)
+        until_true(  # the job is observed within a few polls
+            lambda: _state(ws.db, op["operation_id"]) == "observing" or worker.poll() is not None,
+            30,
+            "the job observed",
+        )
         assert _state(ws.db, op["operation_id"]) == "observing"
         assert callable(swap)
         swap(ws.db)

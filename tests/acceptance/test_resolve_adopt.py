@@ -56,7 +56,7 @@ def test_an_unseen_job_id_is_read_then_adopted(ws: Workspace, simulator: Simulat
     assert done["state"] == "accepted" and done["remote_job_id"] == job
     reads = attempts(ws, op)[before:]
     assert [(a["kind"], a["outcome"], a["actor"]) for a in reads] == [
-        ("status", "Observed", "alice")
+        ("status", "observed", "alice")
     ]
     assert job in reads[0]["request"]["url"]
     with sqlite3.connect(ws.db) as conn:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from cliutil import JOBTRAIL, Workspace
 from stores import fresh_ledger
+from waits import until_true
 
 PASSWORD = "SECRETPW"
 pytestmark = pytest.mark.postgres
@@ -56,15 +56,20 @@ def serve_until_healthy(ws: Workspace, db: str) -> tuple[int, str]:
     """Start `serve`, wait (bounded) for /healthz to answer, stop it with SIGTERM."""
     port = free_port()
     process = start(ws, db, "serve", "--port", str(port))
-    for _ in range(200):
+
+    def answered_or_exited() -> bool:
         if process.poll() is not None:
-            break
+            return True
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
-                break
+                return True
         except OSError:
-            time.sleep(0.05)
-    process.terminate()
+            return False
+
+    try:
+        until_true(answered_or_exited, 10, "serve answered /healthz or exited")
+    finally:
+        process.terminate()
     return finish(process)
 
 

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +35,9 @@ from jobtrail.ledger import Ledger
 from jobtrail.providers.config import load_provider_file
 from jobtrail.simulator import SimulatorThread, WebhookSigner, new_webhook_secret
 from jobtrail.store import open_store
+
+from cliutil import until_healthy
+from waits import until_true_async
 
 REPO = Path(__file__).resolve().parents[2]
 PROVIDER = "simulator-webhooks"
@@ -107,26 +110,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 [*command, "--worker-id", "serve-test"], stderr=stderr, env=env, cwd=tmp
             )
         try:
-            _wait_healthy(url, proc, log)
+            until_healthy(url, proc, log, timeout=20)
             yield Stack(url, sim, db, providers, log, proc, [])
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"serve exited with {proc.returncode}: {log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=1) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"serve never became healthy: {log.read_text()}")
 
 
 @pytest.fixture
@@ -144,14 +133,6 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-async def until(check: Callable[[], Awaitable[bool]], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition never held")
-        await asyncio.sleep(0.05)
-
-
 async def accepted_op(
     ledger: Ledger, stack: Stack, sim_faults: dict[str, Any], provider: str = PROVIDER
 ) -> Operation:
@@ -164,7 +145,7 @@ async def accepted_op(
         current = await ledger.get(op.operation_id)
         return current.remote_job_id is not None and current.lease_owner is None
 
-    await until(created)
+    await until_true_async(created, 15, "created")
     return await ledger.get(op.operation_id)
 
 
@@ -235,7 +216,7 @@ async def test_an_event_delivered_three_times_is_recorded_once(
     async def read() -> bool:  # the status read the event asked for: the job still runs
         return (await ledger.get(op.operation_id)).remote_state == "running"
 
-    await until(read)
+    await until_true_async(read, 15, "read")
     assert (await ledger.get(op.operation_id)).state is State.OBSERVING
 
 
@@ -248,7 +229,7 @@ async def test_success_is_declared_only_after_a_status_read(stack: Stack, ledger
     async def succeeded() -> bool:
         return (await ledger.get(op.operation_id)).state is State.SUCCEEDED
 
-    await until(succeeded)
+    await until_true_async(succeeded, 15, "succeeded")
     observations = await ledger.store.observations(op.operation_id)
     hint = next(ob for ob in webhooks(observations) if ob.remote_state == "succeeded")
     history = await ledger.store.history(op.operation_id)
@@ -279,7 +260,7 @@ async def test_out_of_order_events_never_move_an_operation_back(
         seen = webhooks(await ledger.store.observations(op.operation_id))
         return (await ledger.get(op.operation_id)).state is State.SUCCEEDED and len(seen) == 2
 
-    await until(settled)
+    await until_true_async(settled, 15, "settled")
     seen = webhooks(await ledger.store.observations(op.operation_id))
     assert [ob.remote_state for ob in seen] == ["succeeded", "running"]
     assert op.remote_job_id is not None
@@ -287,6 +268,8 @@ async def test_out_of_order_events_never_move_an_operation_back(
     before = await ledger.get(op.operation_id)
     reads = stack.sim.jobs[op.remote_job_id].status_reads
     assert await deliver(http, stack, headers, body) == (200, {"status": "accepted"})
+    # Kept as a sleep: what is tested is that nothing happens (no status read) during one
+    # idle poll of the worker; no condition marks the end of an absence.
     await asyncio.sleep(1.2)  # longer than the worker's idle poll
     after = await ledger.get(op.operation_id)
     assert (after.state, after.remote_state) == (State.SUCCEEDED, "succeeded")
@@ -353,8 +336,8 @@ async def test_a_captured_request_replayed_after_the_tolerance_is_refused(
         current = await ledger.get(op.operation_id)
         return current.remote_state == "running" and current.lease_owner is None
 
-    await until(read)
-    await asyncio.sleep(TOLERANCE + 1.5)
+    await until_true_async(read, 15, "read")
+    await asyncio.sleep(TOLERANCE + 1.5)  # the behaviour under test: the events grow stale
     before = await snapshot(ledger, stack, op)
     for headers, body in (first, held):
         status, document = await deliver(http, stack, headers, body)

@@ -14,8 +14,6 @@ import secrets
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -32,8 +30,9 @@ from jobtrail.simulator import SimulatorThread
 from jobtrail.store import open_store
 
 from browsers import ARGS, chromium_path, require_browser
-from cliutil import make_workspace
+from cliutil import make_workspace, until_healthy
 from harness import SECRET
+from waits import until_true_async
 
 pytestmark = pytest.mark.browser
 TOKEN = "alice-" + secrets.token_hex(16)
@@ -106,7 +105,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             )
         url = f"http://127.0.0.1:{port}"
         try:
-            _wait_healthy(url, proc, log)
+            until_healthy(url, proc, log)
             yield Stack(url=url, db=str(ws.db), ids=ids)
         finally:
             proc.terminate()
@@ -115,20 +114,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"serve exited with {proc.returncode}: {log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=1) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"serve never became healthy: {log.read_text()}")
 
 
 async def _state_of(stack: Stack, key: str) -> State:
@@ -142,10 +127,10 @@ async def _state_of(stack: Stack, key: str) -> State:
 
 
 async def until_state(stack: Stack, key: str, *states: State, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while (state := await _state_of(stack, key)) not in states:
-        assert time.monotonic() < deadline, f"{key} stayed {state}, never {states}"
-        await asyncio.sleep(0.1)
+    async def reached() -> bool:
+        return await _state_of(stack, key) in states
+
+    await until_true_async(reached, timeout, f"{key} in {states}")
 
 
 @pytest.fixture

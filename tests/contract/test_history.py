@@ -49,6 +49,19 @@ async def test_attempts_in_start_order(store: Store) -> None:
     assert await store.attempts(op.operation_id) == [early, finished(late, at(21), 503), tied]
 
 
+async def test_an_outcome_stored_as_a_class_name_reads_as_its_word(store: Store) -> None:
+    """Ledgers written before outcomes declared their words hold "Observed", "Ambiguous"...:
+    read back, those are the words ("observed", "ambiguous"); a stored word stays as it is."""
+    op = operation(1)
+    await store.create_operation(op, [])
+    old, new = attempt(op, at(5), 1), attempt(op, at(6), 2)
+    for att, outcome in ((old, "Ambiguous"), (new, "observed")):
+        op = await _commit(store, Change(operation=op, attempt_started=att))
+        done = replace(finished(att, at(7)), outcome=outcome)
+        op = await _commit(store, Change(operation=op, attempt_finished=done))
+    assert [a.outcome for a in await store.attempts(op.operation_id)] == ["ambiguous", "observed"]
+
+
 async def test_observations_in_append_order(store: Store) -> None:
     """observations lists what was observed in the order recorded, exactly as given, but
     that a later fact closes the open status run (a webhook's row is stored closed)."""

@@ -152,7 +152,7 @@ async def test_concurrent_claimers_never_share_an_operation(ledger_db: LedgerDb)
             for _ in range(20):
                 claims = await store.claim_due(name, at(10), 4, LEASE)
                 got += [c.operation.operation_id for c in claims]
-                await asyncio.sleep(0)
+                await asyncio.sleep(0)  # a yield, not a wait: lets the two claimers interleave
             return got
 
         a, b = await asyncio.gather(worker(one, "worker:a"), worker(two, "worker:b"))

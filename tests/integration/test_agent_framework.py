@@ -16,6 +16,8 @@ import jobtrail
 from jobtrail import Client
 from jobtrail.simulator import Simulator
 
+from waits import until_true_async
+
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "agent-framework-token-not-a-real-one"
 
@@ -64,13 +66,14 @@ async def test_a_resumed_tool_call_never_sends_twice(tmp_path: Path, sim: Simula
     call = {"account": "acct_42", "month": "2026-02", "tool_call_id": "call_8fZ2"}
     async with client(tmp_path) as first:  # the process that stops mid-tool
         running = asyncio.create_task(build_report(**call, jt=first))
-        for _ in range(500):
+
+        async def created() -> bool:
             op = await first.find("tool-call:call_8fZ2")
-            if op is not None and op.remote_job_id is not None:
-                break
-            await asyncio.sleep(0.01)
-        else:
-            raise AssertionError("the first run never created its job")
+            return op is not None and op.remote_job_id is not None
+
+        await until_true_async(created, 10, "the first run created its job")
+        op = await first.find("tool-call:call_8fZ2")
+        assert op is not None
         running.cancel()
         with pytest.raises(asyncio.CancelledError):
             await running

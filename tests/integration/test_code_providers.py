@@ -112,7 +112,7 @@ async def test_an_exception_in_call_is_an_unknown_outcome_on_the_attempt(
             history = await store.history(op.operation_id)
             audit = await _audit_text(store)
         (broken,) = [a for a in attempts if a.detail and "exception" in a.detail]
-        assert broken.kind is AttemptKind.CREATE and broken.outcome == "Ambiguous"
+        assert broken.kind is AttemptKind.CREATE and broken.outcome == "ambiguous"
         assert broken.detail["exception"] == "RuntimeError"
         assert "SDK bug while signing" in broken.detail["error"]
         assert SECRET not in json.dumps(broken.detail) and SECRET not in audit

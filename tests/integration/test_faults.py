@@ -1,5 +1,6 @@
 """The fault-injection suite: every failure the source article names, against the simulator
-over loopback HTTP with a real SQLite ledger and the real worker (virtual clock)."""
+over loopback HTTP with a real ledger (SQLite, and PostgreSQL) and the real worker (virtual
+clock)."""
 
 from __future__ import annotations
 
@@ -15,15 +16,9 @@ from jobtrail.core.states import RemoteStatus, State
 from jobtrail.errors import ActionRefused, LostOwnership
 from jobtrail.views import escalation_bundle, explain_text
 
-from harness import Harness, harness
+from harness import Harness
 
 S = State
-
-
-@pytest.fixture
-async def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    async with harness(tmp_path, monkeypatch=monkeypatch) as h:
-        yield h
 
 
 async def test_dropped_create_answer_is_reconciled_to_one_job(rig: Harness) -> None:
@@ -111,7 +106,7 @@ async def test_a_stale_lease_holder_is_refused(rig: Harness) -> None:
     assert current.remote_job_id is None and current.lease_owner == "worker-B"
     assert await rig.history(op) == []
     late = [a for a in await store.attempts(op.operation_id) if a.actor == "worker-A"]
-    assert late[0].outcome == "Accepted"  # the late answer is kept as a fact, not applied
+    assert late[0].outcome == "accepted"  # the late answer is kept as a fact, not applied
     await rig.rt.runner.drive(fresh.operation)  # the new owner settles the interrupted call
     assert (await rig.op(op)).state in (S.CREATE_UNKNOWN, S.RECONCILIATION, S.ACCEPTED)
 

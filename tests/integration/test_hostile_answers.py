@@ -1,6 +1,7 @@
-"""Hostile provider answers against the simulator over loopback HTTP, a real SQLite ledger
-and the real worker: job ids that are not one URL segment, status URLs that are relative,
-off-origin or carry user info, and cookies that must not travel between operations."""
+"""Hostile provider answers against the simulator over loopback HTTP, a real ledger (SQLite,
+PostgreSQL) and the real worker: job ids that are not one URL segment, status URLs that are
+relative, off-origin or carry user info, and cookies that must not travel between
+operations."""
 
 from __future__ import annotations
 
@@ -16,12 +17,6 @@ from jobtrail.core.states import State
 from harness import Harness, harness
 
 S = State
-
-
-@pytest.fixture
-async def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    async with harness(tmp_path, monkeypatch=monkeypatch) as h:
-        yield h
 
 
 @pytest.mark.parametrize("dot", [".", ".."])
@@ -142,7 +137,7 @@ async def test_cookies_are_kept_per_operation_when_the_provider_file_asks(
             later = [c for c in own if c.kind != "create"]
             assert [c.cookie for c in creates] == [None] * len(creates)
             assert later and {c.cookie for c in later} == {f"sim_session={op.remote_job_id}"}
-        raw = rig.db.read_bytes() + b"".join(
+        raw = Path(rig.db).read_bytes() + b"".join(
             p.read_bytes() for p in tmp_path.glob("ledger.db*") if p.is_file()
         )
         assert b"sim_session" not in raw

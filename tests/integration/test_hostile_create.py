@@ -4,66 +4,22 @@ created" without the provider's declared lookup saying so, and never makes a sec
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from jobtrail.clock import VirtualClock
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.plan import RETRIES_BEFORE_LOOKUP
 from jobtrail.core.states import REMOTE_MAY_RUN, Evidence, State
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.http import HttpProvider
 from jobtrail.providers.protocol import Reply
-from jobtrail.runtime import runtime
-from jobtrail.simulator import Simulator
 
 from cliutil import raw_bytes
-from harness import SECRET, Harness, simulator_doc
-from stores import fresh_ledger
+from harness import SECRET, Harness, harness
 
 S = State
-Edit = Callable[[dict[str, Any]], None]
-
-
-@asynccontextmanager
-async def rig_on(
-    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: Edit | None = None
-) -> AsyncIterator[Harness]:
-    """The integration harness (simulator, worker, virtual clock) on a ledger of `kind`."""
-    monkeypatch.setenv("REPORTS_API_TOKEN", SECRET)
-    sim = Simulator(token=SECRET)
-    doc = simulator_doc(await sim.start())
-    doc["timeout"] = "2s"
-    if edit is not None:
-        edit(doc)
-    clock = VirtualClock()
-    try:
-        async with (
-            fresh_ledger(kind, tmp_path) as db,
-            runtime(
-                db.url,
-                tmp_path / "data",
-                worker_id="worker-1",
-                lease_for=timedelta(seconds=60),
-                clock=clock,
-                idle_poll=24 * 3600,
-            ) as rt,
-        ):
-            yield Harness(
-                sim=sim,
-                rt=rt,
-                clock=clock,
-                spec=parse_provider(doc),
-                db=tmp_path / "ledger.db",
-                data=tmp_path / "data",
-            )
-    finally:
-        await sim.close()
 
 
 def no_lookup(doc: dict[str, Any]) -> None:
@@ -82,7 +38,7 @@ async def test_a_refused_retry_after_a_lost_answer_is_settled_by_the_lookup(
 ) -> None:
     """Lost answer, then "already exists" (or 400/422) to the retry: the lookup finds the one
     job and the operation succeeds with it, never `failed`."""
-    async with rig_on(store_kind, tmp_path, monkeypatch) as rig:
+    async with harness(tmp_path, kind=store_kind, monkeypatch=monkeypatch) as rig:
         refusal = {"status": status, "message": "a report for this key already exists"}
         sim = {"drop_create_answer": True, "reject_retry": refusal}
         op = await rig.submit({"account": "a", "_sim": sim})
@@ -100,7 +56,7 @@ async def test_a_refused_retry_without_a_lookup_stops_for_a_person(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No declared lookup: a refused retry ends in needs_human (the job may run), not failed."""
-    async with rig_on("sqlite", tmp_path, monkeypatch, no_lookup) as rig:
+    async with harness(tmp_path, kind="sqlite", monkeypatch=monkeypatch, edit=no_lookup) as rig:
         refusal = {"status": 422, "message": "duplicate request"}
         sim = {"drop_create_answer": True, "reject_retry": refusal}
         op = await rig.submit({"account": "a", "_sim": sim})
@@ -117,7 +73,7 @@ async def test_unreadable_retries_turn_to_the_lookup(
 ) -> None:
     """Retries answering garbage or 5xx: after RETRIES_BEFORE_LOOKUP of them the lookup is
     asked, finds the one job, and the operation succeeds with it."""
-    async with rig_on(store_kind, tmp_path, monkeypatch) as rig:
+    async with harness(tmp_path, kind=store_kind, monkeypatch=monkeypatch) as rig:
         op = await rig.submit({"account": "a", "_sim": {"drop_create_answer": True, **garble}})
         await rig.run()
         op = await rig.op(op)
@@ -132,7 +88,7 @@ async def test_unreadable_retries_without_a_lookup_back_off_to_a_person(
 ) -> None:
     """No declared lookup: garbled retries back off until the create deadline, then
     needs_human; one job, and far fewer calls than a fixed-interval spin would make."""
-    async with rig_on("sqlite", tmp_path, monkeypatch, no_lookup) as rig:
+    async with harness(tmp_path, kind="sqlite", monkeypatch=monkeypatch, edit=no_lookup) as rig:
         sim = {"drop_create_answer": True, "retry_malformed": True}
         op = await rig.submit({"account": "a", "_sim": sim})
         await rig.run()
@@ -167,7 +123,7 @@ async def test_a_provider_that_raises_is_a_recorded_provider_error(
     """An exception inside a provider's call is recorded on its attempt (type and redacted
     message) and handled as an unknown outcome of that call, not as a worker stopped
     mid-call; the operation still ends with exactly one job."""
-    async with rig_on("sqlite", tmp_path, monkeypatch) as rig:
+    async with harness(tmp_path, kind="sqlite", monkeypatch=monkeypatch) as rig:
         provider = RaisingProvider(rig.spec, rig.rt.providers.session(), kind)
         rig.rt.providers.register(provider)
         op = await rig.submit({"account": "a"})
@@ -178,7 +134,7 @@ async def test_a_provider_that_raises_is_a_recorded_provider_error(
         attempts = await rig.rt.ledger.store.attempts(op.operation_id)
         assert all(a.finished_at is not None for a in attempts)  # none left "interrupted"
         (broken,) = [a for a in attempts if a.detail and "exception" in a.detail]
-        assert broken.kind is kind and broken.outcome == "Ambiguous"
+        assert broken.kind is kind and broken.outcome == "ambiguous"
         assert broken.detail["exception"] == "KeyError"
         assert "parser bug" in broken.detail["error"] and SECRET not in broken.detail["error"]
         if kind is AttemptKind.CREATE:

@@ -1,13 +1,13 @@
 """Schedules a provider cannot break, end to end: the simulator over loopback sends hostile
-Retry-After hints and refuses status reads; a real SQLite ledger and the real worker on a
-virtual clock must wake at the deadline, keep the [poll] floor, back off, and stop for a
-human instead of spinning."""
+Retry-After hints and refuses status reads; a real ledger (SQLite, PostgreSQL) and the real
+worker on a virtual clock must wake at the deadline, keep the [poll] floor, back off, and
+stop for a human instead of spinning."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,12 +21,6 @@ from jobtrail.views import escalation_bundle, explain_text
 from harness import Harness, harness
 
 S = State
-
-
-@pytest.fixture
-async def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
-    async with harness(tmp_path, monkeypatch=monkeypatch) as h:
-        yield h
 
 
 async def run(rig: Harness) -> None:

@@ -20,6 +20,7 @@ from jobtrail.simulator import Simulator
 
 from factories import make_op
 from harness import SECRET, simulator_doc
+from waits import until_true_async
 
 K = AttemptKind
 
@@ -134,7 +135,11 @@ async def test_in_flight_key_is_throttled_not_failed(rig: Rig) -> None:
 
     op = rig.op({"_sim": {"delay_create": 0.8}})
     first = asyncio.create_task(rig.call(K.CREATE, op))
-    await asyncio.sleep(0.2)
+
+    def arrived() -> bool:  # in flight: the simulator holds the job, answering 0.8 s later
+        return any(j.client_reference == op.operation_id for j in rig.sim.jobs.values())
+
+    await until_true_async(arrived, 10, "the first create reached the simulator")
     second = await rig.call(K.CREATE, op)
     assert isinstance(second.outcome, o.Throttled) and second.outcome.http_status == 409
     assert isinstance((await first).outcome, o.Accepted)

@@ -1,5 +1,5 @@
-"""The ledger on a real SQLite file: the record comes first, refusals change nothing, and
-whatever happens, the stored history replays to the stored state."""
+"""The ledger on a real SQLite file and on PostgreSQL: the record comes first, refusals
+change nothing, and whatever happens, the stored history replays to the stored state."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import tempfile
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,16 +23,10 @@ from jobtrail.store import open_store
 from harness import Harness, harness
 
 
-@pytest.fixture
-async def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    async with harness(tmp_path, monkeypatch=monkeypatch) as h:
-        yield h
-
-
 async def test_submit_commits_the_record_before_anything_is_sent(rig: Harness) -> None:
     """After submit the record is durable (visible to a fresh connection); nothing was sent."""
     op = await rig.submit({"account": "a"}, key="k1", authorized_by="alice", reason="report")
-    other = await open_store(str(rig.db))
+    other = await open_store(rig.db)
     try:
         stored = await other.get(op.operation_id)
     finally:
@@ -104,17 +97,26 @@ FAULTS = st.sampled_from(
 )
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=8,
+    deadline=None,
+    # store_kind is a word ("sqlite" or "postgres"), the same for every example
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(st.lists(st.tuples(FAULTS, st.booleans()), min_size=1, max_size=6))
-def test_any_mix_of_faults_keeps_the_stored_history_honest(mix: list[tuple[dict, bool]]) -> None:
+def test_any_mix_of_faults_keeps_the_stored_history_honest(
+    store_kind: str, mix: list[tuple[dict, bool]]
+) -> None:
     """For any mix of faults and cancels: each stored history replays to the stored state,
     succeeded always has a validated result, cancelled always a remote cancelled observation."""
     with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as mp:
-        asyncio.run(_run_mix(Path(folder), mp, mix))
+        asyncio.run(_run_mix(Path(folder), mp, mix, store_kind))
 
 
-async def _run_mix(folder: Path, mp: pytest.MonkeyPatch, mix: list[tuple[dict, bool]]) -> None:
-    async with harness(folder, monkeypatch=mp) as rig:
+async def _run_mix(
+    folder: Path, mp: pytest.MonkeyPatch, mix: list[tuple[dict, bool]], kind: str
+) -> None:
+    async with harness(folder, monkeypatch=mp, kind=kind) as rig:
         ops = [
             await rig.submit(
                 {"n": n, "_sim": fault},

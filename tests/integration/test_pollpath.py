@@ -21,8 +21,8 @@ def _fast_polls(doc: dict[str, Any]) -> None:
 
 
 @pytest.fixture
-async def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    async with harness(tmp_path, edit=_fast_polls, monkeypatch=monkeypatch) as h:
+async def rig(store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    async with harness(tmp_path, edit=_fast_polls, monkeypatch=monkeypatch, kind=store_kind) as h:
         yield h
 
 

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,13 +16,7 @@ from jobtrail.agent.tools import AgentTools
 from jobtrail.core.states import State
 from jobtrail.worker.blobs import BlobStore, ResultChanged, is_file_location
 
-from harness import Harness, harness
-
-
-@pytest.fixture
-async def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    async with harness(tmp_path, monkeypatch=monkeypatch) as h:
-        yield h
+from harness import Harness
 
 
 async def test_get_result_reports_a_changed_file_and_never_serves_it(rig: Harness) -> None:

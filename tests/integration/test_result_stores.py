@@ -8,7 +8,6 @@ import hashlib
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +17,11 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from jobtrail.agent.tools import AgentTools
-from jobtrail.clock import VirtualClock
 from jobtrail.core.states import State
 from jobtrail.errors import ResultCorrupted
-from jobtrail.providers.config import parse_provider
-from jobtrail.runtime import runtime
-from jobtrail.simulator import Simulator
 
-from harness import SECRET, Harness, simulator_doc
-from stores import fresh_ledger, require_postgres
+from harness import Harness, harness
+from stores import require_postgres
 
 BUCKET = "jobtrail-results"
 LEDGERS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -70,30 +65,8 @@ async def rig(
     ledger: str, results: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Harness]:
     """The simulator, a fresh ledger of kind `ledger` and a worker storing into `results`."""
-    monkeypatch.setenv("REPORTS_API_TOKEN", SECRET)
-    sim = Simulator(token=SECRET)
-    doc = simulator_doc(await sim.start())
-    doc["timeout"] = "2s"
-    clock = VirtualClock()
-    data = tmp_path / "data"
-    try:
-        async with (
-            fresh_ledger(ledger, tmp_path) as db,
-            runtime(
-                db.url,
-                data,
-                worker_id="worker-1",
-                lease_for=timedelta(seconds=60),
-                clock=clock,
-                idle_poll=24 * 3600,
-                results=results,
-            ) as rt,
-        ):
-            yield Harness(
-                sim=sim, rt=rt, clock=clock, spec=parse_provider(doc), db=Path(db.url), data=data
-            )
-    finally:
-        await sim.close()
+    async with harness(tmp_path, monkeypatch=monkeypatch, kind=ledger, results=results) as h:
+        yield h
 
 
 async def _collected(h: Harness) -> tuple[str, str]:

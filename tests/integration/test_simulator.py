@@ -24,6 +24,8 @@ from standardwebhooks import Webhook
 import jobtrail
 from jobtrail.simulator import Simulator, SimulatorThread, new_webhook_secret
 
+from waits import until_true_async
+
 REPORT = {
     "account": "acct_218",
     "range": {"start": "2025-02-01", "end": "2025-02-28"},
@@ -233,7 +235,11 @@ async def test_same_key_in_flight_is_409(sim: Simulator, http: aiohttp.ClientSes
     """While the first request with a key is still being answered, a second one gets 409."""
     faults = {"delay_create": 0.4}
     first = asyncio.create_task(create(http, sim, faults, key="idem_c"))
-    await asyncio.sleep(0.1)
+
+    def arrived() -> bool:  # in flight: the simulator holds the job, answering 0.4 s later
+        return any(j.idempotency_key == "idem_c" for j in sim.jobs.values())
+
+    await until_true_async(arrived, 10, "the first create reached the simulator")
     racing = await create(http, sim, faults, key="idem_c")
     assert racing.status == 409
     assert racing.json()["error"] == "idempotency_key_in_flight"
@@ -432,7 +438,7 @@ async def test_duration_seconds_runs_on_the_clock(
     early = (await status(http, sim, polled)).json()
     assert early["state"] == "running"
     assert early["progress"]["completed"] < 100
-    await asyncio.sleep(0.4)
+    await asyncio.sleep(0.4)  # the behaviour under test: time passing ends the job, unpolled
     assert sim.jobs[unpolled].state == "succeeded"
     assert (await status(http, sim, polled)).json()["state"] == "succeeded"
 

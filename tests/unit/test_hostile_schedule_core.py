@@ -16,10 +16,18 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.apply import Policy, apply
 from jobtrail.core.model import CancelIntent, Operation
 from jobtrail.core.plan import Settle, plan
-from jobtrail.core.schedule import MAX_RETRY_AFTER, Bounds, Refusals, parse_retry_after
+from jobtrail.core.schedule import (
+    MAX_RETRY_AFTER,
+    POLL_DEFAULTS,
+    Backoff,
+    Bounds,
+    Refusals,
+    parse_retry_after,
+)
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.config import parse_provider, poll_rules
+from jobtrail.providers.spec import PollRules
 
 from factories import T0, make_op
 
@@ -281,6 +289,13 @@ def test_poll_table_defaults() -> None:
     rules = poll_rules({})
     assert (rules.bounds.floor, rules.bounds.ceiling) == (1.0, 3600.0)
     assert (rules.refusals.not_found_grace, rules.refusals.limit) == (30.0, 5)
+
+
+def test_an_empty_poll_table_is_the_cores_defaults() -> None:
+    """The file parser and the core read one set of defaults: POLL_DEFAULTS."""
+    assert poll_rules({}) == PollRules()
+    assert PollRules().backoff == Backoff(base=POLL_DEFAULTS.initial, cap=POLL_DEFAULTS.cap)
+    assert poll_rules({"min": "1ms"}).bounds.floor == POLL_DEFAULTS.lowest_min
 
 
 def test_poll_table_keys_are_read() -> None:

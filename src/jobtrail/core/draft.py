@@ -14,7 +14,7 @@ from typing import Any
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import Observation, Operation, Transition, evolve
 from jobtrail.core.plan import deadline_in_force
-from jobtrail.core.schedule import Backoff, Bounds, Refusals, next_call_at
+from jobtrail.core.schedule import POLL_DEFAULTS, Backoff, Bounds, Refusals, next_call_at
 from jobtrail.core.states import Evidence, State, check_transition
 
 
@@ -24,7 +24,11 @@ class Policy:
 
     rand: random.Random
     poll: Backoff = field(default_factory=Backoff)
-    retry: Backoff = field(default_factory=lambda: Backoff(base=1.0, cap=30.0))
+    retry: Backoff = field(
+        default_factory=lambda: Backoff(
+            base=POLL_DEFAULTS.retry_initial, cap=POLL_DEFAULTS.retry_cap
+        )
+    )
     bounds: Bounds = field(default_factory=Bounds)
     refusals: Refusals = field(default_factory=Refusals)
 

@@ -1,5 +1,8 @@
 """What can come back from an action. Providers return these; they never raise.
 
+Each kind declares its `word`, the name an attempt's outcome is stored and shown under, so
+renaming a class never changes what a ledger holds.
+
 Call outcomes carry `ref`, the id of the attempt that produced them, so every transition can
 name its evidence. Local outcomes (deadlines, decisions) are produced without any call.
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import ClassVar
 
 from jobtrail.core.model import CancelIntent, Json, ResultSummary
 from jobtrail.core.states import RemoteStatus
@@ -18,6 +22,7 @@ from jobtrail.core.states import RemoteStatus
 class Accepted:
     """The provider confirmed a remote job id (create, or a same-token retry)."""
 
+    word: ClassVar[str] = "accepted"
     job_id: str
     remote_state: str | None
     remote_status: RemoteStatus
@@ -32,6 +37,7 @@ class Accepted:
 class SyncResult:
     """The create call answered with the result itself."""
 
+    word: ClassVar[str] = "sync_result"
     job_id: str | None
     content: bytes
     content_type: str
@@ -45,6 +51,7 @@ class SyncResult:
 class Rejected:
     """A definitive refusal: the provider will not do this (4xx other than 408/409/425/429)."""
 
+    word: ClassVar[str] = "rejected"
     reason: str
     http_status: int | None = None
     request_id: str | None = None
@@ -55,6 +62,7 @@ class Rejected:
 class Ambiguous:
     """We may have been heard, but we do not know what happened."""
 
+    word: ClassVar[str] = "ambiguous"
     reason: str
     http_status: int | None = None
     request_id: str | None = None
@@ -66,6 +74,7 @@ class Throttled:
     """The provider asked us to come back later (429, 503 with Retry-After, 409 in flight),
     or the connection was refused before anything was sent. Nothing was done."""
 
+    word: ClassVar[str] = "throttled"
     reason: str
     retry_after: str | None = None
     http_status: int | None = None
@@ -77,6 +86,7 @@ class Throttled:
 class Observed:
     """A status read (or the status part of another answer)."""
 
+    word: ClassVar[str] = "observed"
     remote_state: str | None
     remote_status: RemoteStatus
     progress: Json = None
@@ -94,6 +104,7 @@ class Observed:
 class Found:
     """A lookup by client reference: the job ids the provider holds under our reference."""
 
+    word: ClassVar[str] = "found"
     job_ids: tuple[str, ...]
     http_status: int | None = None
     request_id: str | None = None
@@ -102,6 +113,7 @@ class Found:
 
 @dataclass(frozen=True, kw_only=True)
 class CancelAcknowledged:
+    word: ClassVar[str] = "cancel_acknowledged"
     http_status: int | None = None
     request_id: str | None = None
     ref: str | None = None
@@ -111,6 +123,7 @@ class CancelAcknowledged:
 class ResultChecked:
     """Result collection finished: fetched and validated (summary.valid says how it went)."""
 
+    word: ClassVar[str] = "result_checked"
     summary: ResultSummary
     ref: str | None = None
 
@@ -119,6 +132,7 @@ class ResultChecked:
 class ResultMissing:
     """The result cannot be fetched: gone (404/410) or refused for good."""
 
+    word: ClassVar[str] = "result_missing"
     reason: str
     http_status: int | None = None
     ref: str | None = None
@@ -132,11 +146,13 @@ class Deadline(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class DeadlinePassed:
+    word: ClassVar[str] = "deadline_passed"
     deadline: Deadline
 
 
 @dataclass(frozen=True, kw_only=True)
 class CancelRequested:
+    word: ClassVar[str] = "cancel_requested"
     intent: CancelIntent
 
 
@@ -144,6 +160,7 @@ class CancelRequested:
 class Withdrawn:
     """A cancel was asked for while no remote job can exist: nothing will be sent."""
 
+    word: ClassVar[str] = "withdrawn"
     intent: CancelIntent
 
 
@@ -151,12 +168,15 @@ class Withdrawn:
 class Interrupted:
     """An attempt's intent was recorded but its outcome never was (the worker died)."""
 
+    word: ClassVar[str] = "interrupted"
     attempt_id: str
 
 
 @dataclass(frozen=True, kw_only=True)
 class NoReconciliation:
     """The create outcome is unknown and the provider offers no way to find out."""
+
+    word: ClassVar[str] = "no_reconciliation"
 
 
 class Decision(StrEnum):
@@ -169,6 +189,7 @@ class Decision(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class HumanDecision:
+    word: ClassVar[str] = "human_decision"
     decision: Decision
     actor: str
     reason: str
@@ -196,3 +217,32 @@ LocalOutcome = (
     DeadlinePassed | CancelRequested | Withdrawn | Interrupted | NoReconciliation | HumanDecision
 )
 Outcome = CallOutcome | LocalOutcome
+
+# Ledgers written before the words were declared hold the outcome's Python class name. The
+# table is written out, not derived from the classes, so a later rename cannot break it.
+_CLASS_NAMES = {
+    "Accepted": Accepted.word,
+    "SyncResult": SyncResult.word,
+    "Rejected": Rejected.word,
+    "Ambiguous": Ambiguous.word,
+    "Throttled": Throttled.word,
+    "Observed": Observed.word,
+    "Found": Found.word,
+    "CancelAcknowledged": CancelAcknowledged.word,
+    "ResultChecked": ResultChecked.word,
+    "ResultMissing": ResultMissing.word,
+    "DeadlinePassed": DeadlinePassed.word,
+    "CancelRequested": CancelRequested.word,
+    "Withdrawn": Withdrawn.word,
+    "Interrupted": Interrupted.word,
+    "NoReconciliation": NoReconciliation.word,
+    "HumanDecision": HumanDecision.word,
+}
+
+
+def stored_word(value: str | None) -> str | None:
+    """The outcome word of a stored attempt, whichever way it was written: a class name
+    from an older ledger is read as its word; anything else is kept as it is."""
+    if value is None:
+        return None
+    return _CLASS_NAMES.get(value, value)

@@ -21,16 +21,38 @@ _MAX_DATE_LENGTH = 64
 
 
 @dataclass(frozen=True, kw_only=True)
-class Backoff:
-    """About base, 2*base, 4*base ... up to cap, each scaled by a random factor in
-    [1 - jitter, 1 + jitter] so that many operations never poll in lockstep."""
+class PollDefaults:
+    """The poll schedule used where a provider file's `[poll]` table says nothing, kept in
+    one place so the parser, the core and the docs cannot drift apart. Seconds throughout."""
 
-    base: float = 2.0
-    cap: float = 60.0
-    jitter: float = 0.2
+    initial: float = 2.0  # first wait without a hint (`[poll] initial`)
+    cap: float = 60.0  # longest backoff wait (`[poll] cap`)
+    factor: float = 2.0  # each backoff wait is about `factor` times the last
+    jitter: float = 0.2  # each wait is scaled by a random factor in [1 - jitter, 1 + jitter]
+    min: float = 1.0  # floor of every wait, hints included (`[poll] min`)
+    max: float = 3600.0  # ceiling of every wait, hints included (`[poll] max`)
+    lowest_min: float = 0.001  # a smaller `[poll] min` would let `Retry-After: 0` spin
+    not_found_grace: float = 30.0  # `[poll] not_found_grace`
+    max_refused_reads: int = 5  # `[poll] max_refused_reads`
+    retry_initial: float = 1.0  # retries of a create or a cancel back off faster...
+    retry_cap: float = 30.0  # ...and give up waiting longer sooner than polls
+
+
+POLL_DEFAULTS = PollDefaults()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Backoff:
+    """About base, factor*base, factor²*base ... up to cap, each scaled by a random factor
+    in [1 - jitter, 1 + jitter] so that many operations never poll in lockstep."""
+
+    base: float = POLL_DEFAULTS.initial
+    cap: float = POLL_DEFAULTS.cap
+    factor: float = POLL_DEFAULTS.factor
+    jitter: float = POLL_DEFAULTS.jitter
 
     def delay(self, attempt: int, rand: random.Random) -> timedelta:
-        raw = min(self.cap, self.base * (2 ** min(max(attempt, 0), 32)))
+        raw = min(self.cap, self.base * (self.factor ** min(max(attempt, 0), 32)))
         factor = 1.0 + self.jitter * (2.0 * rand.random() - 1.0)
         return timedelta(seconds=min(self.cap, raw * factor))
 
@@ -40,8 +62,8 @@ class Bounds:
     """Every wait between two calls lasts at least `floor` seconds (a `Retry-After: 0`
     included) and at most `ceiling` seconds (a Retry-After of a year included)."""
 
-    floor: float = 1.0
-    ceiling: float = 3600.0
+    floor: float = POLL_DEFAULTS.min
+    ceiling: float = POLL_DEFAULTS.max
 
     def clamp(self, when: datetime, now: datetime) -> datetime:
         earliest = now + timedelta(seconds=self.floor)
@@ -57,8 +79,8 @@ class Refusals:
     first refusal, means "not visible yet" (providers answer 404 for a moment after a
     create) and does not count. Otherwise `limit` refusals in a row stop automation."""
 
-    not_found_grace: float = 30.0
-    limit: int = 5
+    not_found_grace: float = POLL_DEFAULTS.not_found_grace
+    limit: int = POLL_DEFAULTS.max_refused_reads
 
 
 def parse_retry_after(value: str | None, now: datetime) -> datetime | None:

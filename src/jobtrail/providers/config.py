@@ -14,7 +14,7 @@ from typing import Any
 
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.redact import SENSITIVE_HEADERS, Redactor
-from jobtrail.core.schedule import Backoff, Bounds, Refusals
+from jobtrail.core.schedule import POLL_DEFAULTS, Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.profiles import profile_names, shipped_profile
@@ -41,9 +41,6 @@ __all__ = [
 ]
 
 DEFAULT_DEADLINES = {"create": "2m", "result": "1h", "cancel": "10m"}
-DEFAULT_POLL_MIN = 1.0  # seconds
-DEFAULT_POLL_MAX = 3600.0
-MIN_POLL_FLOOR = 0.001
 _SIZE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2}
 
 
@@ -307,19 +304,20 @@ def poll_rules(table: dict[str, Any]) -> PollRules:
             return default
         return parse_duration(table[key]).total_seconds()
 
-    initial, cap = seconds("initial", 2.0), seconds("cap", 60.0)
-    floor = seconds("min", min(DEFAULT_POLL_MIN, initial))
-    ceiling = seconds("max", max(DEFAULT_POLL_MAX, cap))
-    if floor < MIN_POLL_FLOOR:
+    defaults = POLL_DEFAULTS
+    initial, cap = seconds("initial", defaults.initial), seconds("cap", defaults.cap)
+    floor = seconds("min", min(defaults.min, initial))
+    ceiling = seconds("max", max(defaults.max, cap))
+    if floor < defaults.lowest_min:
         raise ProviderConfigError(
-            f"poll.min must be at least {MIN_POLL_FLOOR * 1000:g}ms, or a provider answering "
+            f"poll.min must be at least {defaults.lowest_min * 1000:g}ms, or a provider answering "
             "Retry-After: 0 could make jobtrail spin"
         )
     if not floor <= cap <= ceiling:
         raise ProviderConfigError(
             f"[poll] needs min <= cap <= max (got min {floor:g}s, cap {cap:g}s, max {ceiling:g}s)"
         )
-    limit = table.get("max_refused_reads", Refusals().limit)
+    limit = table.get("max_refused_reads", defaults.max_refused_reads)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ProviderConfigError(
             f"poll.max_refused_reads must be a whole number >= 1, not {limit!r}"
@@ -328,7 +326,7 @@ def poll_rules(table: dict[str, Any]) -> PollRules:
         backoff=Backoff(base=initial, cap=cap),
         bounds=Bounds(floor=floor, ceiling=ceiling),
         refusals=Refusals(
-            not_found_grace=seconds("not_found_grace", Refusals().not_found_grace), limit=limit
+            not_found_grace=seconds("not_found_grace", defaults.not_found_grace), limit=limit
         ),
     )
 

@@ -115,6 +115,35 @@ class CommitResult:
     operation: Operation | None = None  # the record as stored after the write (or now, if stale)
 
 
+# The commit verdict rules, written once for every store. A change's guarded update (by
+# version, and by fence for an owner) either matches its row (OK) or is refused, and then:
+
+
+def refusal(change: Change, current: Operation | None) -> Verdict:
+    """The verdict on a refused change, given the record as stored now: FENCED_OUT when the
+    writer is an owner whose fence moved on (the lease was taken over: it must stop), else
+    STALE (someone else changed the record first, or it is gone: reload and decide again)."""
+    if current is not None and change.owner_fence not in (None, current.fence):
+        return Verdict.FENCED_OUT
+    return Verdict.STALE
+
+
+def kept_when_refused(change: Change, verdict: Verdict) -> Attempt | None:
+    """What a refused change still records: a fenced-out owner's finished call, whose
+    outcome is a fact whoever holds the lease now. A stale writer applies its outcome
+    again, so it records nothing yet; a safe read is never recorded by a refused change."""
+    if verdict is Verdict.FENCED_OUT:
+        return change.attempt_finished
+    return None
+
+
+def audited(change: Change, verdict: Verdict) -> bool:
+    """Whether the change's audit entries are appended: when it is accepted, and for a
+    fenced-out owner's call (the intent and outcome of a call that was made); a fenced-out
+    safe read had no effect and leaves nothing."""
+    return verdict is Verdict.OK or (verdict is Verdict.FENCED_OUT and change.safe_read is None)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Claim:
     operation: Operation
@@ -172,7 +201,8 @@ class Store(Protocol):
         """Apply many operations' changes in one transaction (group commit), each guarded
         by its version (and fence); a refused change writes nothing but, for a fenced-out
         owner, the finished attempt and its audit entries, which are facts regardless (a
-        fenced-out safe read had no effect and leaves nothing).
+        fenced-out safe read had no effect and leaves nothing): `refusal`,
+        `kept_when_refused` and `audited` above.
 
         Observation runs: a change that records anything but a folded read (an observation
         that does not fold, an attempt, a transition) closes the operation's open run first,

@@ -26,6 +26,7 @@ from jobtrail.core.model import (
     Transition,
     evolve,
 )
+from jobtrail.core.outcomes import stored_word
 from jobtrail.core.states import Evidence, RemoteStatus, State
 
 TimeOut = Callable[[datetime | None], Any]
@@ -355,7 +356,7 @@ class Codec:
             started_at=self._t(row["started_at"]),
             request=load(row["request"]),
             finished_at=self.t_in(row["finished_at"]),
-            outcome=row["outcome"],
+            outcome=stored_word(row["outcome"]),
             http_status=row["http_status"],
             provider_request_id=row["provider_request_id"],
             detail=load(row["detail"]),

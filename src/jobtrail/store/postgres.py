@@ -10,11 +10,9 @@ pipeline mode, so a batch costs a handful of round trips, not one per change.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from importlib import resources
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -35,14 +33,18 @@ from jobtrail.store.base import (
     CommitResult,
     Lease,
     Verdict,
+    audited,
     closes_run,
     folds,
+    kept_when_refused,
     must_sync,
+    refusal,
 )
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.postgres_prune import prune
+from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import Keep, Pruned
 
 T = TypeVar("T")
@@ -60,18 +62,6 @@ def _t_in(value: datetime | None) -> datetime | None:
 CODEC = c.Codec(lambda value: value, _t_in)  # psycopg adapts aware datetimes to timestamptz
 
 
-def _load_queries() -> dict[str, str]:
-    """The `-- name:` sections of sql/postgres/queries.sql, comments dropped."""
-    folder = resources.files("jobtrail.store") / "sql" / "postgres"
-    text = (folder / "queries.sql").read_text(encoding="utf-8")
-    _, *pairs = re.split(r"^-- name: (\w+)\n", text, flags=re.MULTILINE)
-    found = {}
-    for name, body in zip(pairs[::2], pairs[1::2], strict=True):
-        sql = "\n".join(line for line in body.splitlines() if not line.startswith("--"))
-        found[name] = sql.strip().rstrip(";")
-    return found
-
-
 _FILL = {  # the operation's columns come from the codec, shared with SQLite
     "columns": ", ".join(c.COLUMNS),
     "values": ", ".join(f"%({col})s" for col in c.COLUMNS),
@@ -80,7 +70,7 @@ _FILL = {  # the operation's columns come from the codec, shared with SQLite
     "only": "",
     "drives": "",
 }
-_RAW = _load_queries()
+_RAW = load_queries("postgres")
 Q = {name: sql.format(**_FILL) for name, sql in _RAW.items()}
 _ONE = {"only": "operation_id = %(only)s AND "}
 _DRIVES = {"drives": "(provider_kind = 'http' OR provider = ANY(%(code)s::text[])) AND "}
@@ -339,17 +329,17 @@ class _Batch:
         await self._apply(conn, segment, seen)
         duplicates = [i for i, v in self.verdicts.items() if v is Verdict.DUPLICATE_EVENT]
         await self._load_current(conn, duplicates)
-        audit = [e for i, ch in enumerate(self.changes) if self._audited(i) for e in ch.audit]
+        audit = [
+            e
+            for i, ch in enumerate(self.changes)
+            if audited(ch, self.verdicts[i])
+            for e in ch.audit
+        ]
         await self.store._append_audit(conn, audit + self.sealed)
         return [
             CommitResult(verdict=self.verdicts[i], operation=self.stored.get(i))
             for i in range(len(self.changes))
         ]
-
-    def _audited(self, i: int) -> bool:
-        verdict = self.verdicts[i]
-        fenced = verdict is Verdict.FENCED_OUT and self.changes[i].safe_read is None
-        return verdict is Verdict.OK or fenced
 
     async def _fold(self, conn: Conn, accepted: list[int]) -> set[int]:
         """The accepted changes whose status read folded into an open observation run."""
@@ -405,13 +395,9 @@ class _Batch:
         for i in segment:
             change, row = self.changes[i], updated[i]
             if row is None:
-                now = self.stored.get(i)
-                fenced = now is not None and change.owner_fence not in (None, now.fence)
-                self.verdicts[i] = Verdict.FENCED_OUT if fenced else Verdict.STALE
-                if fenced and change.attempt_finished is not None:
-                    writes["finish_attempt"].append(
-                        CODEC.attempt_outcome_row(change.attempt_finished)
-                    )
+                self.verdicts[i] = verdict = refusal(change, self.stored.get(i))
+                if (kept := kept_when_refused(change, verdict)) is not None:
+                    writes["finish_attempt"].append(CODEC.attempt_outcome_row(kept))
                 continue
             self.verdicts[i], self.stored[i] = Verdict.OK, CODEC.after_update(change.operation, row)
             seen |= self.events[i]

@@ -12,10 +12,11 @@ from psycopg.rows import DictRow
 from jobtrail.audit import AuditEntry, audit_row
 from jobtrail.store import codec as c
 from jobtrail.store.base import Lease
-from jobtrail.store.retention import PRUNABLE, Keep, Pruned, checkpoint_entry, group, queries
+from jobtrail.store.queries import load_queries
+from jobtrail.store.retention import PRUNABLE, Keep, Pruned, checkpoint_entry, group
 
 Conn = AsyncConnection[DictRow]
-Q = queries("postgres", {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE)})
+Q = load_queries("postgres", "prune.sql", {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE)})
 Append = Callable[[Conn, Sequence[AuditEntry]], Awaitable[None]]
 
 

@@ -10,12 +10,10 @@ nothing is removed.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from importlib import resources
 from typing import Any
 
 from jobtrail.audit import CHECKPOINT, AuditEntry, AuditRow, cuts_of
@@ -126,15 +124,3 @@ def group(
         )
         for op in ops
     ]
-
-
-def queries(dialect: str, fill: dict[str, str]) -> dict[str, str]:
-    """The `-- name:` sections of sql/<dialect>/prune.sql, comments dropped, {fill}ed."""
-    folder = resources.files("jobtrail.store") / "sql" / dialect
-    text = (folder / "prune.sql").read_text(encoding="utf-8")
-    _, *pairs = re.split(r"^-- name: (\w+)\n", text, flags=re.MULTILINE)
-    found = {}
-    for name, body in zip(pairs[::2], pairs[1::2], strict=True):
-        sql = "\n".join(line for line in body.splitlines() if not line.startswith("--"))
-        found[name] = sql.strip().rstrip(";").format(**fill)
-    return found

@@ -31,13 +31,17 @@ from jobtrail.store.base import (
     CommitResult,
     Lease,
     Verdict,
+    audited,
     closes_run,
     folds,
+    kept_when_refused,
     must_sync,
+    refusal,
 )
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.migrations import migrations, refuse_newer
+from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import Keep, Pruned
 from jobtrail.store.sqlite_prune import prune
 
@@ -65,70 +69,14 @@ def _t(value: Any) -> datetime:
 
 
 CODEC = c.Codec(_t_out, _t_in)
-_STORE_DECIDED = ", ".join(c.STORE_DECIDED)
-_INSERT_OP = (
-    f"INSERT INTO operations ({', '.join(c.COLUMNS)}) "
-    f"VALUES ({', '.join(':' + col for col in c.COLUMNS)})"
-)
-_INSERT_TRANSITION = (
-    "INSERT INTO transitions (operation_id, at, actor, from_state, to_state, evidence, cause, "
-    "remote_job_id) VALUES (:operation_id, :at, :actor, :from_state, :to_state, :evidence, "
-    ":cause, :remote_job_id)"
-)
-_INSERT_OBSERVATION = (
-    "INSERT INTO observations (operation_id, source, observed_at, remote_state, remote_status, "
-    "provider_updated_at, progress, ref, event_id, last_seen_at, seen_count, last_request_id, "
-    "last_progress, closed_at) VALUES (:operation_id, :source, :observed_at, :remote_state, "
-    ":remote_status, :provider_updated_at, :progress, :ref, :event_id, :last_seen_at, "
-    ":seen_count, :last_request_id, :last_progress, :closed_at)"
-)
-# A read that sees the open run's remote state again: one row updated, nothing appended.
-_FOLD = (
-    "UPDATE observations SET last_seen_at = :last_seen_at, seen_count = seen_count + 1, "
-    "last_request_id = :last_request_id, last_progress = :last_progress "
-    "WHERE operation_id = :operation_id AND closed_at IS NULL AND source = :source "
-    "AND remote_state IS :remote_state AND remote_status = :remote_status"
-)
-_CLOSE_RUN = (
-    "UPDATE observations SET closed_at = ? WHERE operation_id = ? AND closed_at IS NULL RETURNING *"
-)
-_INSERT_ATTEMPT = (
-    "INSERT INTO attempts (attempt_id, operation_id, kind, fence, actor, started_at, request, "
-    "finished_at, outcome, http_status, provider_request_id, detail) VALUES (:attempt_id, "
-    ":operation_id, :kind, :fence, :actor, :started_at, :request, :finished_at, :outcome, "
-    ":http_status, :provider_request_id, :detail)"
-)
-# A writer without the lease never moves the poll time of an operation a worker holds: the
-# owner decides it (a webhook asks for a read through poll_requested instead).
-_POLL_UNLESS_LEASED = (
-    "next_poll_at = CASE WHEN lease_owner IS NULL THEN :next_poll_at ELSE next_poll_at END"
-)
-# The poll time and the lease are apart (due_at derives from both), so an owner stores the
-# poll time its step decided with every write.
-_POLL_WHILE_LEASED = "next_poll_at = :next_poll_at"
-_POLL_ON_RELEASE = (
-    "next_poll_at = CASE WHEN poll_requested = 1 AND :next_poll_at IS NOT NULL "
-    "THEN min(:next_poll_at, :updated_at) ELSE :next_poll_at END, poll_requested = 0"
-)
-_REQUEST_POLL = (
-    ", poll_requested = CASE WHEN lease_owner IS NOT NULL THEN 1 ELSE poll_requested END"
-)
-# Lease history keeps one row per tenure: the same owner claiming an operation again (its
-# own release was the last lease event) moves its row to the new fence, so polling adds no
-# row; a row is inserted only when the operation changes hands.
-_EXTEND_TENURE = (
-    "UPDATE leases SET fence = ?1, expires_at = ?4, released_at = NULL "
-    "WHERE operation_id = ?5 AND owner = ?2 AND released_at IS NOT NULL AND fence = "
-    "(SELECT max(fence) FROM leases WHERE operation_id = ?5)"
-)
-_NEW_TENURE = (
-    "INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at) "
-    "VALUES (?5, ?1, ?2, ?3, ?4)"
-)
-_FINISH_ATTEMPT = (
-    "UPDATE attempts SET finished_at = :finished_at, outcome = :outcome, "
-    "http_status = :http_status, provider_request_id = :provider_request_id, "
-    "detail = :detail WHERE attempt_id = :attempt_id"
+# The codec's column lists are filled in now; the other {braces}, per call.
+Q = load_queries(
+    "sqlite",
+    fill={
+        "columns": ", ".join(c.COLUMNS),
+        "values": ", ".join(":" + col for col in c.COLUMNS),
+        "store_decided": ", ".join(c.STORE_DECIDED),
+    },
 )
 
 
@@ -277,21 +225,15 @@ class SqliteStore:
 
     def _migrate(self) -> None:
         def run(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations "
-                "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
-            )
-            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            conn.execute(Q["create_migrations_table"])
+            done = {row[0] for row in conn.execute(Q["applied_migrations"])}
             refuse_newer("sqlite", done)
             for version, script in migrations("sqlite"):
                 if version in done:
                     continue
                 for statement in _split(script):
                     conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO schema_migrations VALUES (?, ?)",
-                    (version, _t_out(datetime.now(UTC))),
-                )
+                conn.execute(Q["record_migration"], (version, _t_out(datetime.now(UTC))))
 
         self._write(run)
 
@@ -299,10 +241,10 @@ class SqliteStore:
 
     async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
         def run(conn: sqlite3.Connection) -> Operation:
-            row = conn.execute("SELECT * FROM operations WHERE op_key = ?", (op.key,)).fetchone()
+            row = conn.execute(Q["get_by_key"], (op.key,)).fetchone()
             if row is not None:
                 return CODEC.operation(row)
-            conn.execute(_INSERT_OP, CODEC.operation_row(op))
+            conn.execute(Q["insert_operation"], CODEC.operation_row(op))
             self._append_audit(conn, audit)
             return op
 
@@ -313,26 +255,20 @@ class SqliteStore:
 
     async def get_by_key(self, key: str) -> Operation | None:
         def run() -> Operation | None:
-            row = self._conn.execute("SELECT * FROM operations WHERE op_key = ?", (key,)).fetchone()
+            row = self._conn.execute(Q["get_by_key"], (key,)).fetchone()
             return None if row is None else CODEC.operation(row)
 
         return await self._call(run)
 
     async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
         def run() -> Operation | None:
-            row = self._conn.execute(
-                "SELECT * FROM operations WHERE provider = ? AND remote_job_id = ? "
-                "ORDER BY operation_id DESC LIMIT 1",
-                (provider, remote_job_id),
-            ).fetchone()
+            row = self._conn.execute(Q["find_by_remote_job"], (provider, remote_job_id)).fetchone()
             return None if row is None else CODEC.operation(row)
 
         return await self._call(run)
 
     def _get(self, operation_id: str) -> Operation | None:
-        row = self._conn.execute(
-            "SELECT * FROM operations WHERE operation_id = ?", (operation_id,)
-        ).fetchone()
+        row = self._conn.execute(Q["get"], (operation_id,)).fetchone()
         return None if row is None else CODEC.operation(row)
 
     async def list_operations(
@@ -342,21 +278,17 @@ class SqliteStore:
             if states:
                 marks = ", ".join("?" for _ in states)
                 rows = self._conn.execute(
-                    f"SELECT * FROM operations WHERE state IN ({marks}) "
-                    "ORDER BY operation_id DESC LIMIT ?",
-                    (*[s.value for s in states], limit),
+                    Q["list_in_states"].format(marks=marks), (*[s.value for s in states], limit)
                 )
             else:
-                rows = self._conn.execute(
-                    "SELECT * FROM operations ORDER BY operation_id DESC LIMIT ?", (limit,)
-                )
+                rows = self._conn.execute(Q["list"], (limit,))
             return [CODEC.operation(row) for row in rows]
 
         return await self._call(run)
 
     async def count_by_state(self) -> dict[State, int]:
         def run() -> dict[State, int]:
-            rows = self._conn.execute("SELECT state, count(*) FROM operations GROUP BY state")
+            rows = self._conn.execute(Q["count_by_state"])
             return {State(state): n for state, n in rows}
 
         return await self._call(run)
@@ -365,37 +297,22 @@ class SqliteStore:
         clause, args = where(query, "?", _t_out)
 
         def run() -> OperationPage:
-            (total,) = self._conn.execute(
-                f"SELECT count(*) FROM operations{clause}", args
-            ).fetchone()
+            (total,) = self._conn.execute(Q["count_found"].format(clause=clause), args).fetchone()
             rows = self._conn.execute(
-                f"SELECT * FROM operations{clause} ORDER BY operation_id DESC LIMIT ? OFFSET ?",
-                [*args, query.limit, query.offset],
+                Q["find"].format(clause=clause), [*args, query.limit, query.offset]
             )
             return OperationPage(operations=[CODEC.operation(r) for r in rows], total=total)
 
         return await self._call(run)
 
     async def history(self, operation_id: str) -> list[Transition]:
-        return await self._select(
-            "SELECT * FROM transitions WHERE operation_id = ? ORDER BY seq",
-            (operation_id,),
-            CODEC.transition,
-        )
+        return await self._select(Q["history"], (operation_id,), CODEC.transition)
 
     async def attempts(self, operation_id: str) -> list[Attempt]:
-        return await self._select(
-            "SELECT * FROM attempts WHERE operation_id = ? ORDER BY started_at, rowid",
-            (operation_id,),
-            CODEC.attempt,
-        )
+        return await self._select(Q["attempts"], (operation_id,), CODEC.attempt)
 
     async def observations(self, operation_id: str) -> list[Observation]:
-        return await self._select(
-            "SELECT * FROM observations WHERE operation_id = ? ORDER BY id",
-            (operation_id,),
-            CODEC.observation,
-        )
+        return await self._select(Q["observations"], (operation_id,), CODEC.observation)
 
     async def _select(
         self, sql: str, args: tuple[Any, ...], convert: Callable[[sqlite3.Row], T]
@@ -417,9 +334,7 @@ class SqliteStore:
         for change in changes:
             result = self._apply_change(conn, change, audit)
             results.append(result)
-            if result.verdict is Verdict.OK or (
-                result.verdict is Verdict.FENCED_OUT and change.safe_read is None
-            ):
+            if audited(change, result.verdict):
                 audit.extend(change.audit)
         self._append_audit(conn, audit)
         return results
@@ -430,23 +345,26 @@ class SqliteStore:
         """Attempts and observations of an accepted change, folding a repeated read into
         the open observation run and sealing a run that closes (see Store.commit)."""
         op = change.operation
-        if folds(change) and conn.execute(_FOLD, CODEC.fold_row(change.observations[0])).rowcount:
+        if (
+            folds(change)
+            and conn.execute(Q["fold_observation"], CODEC.fold_row(change.observations[0])).rowcount
+        ):
             return
         if closes_run(change):
             self._close_run(conn, op.operation_id, op.updated_at, audit)
         if change.attempt_started is not None:
-            conn.execute(_INSERT_ATTEMPT, CODEC.attempt_row(change.attempt_started))
+            conn.execute(Q["insert_attempt"], CODEC.attempt_row(change.attempt_started))
         if change.attempt_finished is not None:
-            conn.execute(_FINISH_ATTEMPT, CODEC.attempt_outcome_row(change.attempt_finished))
+            conn.execute(Q["finish_attempt"], CODEC.attempt_outcome_row(change.attempt_finished))
         if change.safe_read is not None:
-            conn.execute(_INSERT_ATTEMPT, CODEC.attempt_row(change.safe_read))
+            conn.execute(Q["insert_attempt"], CODEC.attempt_row(change.safe_read))
         if change.transitions:
             conn.executemany(
-                _INSERT_TRANSITION, [CODEC.transition_row(t) for t in change.transitions]
+                Q["insert_transition"], [CODEC.transition_row(t) for t in change.transitions]
             )
         if change.observations:
             conn.executemany(
-                _INSERT_OBSERVATION, [CODEC.observation_row(o) for o in change.observations]
+                Q["insert_observation"], [CODEC.observation_row(o) for o in change.observations]
             )
         if op.state.ends_automation:
             self._close_run(conn, op.operation_id, op.updated_at, audit)
@@ -459,7 +377,7 @@ class SqliteStore:
         audit: list[AuditEntry],
     ) -> None:
         when = at or datetime.now(UTC)
-        for row in conn.execute(_CLOSE_RUN, (_t_out(when), operation_id)).fetchall():
+        for row in conn.execute(Q["close_run"], (_t_out(when), operation_id)).fetchall():
             audit.append(c.run_closed(CODEC.observation(row), when))
 
     def _apply_change(
@@ -467,10 +385,7 @@ class SqliteStore:
     ) -> CommitResult:
         op = change.operation
         if any(
-            ob.event_id
-            and conn.execute(
-                "SELECT 1 FROM observations WHERE event_id = ?", (ob.event_id,)
-            ).fetchone()
+            ob.event_id and conn.execute(Q["known_event"], (ob.event_id,)).fetchone()
             for ob in change.observations
         ):
             return CommitResult(
@@ -480,33 +395,28 @@ class SqliteStore:
         assigned = ", ".join(f"{col} = :{col}" for col in params if col != "next_poll_at")
         params["operation_id"], params["version"] = op.operation_id, op.version
         if change.owner_fence is None:
-            poll, guard = _POLL_UNLESS_LEASED, ""
+            poll, guard = Q["poll_unless_leased"], ""
             if change.request_poll:
-                poll += _REQUEST_POLL
+                poll += ", " + Q["request_poll"]
         else:
-            poll = _POLL_ON_RELEASE if change.release else _POLL_WHILE_LEASED
-            guard = " AND fence = :fence"
+            poll = Q["poll_on_release"] if change.release else Q["poll_while_leased"]
+            guard = " " + Q["owner_guard"]
             params["fence"] = change.owner_fence
-        release = ", lease_owner = NULL, lease_expires_at = NULL" if change.release else ""
-        row = conn.execute(
-            f"UPDATE operations SET {assigned}, {poll}, version = version + 1{release} "
-            f"WHERE operation_id = :operation_id AND version = :version{guard} "
-            f"RETURNING {_STORE_DECIDED}",
-            params,
-        ).fetchone()
+        release = ", " + Q["release_columns"] if change.release else ""
+        update = Q["update_operation"].format(
+            assigned=assigned, poll=poll, release=release, guard=guard
+        )
+        row = conn.execute(update, params).fetchone()
         if row is None:
             current = self._get(op.operation_id)
-            if current is not None and change.owner_fence not in (None, current.fence):
-                if change.attempt_finished is not None:
-                    conn.execute(
-                        _FINISH_ATTEMPT, CODEC.attempt_outcome_row(change.attempt_finished)
-                    )
-                return CommitResult(verdict=Verdict.FENCED_OUT, operation=current)
-            return CommitResult(verdict=Verdict.STALE, operation=current)
+            verdict = refusal(change, current)
+            if (kept := kept_when_refused(change, verdict)) is not None:
+                conn.execute(Q["finish_attempt"], CODEC.attempt_outcome_row(kept))
+            return CommitResult(verdict=verdict, operation=current)
         self._record_facts(conn, change, audit)
         if change.release:
             conn.execute(
-                "UPDATE leases SET released_at = ? WHERE operation_id = ? AND fence = ?",
+                Q["release_lease_row"],
                 (_t_out(op.updated_at), op.operation_id, change.owner_fence),
             )
         return CommitResult(verdict=Verdict.OK, operation=CODEC.after_update(op, row))
@@ -523,25 +433,19 @@ class SqliteStore:
         code: Collection[str] | None = None,
     ) -> list[Claim]:
         def run(conn: sqlite3.Connection) -> list[Claim]:
-            where, args = "due_at <= ?", [_t_out(now)]
+            one, args = "", [_t_out(now)]
             if only is not None:
-                where, args = where + " AND operation_id = ?", [*args, only]
+                one, args = " " + Q["claimable_only"], [*args, only]
             if code is not None:
-                where, args = where + _drives(code), [*args, *code]
-            due = conn.execute(
-                f"SELECT operation_id, due_at FROM operations WHERE {where} "
-                "ORDER BY due_at LIMIT ?",
-                (*args, limit),
-            ).fetchall()
+                one, args = one + " " + _drives(code), [*args, *code]
+            due = conn.execute(Q["claimable"].format(only=one), (*args, limit)).fetchall()
             if not due:
                 return []
             was_due = {row[0]: row[1] for row in due}
             expires = _t_out(now + lease_for)
             marks = ", ".join("?" for _ in due)
             rows = conn.execute(
-                f"UPDATE operations SET lease_owner = ?, lease_expires_at = ?, fence = fence + 1 "
-                f"WHERE operation_id IN ({marks}) RETURNING *",
-                (owner, expires, *was_due),
+                Q["claim"].format(marks=marks), (owner, expires, *was_due)
             ).fetchall()
             claims = sorted(  # RETURNING follows the id lookup, not due order
                 (
@@ -558,8 +462,8 @@ class SqliteStore:
                     expires,
                     cl.operation.operation_id,
                 )
-                if not conn.execute(_EXTEND_TENURE, tenure).rowcount:
-                    conn.execute(_NEW_TENURE, tenure)
+                if not conn.execute(Q["extend_tenure"], tenure).rowcount:
+                    conn.execute(Q["new_tenure"], tenure)
             return claims
 
         return await self._call(partial(self._write, sync=False), run)
@@ -570,16 +474,9 @@ class SqliteStore:
         expires = _t_out(now + lease_for)
 
         def run(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute(
-                "UPDATE operations SET lease_expires_at = ? "
-                "WHERE operation_id = ? AND fence = ? AND lease_owner IS NOT NULL",
-                (expires, operation_id, fence),
-            )
+            cur = conn.execute(Q["renew"], (expires, operation_id, fence))
             if cur.rowcount:
-                conn.execute(
-                    "UPDATE leases SET expires_at = ? WHERE operation_id = ? AND fence = ?",
-                    (expires, operation_id, fence),
-                )
+                conn.execute(Q["renew_lease_row"], (expires, operation_id, fence))
             return cur.rowcount == 1
 
         return await self._call(partial(self._write, sync=False), run)
@@ -588,18 +485,9 @@ class SqliteStore:
         self, operation_id: str, fence: int, now: datetime, due: datetime | None
     ) -> bool:
         def run(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute(
-                "UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL, "
-                "next_poll_at = CASE WHEN poll_requested = 1 AND ?1 IS NOT NULL THEN ?2 ELSE ?1 "
-                "END, poll_requested = 0, version = version + 1 "
-                "WHERE operation_id = ?3 AND fence = ?4 AND lease_owner IS NOT NULL",
-                (_t_out(due), _t_out(now), operation_id, fence),
-            )
+            cur = conn.execute(Q["release"], (_t_out(due), _t_out(now), operation_id, fence))
             if cur.rowcount:
-                conn.execute(
-                    "UPDATE leases SET released_at = ? WHERE operation_id = ? AND fence = ?",
-                    (_t_out(now), operation_id, fence),
-                )
+                conn.execute(Q["release_lease_row"], (_t_out(now), operation_id, fence))
             return cur.rowcount == 1
 
         return await self._call(partial(self._write, sync=False), run)
@@ -607,38 +495,27 @@ class SqliteStore:
     async def next_due(self, code: Collection[str] | None = None) -> datetime | None:
         def run() -> datetime | None:
             if code is None:
-                sql, args = "SELECT min(due_at) FROM operations WHERE due_at IS NOT NULL", []
+                row = self._conn.execute(Q["next_due"]).fetchone()
             else:
-                sql = (
-                    f"SELECT due_at FROM operations WHERE due_at IS NOT NULL{_drives(code)} "
-                    "ORDER BY due_at LIMIT 1"
-                )
-                args = list(code)
-            row = self._conn.execute(sql, args).fetchone()
+                sql = Q["next_due_drives"].format(drives=_drives(code))
+                row = self._conn.execute(sql, list(code)).fetchone()
             return None if row is None else _t_in(row[0])
 
         return await self._call(run)
 
     async def leases(self, operation_id: str | None = None) -> list[Lease]:
-        where = "WHERE operation_id = ?" if operation_id else ""
-        return await self._select(
-            f"SELECT * FROM leases {where} ORDER BY operation_id, fence",
-            (operation_id,) if operation_id else (),
-            _lease,
-        )
+        if operation_id:
+            return await self._select(Q["leases_of"], (operation_id,), _lease)
+        return await self._select(Q["leases"], (), _lease)
 
     # -- audit -------------------------------------------------------------------------------
 
     def _append_audit(self, conn: sqlite3.Connection, entries: Sequence[AuditEntry]) -> None:
         if not entries:
             return
-        head = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
+        head = conn.execute(Q["audit_head"]).fetchone()
         rows = self._chain.extend(head[0] if head else 0, head[1] if head else None, entries)
-        conn.executemany(
-            "INSERT INTO audit_log (seq, operation_id, entry, prev_hash, hash) "
-            "VALUES (?, ?, ?, ?, ?)",
-            rows,
-        )
+        conn.executemany(Q["insert_audit"], rows)
 
     async def prune(
         self, finished_before: datetime, now: datetime, actor: str, keep: Keep
@@ -655,12 +532,9 @@ class SqliteStore:
         await self._call(self._write, lambda conn: self._append_audit(conn, entries))
 
     async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
-        where = "WHERE operation_id = ?" if operation_id else ""
-        return await self._select(
-            f"SELECT * FROM audit_log {where} ORDER BY seq",
-            (operation_id,) if operation_id else (),
-            audit_row,
-        )
+        if operation_id:
+            return await self._select(Q["audit_rows_of"], (operation_id,), audit_row)
+        return await self._select(Q["audit_rows"], (), audit_row)
 
     async def backup(self, destination: str | Path) -> tuple[int, int]:
         """Copy a consistent snapshot of the ledger, with what is still only in its -wal file,
@@ -676,7 +550,7 @@ class SqliteStore:
 def _drives(code: Collection[str]) -> str:
     """The claim's filter for a claimer having the code providers `code` (one ? each): HTTP
     operations, and code operations of those providers. It rides along the due index."""
-    return f" AND (provider_kind = 'http' OR provider IN ({', '.join('?' for _ in code)}))"
+    return Q["claimable_drives"].format(marks=", ".join("?" for _ in code))
 
 
 def _lease(row: sqlite3.Row) -> Lease:

@@ -9,9 +9,10 @@ from datetime import datetime
 from jobtrail.audit import AuditEntry, audit_row
 from jobtrail.store import codec as c
 from jobtrail.store.base import Lease
-from jobtrail.store.retention import PRUNABLE, Keep, Pruned, checkpoint_entry, group, queries
+from jobtrail.store.queries import load_queries
+from jobtrail.store.retention import PRUNABLE, Keep, Pruned, checkpoint_entry, group
 
-Q = queries("sqlite", {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE)})
+Q = load_queries("sqlite", "prune.sql", {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE)})
 Append = Callable[[sqlite3.Connection, Sequence[AuditEntry]], None]
 
 

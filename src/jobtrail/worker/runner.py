@@ -57,7 +57,7 @@ class Runner:
         if isinstance(action, Nothing | Wait):
             return await self.ledger.release(op, action.until if isinstance(action, Wait) else None)
         if isinstance(action, Settle):
-            log.info("settling: %s", type(action.outcome).__name__, extra=_fields(op))
+            log.info("settling: %s", action.outcome.word, extra=_fields(op))
             return await self.ledger.settle(op, action.outcome, self.actor)
         return await self._call(op, action)
 
@@ -92,7 +92,7 @@ class Runner:
         log.info(
             "%s: %s",
             action.describe(),
-            type(outcome).__name__,
+            outcome.word,
             extra=_fields(after) | {"attempt_id": attempt.attempt_id},
         )
         return after
