@@ -12,7 +12,7 @@ import asyncio
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -430,11 +430,14 @@ class SqliteStore:
         limit: int,
         lease_for: timedelta,
         only: str | None = None,
+        code: Collection[str] | None = None,
     ) -> list[Claim]:
         def run(conn: sqlite3.Connection) -> list[Claim]:
             one, args = "", [_t_out(now)]
             if only is not None:
                 one, args = " " + Q["claimable_only"], [*args, only]
+            if code is not None:
+                one, args = one + " " + _drives(code), [*args, *code]
             due = conn.execute(Q["claimable"].format(only=one), (*args, limit)).fetchall()
             if not due:
                 return []
@@ -489,10 +492,14 @@ class SqliteStore:
 
         return await self._call(partial(self._write, sync=False), run)
 
-    async def next_due(self) -> datetime | None:
+    async def next_due(self, code: Collection[str] | None = None) -> datetime | None:
         def run() -> datetime | None:
-            row = self._conn.execute(Q["next_due"]).fetchone()
-            return _t_in(row[0])
+            if code is None:
+                row = self._conn.execute(Q["next_due"]).fetchone()
+            else:
+                sql = Q["next_due_drives"].format(drives=_drives(code))
+                row = self._conn.execute(sql, list(code)).fetchone()
+            return None if row is None else _t_in(row[0])
 
         return await self._call(run)
 
@@ -538,6 +545,12 @@ class SqliteStore:
     async def close(self) -> None:
         await self._call(self._conn.close)
         self._executor.shutdown(wait=True)
+
+
+def _drives(code: Collection[str]) -> str:
+    """The claim's filter for a claimer having the code providers `code` (one ? each): HTTP
+    operations, and code operations of those providers. It rides along the due index."""
+    return Q["claimable_drives"].format(marks=", ".join("?" for _ in code))
 
 
 def _lease(row: sqlite3.Row) -> Lease:

@@ -135,6 +135,11 @@ SELECT operation_id, due_at FROM operations WHERE due_at <= ?{only} ORDER BY due
 -- name: claimable_only
 AND operation_id = ?
 
+-- Only the operations the claimer has a provider for: HTTP ones, and those of the code
+-- providers it has ({marks}: one `?` each). The filter rides along the due index.
+-- name: claimable_drives
+AND (provider_kind = 'http' OR provider IN ({marks}))
+
 -- {marks}: one `?` per claimable operation. The claim leaves the poll time alone.
 -- name: claim
 UPDATE operations SET lease_owner = ?, lease_expires_at = ?, fence = fence + 1
@@ -169,6 +174,10 @@ WHERE operation_id = ?3 AND fence = ?4 AND lease_owner IS NOT NULL;
 
 -- name: next_due
 SELECT min(due_at) FROM operations WHERE due_at IS NOT NULL;
+
+-- The next due time among what a claimer with those code providers claims (claimable_drives).
+-- name: next_due_drives
+SELECT due_at FROM operations WHERE due_at IS NOT NULL {drives} ORDER BY due_at LIMIT 1;
 
 -- name: leases
 SELECT * FROM leases ORDER BY operation_id, fence;
