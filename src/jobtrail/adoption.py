@@ -30,9 +30,7 @@ async def adopt(
         return await ledger.decide(operation_id, decision)  # the core checks the rest
     attempt, outcome = await read_job(ledger, providers, op, job_id, decision.actor)
     if not isinstance(outcome, o.Observed):
-        spec = providers.spec(op)
-        redactor = spec.redactor.extended(values=spec.secret_values())
-        why = redactor.text(getattr(outcome, "reason", type(outcome).__name__))
+        why = ledger.redactor(op).text(getattr(outcome, "reason", type(outcome).__name__))
         raise ActionRefused(
             f"{job_id!r} is not a job id this operation saw, and reading its status through "
             f"provider {op.provider!r} failed ({why}); nothing was changed. Check the id with "
@@ -50,7 +48,9 @@ async def read_job(
     provider = providers.for_operation(op)
     request = provider.describe(AttemptKind.STATUS, probe)
     started = ledger.clock()
-    reply = await guarded_call(provider, providers.spec(op), AttemptKind.STATUS, probe)
+    reply = await guarded_call(
+        provider, ledger.redactor(op), AttemptKind.STATUS, probe, limit=providers.call_limit(op)
+    )
     attempt_id = short_id("at_", ledger.rand)
     outcome: o.CallOutcome = (
         reply.outcome

@@ -4,6 +4,7 @@
     ├── InvalidInput          bad arguments, request bodies, durations, provider files
     │   └── ProviderConfigError
     ├── NotFound              no operation with that id
+    ├── ProviderMissing       an operation's code provider is not installed in this process
     ├── KeyConflict           same operation key, different request
     ├── TransitionRefused     a state change without its evidence
     ├── ActionRefused         a human/agent action that does not fit the operation's state
@@ -37,6 +38,11 @@ class ProviderConfigError(InvalidInput):
 
 class NotFound(JobtrailError):
     """No such operation."""
+
+
+class ProviderMissing(JobtrailError):
+    """The code provider an operation was submitted to is not available here: jobtrail never
+    drives such an operation with another provider."""
 
 
 class KeyConflict(JobtrailError):

@@ -29,7 +29,8 @@ from jobtrail.core.model import (
     evolve,
 )
 from jobtrail.core.redact import Redactor
-from jobtrail.errors import ProviderConfigError
+from jobtrail.errors import InvalidInput, ProviderConfigError
+from jobtrail.providers.code import is_code_document, stored_document
 from jobtrail.providers.config import parse_provider
 from jobtrail.store.base import Change
 
@@ -56,7 +57,13 @@ class Redactors:
             shape = known_shape[1]
         else:
             shape = json.dumps(
-                [op.provider, doc.get("auth"), doc.get("webhooks"), doc.get("redact")],
+                [
+                    op.provider,
+                    doc.get("auth"),
+                    doc.get("webhooks"),
+                    doc.get("redact"),
+                    doc.get("secret_env"),
+                ],
                 sort_keys=True,
                 default=str,
             )
@@ -76,6 +83,12 @@ class Redactors:
 
 def _base(doc: dict[str, Any]) -> tuple[Redactor, tuple[str, ...]]:
     """The provider's redactor without values, and the environment variables holding them."""
+    if is_code_document(doc):
+        try:
+            code = stored_document(doc)
+        except (ProviderConfigError, InvalidInput, TypeError, ValueError):
+            return _FALLBACK, ()
+        return code.redactor, code.secret_env
     try:
         spec = parse_provider(doc)
     except ProviderConfigError:

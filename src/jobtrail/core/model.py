@@ -44,6 +44,14 @@ class Idempotency(StrEnum):
     NONE = "none"
 
 
+class ProviderKind(StrEnum):
+    """What drives an operation: the generic HTTP provider built from its provider file, or a
+    code provider (a plug-in, see providers/code.py) that only a worker having it may drive."""
+
+    HTTP = "http"
+    CODE = "code"
+
+
 class ResultMode(StrEnum):
     ENDPOINT = "endpoint"
     INLINE = "inline"
@@ -129,6 +137,8 @@ class Operation:
     key: str
     provider: str
     provider_config: Json
+    provider_kind: ProviderKind = ProviderKind.HTTP
+    provider_version: str | None = None  # a code provider's version when it was submitted
     capabilities: Capabilities
     request: JobRequest
     fingerprint: str

@@ -1,29 +1,47 @@
-"""Providers for stored operations: each operation carries its provider file's content, so
-any worker can rebuild the provider it needs without the file itself."""
+"""The providers of stored operations. An HTTP operation carries its provider file's content,
+so any worker rebuilds its provider without the file itself. A code operation carries its
+plug-in's name and settings: only a worker that has that plug-in builds its provider, and a
+worker without it never drives the operation (it is not even claimed: `code_names`)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 import aiohttp
 
-from jobtrail.core.model import Operation
+from jobtrail.core.model import Operation, ProviderKind
+from jobtrail.errors import ProviderMissing
+from jobtrail.providers.code import DEFAULT_TIMEOUT
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.providers.http import HttpProvider
+from jobtrail.providers.plugins import Plugin
 from jobtrail.providers.protocol import Provider
+from jobtrail.providers.spec import ResultSpec
 
 
 class ProviderRegistry:
-    def __init__(self, *, connections: int = 100) -> None:
+    def __init__(
+        self, *, connections: int = 100, plugins: Mapping[str, Plugin] | None = None
+    ) -> None:
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
         self._built: dict[str, Provider] = {}
         self._specs: dict[str, list[tuple[Any, ProviderSpec]]] = {}
         self._code: dict[str, Provider] = {}
+        self.plugins: dict[str, Plugin] = dict(plugins or {})
+        self._made: dict[tuple[str, str], Provider] = {}
 
     def register(self, provider: Provider) -> None:
-        """Use a code provider (any object following the Provider protocol) by name."""
+        """Use this provider object for every operation of its name, whatever its kind (tests
+        and benchmarks stand one in for a provider file this way)."""
         self._code[provider.name] = provider
+
+    def code_names(self) -> frozenset[str]:
+        """The code providers this process can drive operations of."""
+        return frozenset(self.plugins) | frozenset(self._code)
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -36,7 +54,7 @@ class ProviderRegistry:
         return self._session
 
     def spec(self, op: Operation) -> ProviderSpec:
-        """The parsed provider file an operation was submitted with (cached). Operations
+        """The parsed provider file an HTTP operation was submitted with (cached). Operations
         read from the store share one decoded document per provider file, so the cache
         compares identities first and documents only when those differ."""
         known = self._specs.setdefault(op.provider, [])
@@ -50,12 +68,63 @@ class ProviderRegistry:
     def for_operation(self, op: Operation) -> Provider:
         if op.provider in self._code:
             return self._code[op.provider]
+        if op.provider_kind is ProviderKind.CODE:
+            return self._plugin_provider(op)
         spec = self.spec(op)
         provider = self._built.get(str(id(spec)))
         if provider is None:
             provider = self._built[str(id(spec))] = HttpProvider(spec, self.session())
         return provider
 
+    def timeout(self, op: Operation) -> timedelta:
+        """The longest one call of `op`'s provider may take."""
+        if op.provider_kind is ProviderKind.CODE:
+            return self._code_timeout(self.for_operation(op))
+        return self.spec(op).timeout
+
+    def call_limit(self, op: Operation) -> float | None:
+        """Seconds after which jobtrail stops waiting for a call (None: the provider keeps
+        its own time, as the HTTP provider does)."""
+        if op.provider_kind is ProviderKind.CODE:
+            return self.timeout(op).total_seconds()
+        return None
+
+    def result_spec(self, op: Operation) -> ResultSpec:
+        """What a fetched result of `op` is validated against (by jobtrail, never by the
+        provider): the provider file's [result], or what a code provider declares."""
+        if op.provider_kind is ProviderKind.CODE:
+            result = getattr(self.for_operation(op), "result", None)
+            return result if isinstance(result, ResultSpec) else ResultSpec()
+        return self.spec(op).result
+
+    def _plugin_provider(self, op: Operation) -> Provider:
+        plugin = self.plugins.get(op.provider)
+        if plugin is None:
+            raise ProviderMissing(missing_message(op))
+        settings = op.provider_config.get("settings") or {}
+        key = (op.provider, json.dumps(settings, sort_keys=True, default=str))
+        provider = self._made.get(key)
+        if provider is None:
+            provider, _ = plugin.build(settings)
+            self._made[key] = provider
+        return provider
+
+    @staticmethod
+    def _code_timeout(provider: Provider) -> timedelta:
+        timeout = getattr(provider, "timeout", DEFAULT_TIMEOUT)
+        return timeout if isinstance(timeout, timedelta) else DEFAULT_TIMEOUT
+
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
+
+
+def missing_message(op: Operation) -> str:
+    """Why `op` is not driven here, naming the provider it needs."""
+    version = f" {op.provider_version}" if op.provider_version else ""
+    return (
+        f"{op.operation_id} is driven by the code provider {op.provider!r}{version}, which "
+        "this process does not have: install the package providing it (entry point group "
+        "jobtrail.providers) or pass --provider-module; jobtrail never drives it with "
+        "another provider"
+    )

@@ -16,10 +16,10 @@ from jobtrail.core.redact import REDACTED
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ConcurrentUpdate, LostOwnership, ResultError
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.guarded import guarded_call
 from jobtrail.providers.protocol import Reply
 from jobtrail.providers.registry import ProviderRegistry
+from jobtrail.providers.spec import ResultSpec
 from jobtrail.results import UNSTORED, ResultStore
 
 log = logging.getLogger("jobtrail.worker")
@@ -76,9 +76,14 @@ class Runner:
         if local:
             reply = await self._collect_locally(op)
         else:
-            spec = self.providers.spec(op)
             log.info("calling: %s", action.describe(), extra=_fields(op))
-            reply = await guarded_call(provider, spec, action.kind, op)
+            reply = await guarded_call(
+                provider,
+                self.ledger.redactor(op),
+                action.kind,
+                op,
+                limit=self.providers.call_limit(op),
+            )
         outcome = await self._outcome(op, reply)
         detail = reply.detail
         if isinstance(outcome, o.ResultMissing) and reply.fetched is not None:
@@ -97,7 +102,7 @@ class Runner:
         if op.lease_expires_at is None:
             return op
         now = self.ledger.clock()
-        timeout = self.providers.spec(op).timeout.total_seconds()
+        timeout = self.providers.timeout(op).total_seconds()
         left = (op.lease_expires_at - now).total_seconds()
         if left < timeout + RENEW_MARGIN:
             return await self.ledger.renew(op, self.lease_for)
@@ -118,7 +123,7 @@ class Runner:
                 stated_checksum=fetched.checksum,
                 stated_records=fetched.record_count,
             )
-            rules = _rules(op, self.providers.spec(op))
+            rules = _rules(op, self.providers.result_spec(op))
             summary = validate(candidate, rules, location)
             if found:
                 summary = _stored_redacted(summary, stored, found)
@@ -146,7 +151,7 @@ class Runner:
             reason = f"the stored synchronous result cannot be read: {exc}"
             return Reply(outcome=o.ResultMissing(reason=reason), detail={"error": reason})
         candidate = Candidate(content=content, content_type="application/json")
-        summary = validate(candidate, _rules(op, self.providers.spec(op)), op.inline_result)
+        summary = validate(candidate, _rules(op, self.providers.result_spec(op)), op.inline_result)
         return Reply(outcome=o.ResultChecked(summary=summary), detail={"inline": True})
 
 
@@ -168,8 +173,7 @@ def _collects_locally(op: Operation) -> bool:
     return op.inline_result is not None or op.capabilities.result is ResultMode.NONE
 
 
-def _rules(op: Operation, spec: ProviderSpec) -> Rules:
-    rule = spec.result
+def _rules(op: Operation, rule: ResultSpec) -> Rules:
     expected = None
     if rule.expected_items_from_request and isinstance(op.request.body, dict):
         value: Any = op.request.body
