@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
@@ -42,6 +43,7 @@ from jobtrail.core.model import (
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.aws.calls import (
+    SECRET_ENV,
     Answer,
     AwsCalls,
     AwsSettings,
@@ -49,7 +51,9 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
+from jobtrail.providers.code import Factory
 from jobtrail.providers.protocol import Fetched, Reply
+from jobtrail.providers.spec import ResultSpec
 
 NAME = "aws-athena"
 STATES = {
@@ -74,6 +78,12 @@ class AthenaProvider:
     """One work group. `call` never raises for anything AWS or the network does."""
 
     capabilities = CAPABILITIES
+    # The rest of the CodeProvider contract (providers/code.py); a provider file's
+    # [deadlines] and [poll] override these.
+    deadlines: Mapping[str, str | timedelta] = {"create": "5m", "result": "6h", "cancel": "10m"}
+    poll: Mapping[str, Any] = {"initial": "1s", "cap": "30s"}
+    secret_env = SECRET_ENV
+    result = ResultSpec(content_type="application/json")
 
     def __init__(
         self,
@@ -89,6 +99,7 @@ class AthenaProvider:
         self.name, self.work_group, self.max_rows = name, work_group, max_rows
         self.output_location, self.database, self.catalog = output_location, database, catalog
         self.version = plugin_version()
+        self.timeout = aws.call_limit
         self.calls = AwsCalls("athena", aws)
 
     def describe(self, kind: AttemptKind, op: Operation) -> dict[str, Any]:
@@ -279,7 +290,7 @@ class AthenaProvider:
 
 
 def factory(settings: Mapping[str, Any]) -> AthenaProvider:
-    """The provider for a `[settings]` table, all optional: `name`, `work_group`,
+    """The provider for a `[settings]` table, all optional: `work_group`,
     `output_location` (s3://…), `database`, `catalog`, `max_rows`, `region`, `endpoint_url`
     (a local server, say) and `timeout`."""
     aws = AwsSettings.read(settings, _SETTINGS)
@@ -291,13 +302,15 @@ def factory(settings: Mapping[str, Any]) -> AthenaProvider:
         raise ProviderConfigError(f"output_location must be an s3:// URL, not {output!r}")
     return AthenaProvider(
         aws=aws,
-        name=text_setting(settings, "name", NAME) or NAME,
         work_group=text_setting(settings, "work_group", "primary") or "primary",
         output_location=output,
         database=text_setting(settings, "database"),
         catalog=text_setting(settings, "catalog"),
         max_rows=max_rows,
     )
+
+
+CHECKED: Factory = factory  # mypy proves the provider follows the CodeProvider contract
 
 
 def _values(row: Any) -> list[Any]:

@@ -22,21 +22,11 @@ import time
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
-from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
-from aiobotocore.session import get_session  # type: ignore[import-untyped]
 from aiohttp import ClientConnectorError
-from botocore.exceptions import (  # type: ignore[import-untyped]
-    BotoCoreError,
-    ClientError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
-    NoCredentialsError,
-    NoRegionError,
-    PartialCredentialsError,
-)
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.durations import parse_duration
@@ -57,7 +47,10 @@ THROTTLED = frozenset(
 _CREDENTIAL_KEYS = frozenset(
     {"aws_access_key_id", "aws_secret_access_key", "aws_session_token", "access_key", "secret"}
 )
-COMMON_KEYS = frozenset({"name", "region", "endpoint_url", "timeout"})
+COMMON_KEYS = frozenset({"region", "endpoint_url", "timeout"})
+# Environment variables of the standard chain whose values must never be recorded, however
+# a call echoes them (jobtrail redacts them: CodeProvider.secret_env).
+SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
 
 
 class Sent(StrEnum):
@@ -113,6 +106,17 @@ class AwsSettings:
     endpoint_url: str | None = None
     timeout: float = 30.0
 
+    @property
+    def connect_timeout(self) -> float:
+        return min(5.0, self.timeout)
+
+    @property
+    def call_limit(self) -> timedelta:
+        """How long jobtrail waits for one call (CodeProvider.timeout): botocore's own
+        connect and read timeouts, and a margin, so that botocore's clearer error comes
+        first."""
+        return timedelta(seconds=self.connect_timeout + self.timeout + 2.0)
+
     @classmethod
     def read(cls, settings: Mapping[str, Any], allowed: frozenset[str]) -> AwsSettings:
         """The common settings, after refusing unknown keys and any credential."""
@@ -155,38 +159,54 @@ def text_setting(settings: Mapping[str, Any], key: str, default: str | None = No
     return value
 
 
+def _library() -> tuple[Any, Any]:
+    """aiobotocore's (AioConfig, get_session), or a ProviderConfigError saying what to install."""
+    try:
+        from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
+        from aiobotocore.session import get_session  # type: ignore[import-untyped]
+    except ImportError:
+        raise ProviderConfigError(
+            "the AWS providers need aiobotocore: pip install 'jobtrail[aws]'"
+        ) from None
+    return AioConfig, get_session
+
+
 class AwsCalls:
     """An aiobotocore client for one service, opened on first use, on the running loop."""
 
     def __init__(self, service: str, settings: AwsSettings) -> None:
         self.service, self.settings = service, settings
-        self.config = AioConfig(
+        config, self._get_session = _library()
+        self.config = config(
             retries={"total_max_attempts": 1, "mode": "standard"},
-            connect_timeout=min(5.0, settings.timeout),
+            connect_timeout=settings.connect_timeout,
             read_timeout=settings.timeout,
         )
         self._stack = AsyncExitStack()
         self._client: Any = None
 
     async def invoke(self, action: str, params: dict[str, Any]) -> Answer | Failure:
+        from botocore import exceptions as bx  # type: ignore[import-untyped]
+
         started = time.monotonic()
         try:
             client = await self._open()
             body: dict[str, Any] = await getattr(client, _snake(action))(**params)
-        except ClientError as exc:
+        except bx.ClientError as exc:
             return _answered(action, exc, _elapsed(started))
-        except (NoCredentialsError, PartialCredentialsError, NoRegionError) as exc:
+        except (bx.NoCredentialsError, bx.PartialCredentialsError, bx.NoRegionError) as exc:
             reason = f"{action} not sent: {exc}"
             return Failure(sent=Sent.NO, reason=reason, detail=_failed(reason, started, sent=False))
-        except (EndpointConnectionError, ConnectTimeoutError) as exc:
-            if isinstance(exc, ConnectTimeoutError) or isinstance(
+        except (bx.EndpointConnectionError, bx.ConnectTimeoutError) as exc:
+            # the first wraps any aiohttp connection error, resets after sending included
+            if isinstance(exc, bx.ConnectTimeoutError) or isinstance(
                 exc.kwargs.get("error"), ClientConnectorError
             ):
                 reason = f"{action} not sent: cannot connect to {self.service} ({exc})"
                 detail = _failed(reason, started, sent=False)
                 return Failure(sent=Sent.NO, reason=reason, detail=detail)
             return _no_answer(action, exc, started)
-        except BotoCoreError as exc:
+        except bx.BotoCoreError as exc:
             return _no_answer(action, exc, started)
         meta = body.pop("ResponseMetadata", {})
         request_id, status = meta.get("RequestId"), meta.get("HTTPStatusCode")
@@ -201,7 +221,7 @@ class AwsCalls:
     async def _open(self) -> Any:
         if self._client is None:
             self._client = await self._stack.enter_async_context(
-                get_session().create_client(
+                self._get_session().create_client(
                     self.service,
                     region_name=self.settings.region,
                     endpoint_url=self.settings.endpoint_url,
@@ -215,7 +235,7 @@ class AwsCalls:
         self._client = None
 
 
-def _answered(action: str, exc: ClientError, elapsed: float) -> Failure:
+def _answered(action: str, exc: Any, elapsed: float) -> Failure:
     error = exc.response.get("Error", {})
     meta = exc.response.get("ResponseMetadata", {})
     code, message = error.get("Code"), error.get("Message")
@@ -242,7 +262,7 @@ def _answered(action: str, exc: ClientError, elapsed: float) -> Failure:
     )
 
 
-def _no_answer(action: str, exc: BotoCoreError, started: float) -> Failure:
+def _no_answer(action: str, exc: Exception, started: float) -> Failure:
     reason = f"{action} sent, no answer ({type(exc).__name__}: {str(exc)[:200]})"
     return Failure(sent=Sent.NO_ANSWER, reason=reason, detail=_failed(reason, started))
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
@@ -41,6 +42,7 @@ from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operatio
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.aws.calls import (
+    SECRET_ENV,
     Answer,
     AwsCalls,
     AwsSettings,
@@ -48,7 +50,9 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
+from jobtrail.providers.code import Factory
 from jobtrail.providers.protocol import Fetched, Reply
+from jobtrail.providers.spec import ResultSpec
 
 NAME = "aws-stepfunctions"
 STATES = {
@@ -107,6 +111,12 @@ class StepFunctionsProvider:
     """One state machine. `call` never raises for anything AWS or the network does."""
 
     capabilities = CAPABILITIES
+    # The rest of the CodeProvider contract (providers/code.py); a provider file's
+    # [deadlines] and [poll] override these.
+    deadlines: Mapping[str, str | timedelta] = {"create": "5m", "result": "24h", "cancel": "10m"}
+    poll: Mapping[str, Any] = {"initial": "2s", "cap": "1m"}
+    secret_env = SECRET_ENV
+    result = ResultSpec(content_type="application/json")
 
     def __init__(self, *, state_machine_arn: str, aws: AwsSettings, name: str = NAME) -> None:
         if not _STATE_MACHINE.match(state_machine_arn):
@@ -116,6 +126,7 @@ class StepFunctionsProvider:
             )
         self.name, self.state_machine_arn = name, state_machine_arn
         self.version = plugin_version()
+        self.timeout = aws.call_limit
         self.calls = AwsCalls("stepfunctions", aws)
 
     def describe(self, kind: AttemptKind, op: Operation) -> dict[str, Any]:
@@ -318,14 +329,16 @@ class StepFunctionsProvider:
 
 def factory(settings: Mapping[str, Any]) -> StepFunctionsProvider:
     """The provider for a `[settings]` table: `state_machine_arn` (required), and optionally
-    `name`, `region`, `endpoint_url` (a local server, say) and `timeout`."""
+    `region`, `endpoint_url` (a local server, say) and `timeout` (of one call). One provider
+    file per state machine; each operation stores its settings."""
     aws = AwsSettings.read(settings, frozenset({"state_machine_arn"}))
     arn = text_setting(settings, "state_machine_arn")
     if arn is None:
         raise ProviderConfigError("setting 'state_machine_arn' is required for aws-stepfunctions")
-    name = text_setting(settings, "name", NAME)
-    assert name is not None
-    return StepFunctionsProvider(state_machine_arn=arn, aws=aws, name=name)
+    return StepFunctionsProvider(state_machine_arn=arn, aws=aws)
+
+
+CHECKED: Factory = factory  # mypy proves the provider follows the CodeProvider contract
 
 
 def _status(state: Any) -> RemoteStatus:
