@@ -237,7 +237,8 @@ class DroppingProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.drop: dict[str, int] = {}  # action -> how many answers to drop
-        self.fake: dict[str, dict[str, Any]] = {}  # action -> answered with this, not forwarded
+        # action -> (status, body): answered so, not forwarded, once its drops are used up
+        self.fake: dict[str, tuple[int, dict[str, Any]]] = {}
         self.seen: list[tuple[str, dict[str, Any]]] = []
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -262,8 +263,11 @@ class DroppingProxy:
         action = request.headers.get("X-Amz-Target", "").rpartition(".")[2]
         if action:
             self.seen.append((action, json.loads(body or b"{}")))
-        if action in self.fake:
-            return web.json_response(self.fake[action], content_type="application/x-amz-json-1.0")
+        if action in self.fake and not self.drop.get(action):
+            status, answer = self.fake[action]
+            return web.json_response(
+                answer, status=status, content_type="application/x-amz-json-1.1"
+            )
         headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
         async with self._session.request(
             request.method, self.upstream + request.path_qs, headers=headers, data=body

@@ -140,7 +140,7 @@ async def test_an_acknowledged_stop_that_changed_nothing_is_not_cancelled(
     forwarding) leaves the operation `cancelling` while DescribeExecution says RUNNING."""
     proxy = DroppingProxy(aws_env)
     endpoint = await proxy.start()
-    proxy.fake["StopExecution"] = {"stopDate": 0}
+    proxy.fake["StopExecution"] = (200, {"stopDate": 0})
     try:
         async with rig(tmp_path, sfn_provider(endpoint, machines["slow"]), lookup=True) as r:
             op = await r.submit({"month": "2026-02"})

@@ -8,7 +8,12 @@ the ledger needs to know first: was the request sent at all?
   (aiohttp's `ClientConnectorError` inside botocore's `EndpointConnectionError`; the same
   botocore error also wraps resets *after* sending, so the wrapped error is checked);
 - sent, no answer: a read timeout, a connection closed mid-answer, a 5xx;
-- sent, answered with an error: AWS's error code and message, with the HTTP status.
+- sent, answered with an error: AWS's error code and message, with the HTTP status;
+- sent, answered with something botocore cannot parse (its parser raises plain Python
+  errors then): treated as no answer.
+
+Errors botocore raises before a request leaves (credentials, region, profile, parameter
+validation) are "not sent"; a connection that broke after it opened is "sent".
 
 botocore's retries are off (`total_max_attempts=1`): a retry hidden inside the library is a
 second create the ledger never recorded. The worker retries, under the same execution name or
@@ -55,6 +60,7 @@ SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"
 
 class Sent(StrEnum):
     NO = "not sent"
+    INVALID = "not sent: the request is invalid"
     NO_ANSWER = "sent, no answer"
     ANSWERED = "sent, answered with an error"
 
@@ -89,6 +95,8 @@ class Failure:
             return o.Throttled(
                 reason=self.reason, http_status=self.http_status, request_id=self.request_id
             )
+        if self.sent is Sent.INVALID:
+            return o.Rejected(reason=self.reason)
         if self.sent is Sent.NO_ANSWER or (self.http_status or 0) >= 500:
             return o.Ambiguous(
                 reason=self.reason, http_status=self.http_status, request_id=self.request_id
@@ -194,20 +202,28 @@ class AwsCalls:
             body: dict[str, Any] = await getattr(client, _snake(action))(**params)
         except bx.ClientError as exc:
             return _answered(action, exc, _elapsed(started))
-        except (bx.NoCredentialsError, bx.PartialCredentialsError, bx.NoRegionError) as exc:
-            reason = f"{action} not sent: {exc}"
-            return Failure(sent=Sent.NO, reason=reason, detail=_failed(reason, started, sent=False))
-        except (bx.EndpointConnectionError, bx.ConnectTimeoutError) as exc:
-            # the first wraps any aiohttp connection error, resets after sending included
-            if isinstance(exc, bx.ConnectTimeoutError) or isinstance(
-                exc.kwargs.get("error"), ClientConnectorError
-            ):
-                reason = f"{action} not sent: cannot connect to {self.service} ({exc})"
+        except bx.ParamValidationError as exc:
+            reason = f"{action} not sent: botocore refused its parameters: {_line(exc)}"
+            detail = _failed(reason, started, sent=False)
+            return Failure(sent=Sent.INVALID, reason=reason, detail=detail)
+        except (bx.ConnectionError, bx.HTTPClientError, bx.IncompleteReadError) as exc:
+            # EndpointConnectionError wraps any aiohttp connection error, resets after
+            # sending included: only a failed connect proves nothing left
+            not_sent = isinstance(exc, bx.ConnectTimeoutError) or (
+                isinstance(exc, bx.EndpointConnectionError)
+                and isinstance(exc.kwargs.get("error"), ClientConnectorError)
+            )
+            if not_sent:
+                reason = f"{action} not sent: cannot connect to {self.where()} ({_line(exc)})"
                 detail = _failed(reason, started, sent=False)
                 return Failure(sent=Sent.NO, reason=reason, detail=detail)
             return _no_answer(action, exc, started)
         except bx.BotoCoreError as exc:
-            return _no_answer(action, exc, started)
+            # credentials, region, profile, signing: all settled before a request leaves
+            reason = f"{action} not sent: {_line(exc)}"
+            return Failure(sent=Sent.NO, reason=reason, detail=_failed(reason, started, sent=False))
+        except Exception as exc:  # botocore's parser on an answer it cannot read, say
+            return _no_answer(action, exc, started, unreadable=True)
         meta = body.pop("ResponseMetadata", {})
         request_id, status = meta.get("RequestId"), meta.get("HTTPStatusCode")
         detail = {"action": action, "status": status, "elapsed_ms": _elapsed(started)}
@@ -262,9 +278,14 @@ def _answered(action: str, exc: Any, elapsed: float) -> Failure:
     )
 
 
-def _no_answer(action: str, exc: Exception, started: float) -> Failure:
-    reason = f"{action} sent, no answer ({type(exc).__name__}: {str(exc)[:200]})"
+def _no_answer(action: str, exc: Exception, started: float, *, unreadable: bool = False) -> Failure:
+    what = "an answer botocore could not read" if unreadable else "no answer"
+    reason = f"{action} sent, {what} ({type(exc).__name__}: {_line(exc)})"
     return Failure(sent=Sent.NO_ANSWER, reason=reason, detail=_failed(reason, started))
+
+
+def _line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:200]
 
 
 def _failed(reason: str, started: float, *, sent: bool = True) -> dict[str, Any]:
