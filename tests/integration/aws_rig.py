@@ -42,6 +42,7 @@ ENV = {
     "AWS_ACCESS_KEY_ID": "testing-key-id",
     "AWS_SECRET_ACCESS_KEY": "testing-secret-DO-NOT-LEAK",
     "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",  # never look for an instance role off loopback
 }
 
 
