@@ -98,14 +98,18 @@ async def test_a_query_rows_are_the_collected_result(tmp_path: Path, aws_env: st
         await proxy.close()
 
 
-async def test_more_rows_than_allowed_fail_validation(tmp_path: Path, aws_env: str) -> None:
-    """A result over `max_rows` is not stored as if whole: result_validation_failed."""
+async def test_more_rows_than_the_provider_fetches_are_not_collected(
+    tmp_path: Path, aws_env: str
+) -> None:
+    """A result over `max_rows` is never stored cut short: result_unavailable, saying where
+    the whole result is."""
     queue_results(aws_env, row("2026-02", "42"), row("2026-03", "17"))
     async with rig(tmp_path, athena_provider(aws_env, max_rows=1), lookup=False) as r:
         op = await r.submit(QUERY)
-        done = await r.until(op, State.SUCCEEDED, State.RESULT_VALIDATION_FAILED)
-        assert done.state is State.RESULT_VALIDATION_FAILED
-        assert done.result is not None and "more than 1 rows" in done.result.problems[0]
+        done = await r.until(op, State.SUCCEEDED, State.RESULT_UNAVAILABLE)
+        assert done.state is State.RESULT_UNAVAILABLE and done.result is None
+        text = await explain(r, done)
+        assert "more than 1 rows" in text and "OutputLocation" in text
 
 
 async def test_cancel_ends_cancelled_only_when_athena_says_so(

@@ -38,7 +38,6 @@ from jobtrail.core.model import (
     Idempotency,
     Operation,
     ResultMode,
-    ResultSummary,
 )
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
@@ -271,9 +270,14 @@ class AthenaProvider:
                 found = found[1:]  # a SELECT's first row repeats the column labels
             rows.extend(found)
             if len(rows) > self.max_rows:
-                problem = f"the result has more than {self.max_rows} rows (setting max_rows)"
-                summary = ResultSummary(valid=False, problems=(problem,))
-                return Reply(outcome=o.ResultChecked(summary=summary), detail={"pages": pages})
+                # a fetch limit, not a validation (that is jobtrail's): the rows are not
+                # collected here, and the query's own output file still holds them all
+                reason = (
+                    f"the result has more than {self.max_rows} rows (setting max_rows); "
+                    "read it from the query's OutputLocation in S3"
+                )
+                missing = o.ResultMissing(reason=reason, http_status=page.http_status)
+                return Reply(outcome=missing, detail={"pages": pages, "error": reason})
             token = page.body.get("NextToken")
             if not token:
                 break
