@@ -241,6 +241,7 @@ class DroppingProxy:
         # action -> (status, body): answered so, not forwarded, once its drops are used up
         self.fake: dict[str, tuple[int, dict[str, Any]]] = {}
         self.seen: list[tuple[str, dict[str, Any]]] = []
+        self.traceparents: list[str | None] = []
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
 
@@ -264,6 +265,7 @@ class DroppingProxy:
         action = request.headers.get("X-Amz-Target", "").rpartition(".")[2]
         if action:
             self.seen.append((action, json.loads(body or b"{}")))
+            self.traceparents.append(request.headers.get("traceparent"))
         if action in self.fake and not self.drop.get(action):
             status, answer = self.fake[action]
             return web.json_response(

@@ -180,6 +180,8 @@ async def test_a_lost_start_answer_is_reconciled_to_the_same_execution(
             assert len(proxy.sent("StartExecution")) >= 2  # the retry went out, same name
             (execution,) = executions(sfn, machines["echo"])
             assert done.remote_job_id == execution["executionArn"]
+            # every request, retries and lookups included, is in the operation's one trace
+            assert {t and t.split("-")[1] for t in proxy.traceparents} == {op.trace_id}
     finally:
         await proxy.close()
 

@@ -23,9 +23,11 @@ client request token, with its intent committed first. aiohttp does not retry PO
 
 from __future__ import annotations
 
+import secrets
 import time
-from collections.abc import Mapping
-from contextlib import AsyncExitStack
+from collections.abc import Iterator, Mapping
+from contextlib import AsyncExitStack, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
@@ -35,7 +37,9 @@ from aiohttp import ClientConnectorError
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.durations import parse_duration
+from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.errors import ProviderConfigError
+from jobtrail.providers.tracing import call_span
 
 # Error codes by which AWS says "not now, nothing was done".
 THROTTLED = frozenset(
@@ -56,6 +60,11 @@ COMMON_KEYS = frozenset({"region", "endpoint_url", "timeout"})
 # Environment variables of the standard chain whose values must never be recorded, however
 # a call echoes them (jobtrail redacts them: CodeProvider.secret_env).
 SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
+
+
+# The `traceparent` of the call in progress in this task: one client serves every operation,
+# so the header is added per request from here, after signing (it is not signed).
+_TRACEPARENT: ContextVar[str | None] = ContextVar("jobtrail_aws_traceparent", default=None)
 
 
 class Sent(StrEnum):
@@ -192,6 +201,24 @@ class AwsCalls:
         )
         self._stack = AsyncExitStack()
         self._client: Any = None
+        self._rand = secrets.SystemRandom()
+
+    @contextmanager
+    def traced(self, kind: AttemptKind, op: Operation) -> Iterator[None]:
+        """Run one provider call in a span of the operation's trace: every AWS request it
+        makes carries that trace's W3C `traceparent` (DESIGN: one trace per operation)."""
+        attributes = {
+            "jobtrail.operation_id": op.operation_id,
+            "jobtrail.call": kind.value,
+            "rpc.system": "aws-api",
+            "rpc.service": self.service,
+        }
+        with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
+            token = _TRACEPARENT.set(parent)
+            try:
+                yield
+            finally:
+                _TRACEPARENT.reset(token)
 
     async def invoke(self, action: str, params: dict[str, Any]) -> Answer | Failure:
         from botocore import exceptions as bx  # type: ignore[import-untyped]
@@ -236,7 +263,7 @@ class AwsCalls:
 
     async def _open(self) -> Any:
         if self._client is None:
-            self._client = await self._stack.enter_async_context(
+            client = await self._stack.enter_async_context(
                 self._get_session().create_client(
                     self.service,
                     region_name=self.settings.region,
@@ -244,11 +271,19 @@ class AwsCalls:
                     config=self.config,
                 )
             )
+            client.meta.events.register("before-send", _add_traceparent)
+            self._client = client
         return self._client
 
     async def close(self) -> None:
         await self._stack.aclose()
         self._client = None
+
+
+def _add_traceparent(request: Any, **_: Any) -> None:
+    value = _TRACEPARENT.get()
+    if value:
+        request.headers["traceparent"] = value
 
 
 def _answered(action: str, exc: Any, elapsed: float) -> Failure:

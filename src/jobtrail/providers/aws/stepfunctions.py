@@ -148,6 +148,10 @@ class StepFunctionsProvider:
         return what
 
     async def call(self, kind: AttemptKind, op: Operation) -> Reply:
+        with self.calls.traced(kind, op):
+            return await self._call(kind, op)
+
+    async def _call(self, kind: AttemptKind, op: Operation) -> Reply:
         match kind:
             case AttemptKind.CREATE:
                 return await self._start(op)
