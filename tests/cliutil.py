@@ -55,8 +55,8 @@ class Workspace:
             raise AssertionError(f"jobtrail {' '.join(args)} failed: {done.stderr}")
         return done
 
-    def json(self, *args: str) -> Any:
-        return json.loads(self.run(*args, "--json").stdout)
+    def json(self, *args: str, **env: str) -> Any:
+        return json.loads(self.run(*args, "--json", **env).stdout)
 
     def drive(self, operation: str, **env: str) -> Any:
         """`jobtrail run OPERATION --json` to whatever end; its exit code must name that end

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,6 +28,7 @@ from jobtrail.core.model import (
     JobRequest,
     Observation,
     Operation,
+    ProviderKind,
     Transition,
     evolve,
 )
@@ -46,6 +47,7 @@ from jobtrail.errors import (
 from jobtrail.histories import Forgery, audited_requests, audited_steps, request_problem
 from jobtrail.histories import check as check_history
 from jobtrail.policy import Action, ActionPolicy, kind_of
+from jobtrail.providers.code import CodeSpec, stored_spec
 from jobtrail.providers.config import ProviderSpec, parse_provider, poll_rules
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
@@ -109,7 +111,7 @@ class Ledger:
 
     async def submit(
         self,
-        provider: ProviderSpec,
+        provider: ProviderSpec | CodeSpec,
         body: Any = None,
         *,
         headers: dict[str, str] | None = None,
@@ -122,7 +124,9 @@ class Ledger:
         cancel_deadline: timedelta | None = None,
     ) -> Operation:
         """Write the operation record durably; nothing is sent here. The same key with the
-        same request returns the existing operation."""
+        same request returns the existing operation. `provider` is a provider file (the
+        HTTP provider drives the operation) or a code provider's declaration (only a worker
+        having that plug-in does)."""
         op, _ = await self.admit(
             provider,
             body,
@@ -139,7 +143,7 @@ class Ledger:
 
     async def admit(
         self,
-        provider: ProviderSpec,
+        provider: ProviderSpec | CodeSpec,
         body: Any,
         *,
         headers: dict[str, str] | None = None,
@@ -182,6 +186,8 @@ class Ledger:
             key=key or op_id,
             provider=provider.name,
             provider_config=provider.document,
+            provider_kind=provider.kind,
+            provider_version=provider.version,
             capabilities=provider.capabilities,
             request=request,
             fingerprint=print_,
@@ -205,6 +211,8 @@ class Ledger:
             data={
                 "key": op.key,
                 "provider": op.provider,
+                "provider_kind": op.provider_kind.value,
+                "provider_version": op.provider_version,
                 "target": request.target,
                 "fingerprint": print_,
                 "idempotency_token": op.idempotency_token,
@@ -378,8 +386,9 @@ class Ledger:
     async def resubmit(self, op: Operation, *, actor: str, reason: str) -> Operation:
         """The same request as a new operation (new token), after a human gave up on `op`.
         Its key derives from the old operation, so repeating the decision is harmless."""
+        code = op.provider_kind is ProviderKind.CODE
         return await self.submit(
-            parse_provider(op.provider_config),
+            stored_spec(op) if code else parse_provider(op.provider_config),
             op.request.body,
             headers=op.request.headers,
             key=f"{op.key}+retry-of-{op.operation_id}",
@@ -391,10 +400,18 @@ class Ledger:
     # -- leases: the worker's and `run`'s only way to take and give back work ------------
 
     async def claim(
-        self, owner: str, limit: int, lease_for: timedelta, *, only: str | None = None
+        self,
+        owner: str,
+        limit: int,
+        lease_for: timedelta,
+        *,
+        only: str | None = None,
+        code: Collection[str] | None = None,
     ) -> list[Claim]:
-        """Lease up to `limit` due operations (or only `only`, if due) for `owner`."""
-        return await self.store.claim_due(owner, self.clock(), limit, lease_for, only)
+        """Lease up to `limit` due operations (or only `only`, if due) for `owner`, who has
+        the code providers `code` (None: no filter): an operation of another code provider
+        is left unclaimed, never driven by another provider."""
+        return await self.store.claim_due(owner, self.clock(), limit, lease_for, only, code)
 
     async def release(self, op: Operation, due: datetime | None) -> Operation:
         """Give `op`'s lease back, next due at `due` (None: nothing left to do). Whether
@@ -415,9 +432,10 @@ class Ledger:
         entry = self._entry_for(None, self.clock(), "worker.stopped", actor, data)
         await self.store.append_audit(redacted_entries([entry], Redactor()))
 
-    async def next_due(self) -> datetime | None:
-        """When the next operation becomes due (poll time, or a lease's expiry)."""
-        return await self.store.next_due()
+    async def next_due(self, code: Collection[str] | None = None) -> datetime | None:
+        """When the next operation becomes due (poll time, or a lease's expiry), among those
+        a claimer having the code providers `code` would claim."""
+        return await self.store.next_due(code)
 
     # -- webhooks -------------------------------------------------------------------------
 
@@ -649,7 +667,9 @@ def decision_action(decision: o.HumanDecision) -> Action:
     return Action.EXTEND if decision.decision in extends else Action.RESOLVE
 
 
-def _own_headers(provider: ProviderSpec) -> list[str]:
+def _own_headers(provider: ProviderSpec | CodeSpec) -> list[str]:
+    if isinstance(provider, CodeSpec):
+        return ["traceparent"]
     placed = (provider.idempotency, provider.client_reference)
     names = [p.header for p in placed if p is not None and p.header]
     return [*names, *([provider.trace_header] if provider.trace_header else []), "traceparent"]

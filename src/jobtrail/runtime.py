@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from jobtrail.clock import Clock, SystemClock
 from jobtrail.ledger import Ledger
 from jobtrail.policy import ActionPolicy, policy_from_env
+from jobtrail.providers.code import CodeProvider, Factory
+from jobtrail.providers.plugins import Plugin, load_plugins
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results, open_results
 from jobtrail.store import open_store
@@ -50,19 +53,28 @@ async def runtime(
     create: bool = True,
     results: str | None = None,
     actions: ActionPolicy | None = None,
+    provider_modules: Sequence[str] = (),
+    providers: Sequence[CodeProvider] = (),
 ) -> AsyncIterator[Runtime]:
     """`results` is the result store's URL (see jobtrail.results); files under `data_dir`
-    when None. `actions` is the action policy; JOBTRAIL_POLICY's (or the default) when None."""
+    when None. `actions` is the action policy; JOBTRAIL_POLICY's (or the default) when None.
+    Code providers: every installed entry point, the modules in `provider_modules`, and the
+    provider objects in `providers` (which win, by name); a broken one fails here, first."""
+    plugins = load_plugins(provider_modules)
+    for given in providers:
+        plugins[given.name] = Plugin(
+            name=given.name, factory=_always(given), origin="a provider object given to it"
+        )
     actions = actions or policy_from_env()
     clock = clock or SystemClock()
     stored = open_results(results, data_dir=data_dir, ledger=db)  # a bad URL fails here first
     store = await open_store(db, audit_key=audit_key, create=create)
-    providers = ProviderRegistry(connections=max(10, concurrency))
+    registry = ProviderRegistry(connections=max(10, concurrency), plugins=plugins)
     try:
         ledger = Ledger(store, clock=clock.now, group_commit=True, actions=actions)
         runner = Runner(
             ledger,
-            providers,
+            registry,
             stored,
             actor=worker_id or default_worker_id(),
             lease_for=lease_for,
@@ -76,13 +88,22 @@ async def runtime(
         )
         yield Runtime(
             ledger=ledger,
-            providers=providers,
+            providers=registry,
             results=stored,
             runner=runner,
             worker=worker,
             clock=clock,
         )
     finally:
-        await providers.close()
+        await registry.close()
         await stored.close()
         await store.close()
+
+
+def _always(provider: CodeProvider) -> Factory:
+    """A factory for a provider object made already: it takes no settings."""
+
+    def made(settings: Mapping[str, Any]) -> CodeProvider:
+        return provider
+
+    return made

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from jobtrail.core.model import Attempt, Observation, Operation, Transition
+from jobtrail.core.model import Attempt, Observation, Operation, ProviderKind, Transition
 from jobtrail.core.plan import Nothing, Wait, plan
 from jobtrail.core.states import EVIDENCE_MEANING, REMOTE_MAY_RUN, State
 
@@ -117,7 +117,17 @@ def waiting_for(op: Operation, now: datetime) -> str:
         return f"{action.then.describe()} {when(action.until, now)}"
     if op.lease_owner:
         return f"{action.describe()} (in progress on {op.lease_owner})"
+    if op.provider_kind is ProviderKind.CODE:
+        return f"{action.describe()} now (waiting for a worker that has {driver(op)})"
     return f"{action.describe()} now (waiting for a worker)"
+
+
+def driver(op: Operation) -> str:
+    """Which provider drives `op`, in words: "the code provider 'sfn' 1.2.0"."""
+    if op.provider_kind is ProviderKind.CODE:
+        version = f" {op.provider_version}" if op.provider_version else ""
+        return f"the code provider {op.provider!r}{version}"
+    return f"the HTTP provider {op.provider!r}"
 
 
 def operation_json(op: Operation, now: datetime) -> dict[str, Any]:
@@ -131,6 +141,8 @@ def operation_json(op: Operation, now: datetime) -> dict[str, Any]:
         "remote_status": op.remote_status.value if op.remote_status else None,
         "progress": op.progress,
         "provider": op.provider,
+        "provider_kind": op.provider_kind.value,
+        "provider_version": op.provider_version,
         "trace_id": op.trace_id,
         "idempotency_token": op.idempotency_token,
         "request_fingerprint": op.fingerprint,
@@ -278,8 +290,10 @@ def explain_text(
     now: datetime,
     *,
     body: Any = None,
+    missing: str | None = None,
 ) -> str:
-    """`body` is the request body as it may be shown (redacted by the caller)."""
+    """`body` is the request body as it may be shown (redacted by the caller); `missing`
+    says that the operation's code provider is not available where this is told."""
     seen = ""
     if op.remote_state:
         seen = f" — last seen {op.remote_state}"
@@ -300,6 +314,8 @@ def explain_text(
         + (f"; cancel {when(op.cancel_deadline, now)}" if op.cancel_deadline else ""),
         f"  next:       {waiting_for(op, now)}",
     ]
+    if op.provider_kind is ProviderKind.CODE:
+        lines.append(f"  provider:   {driver(op)}" + (f" — {missing}" if missing else ""))
     if (rejected := _rejection(attempts)) is not None:
         lines.append(f"  rejected:   {rejected}")
     if op.conflicting_job_ids:

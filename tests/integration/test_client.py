@@ -236,14 +236,14 @@ def test_sync_client_from_plain_code(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert len([j for j in sim.jobs.values() if j.client_reference == op.operation_id]) == 1
 
 
-def test_provider_modules_need_a_runtime_that_loads_them(tmp_path: Path) -> None:
-    """Code provider modules are handed to the runtime, or refused when it cannot load them."""
-    import inspect
-
-    if "provider_modules" in inspect.signature(runtime).parameters:
-        pytest.skip("this runtime loads provider modules; their own tests cover them")
-    with pytest.raises(jobtrail.InvalidInput, match="code providers"):
-        SyncClient(str(tmp_path / "l.db"), provider_modules=["my.provider"])
+def test_a_provider_module_that_does_not_import_fails_the_open(tmp_path: Path) -> None:
+    """Code provider modules are loaded when the client opens: a bad one is one clear line."""
+    with pytest.raises(jobtrail.ProviderConfigError) as caught:
+        SyncClient(str(tmp_path / "l.db"), provider_modules=["my_missing_provider_xyz"])
+    assert str(caught.value) == (
+        "--provider-module my_missing_provider_xyz: cannot import it: ModuleNotFoundError: "
+        "No module named 'my_missing_provider_xyz'"
+    )
 
 
 async def test_client_keys_the_audit_chain_like_the_cli(

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -30,6 +30,7 @@ from jobtrail.agent.shapes import (
 from jobtrail.agent.tools import WAIT_CAP_SECONDS, AgentTools
 from jobtrail.core.states import State
 from jobtrail.errors import JobtrailError
+from jobtrail.providers.resolve import resolve_provider
 from jobtrail.runtime import runtime
 
 T = TypeVar("T")
@@ -222,6 +223,7 @@ async def serve(
     run_worker: bool,
     concurrency: int,
     results: str | None = None,
+    provider_modules: Sequence[str] = (),
 ) -> None:
     """Serve until stdin closes, then stop the worker gracefully and close the ledger.
 
@@ -230,11 +232,21 @@ async def serve(
     dying by the signal is the only clean end while the client still holds stdin open."""
     signals: list[signal.Signals] = []
     async with runtime(
-        db, data_dir, audit_key=audit_key, concurrency=concurrency, results=results
+        db,
+        data_dir,
+        audit_key=audit_key,
+        concurrency=concurrency,
+        results=results,
+        provider_modules=provider_modules,
     ) as rt:
         rt.worker.grace = SHUTDOWN_GRACE
+        plugins = rt.providers.plugins
         tools = AgentTools(
-            rt.ledger, worker_running=run_worker, wake=rt.worker.wake, results=rt.results
+            rt.ledger,
+            worker_running=run_worker,
+            wake=rt.worker.wake,
+            results=rt.results,
+            find=lambda name: resolve_provider(name, plugins),
         )
         server = build_server(tools, actor=actor)
         worker = asyncio.create_task(rt.worker.run()) if run_worker else None

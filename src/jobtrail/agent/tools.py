@@ -32,6 +32,7 @@ from jobtrail.core.model import Operation, Transition
 from jobtrail.core.states import REMOTE_MAY_RUN, State
 from jobtrail.errors import InvalidInput, NotFound
 from jobtrail.ledger import Ledger
+from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec, find_provider_named
 from jobtrail.results import ResultStore
 from jobtrail.views import explain_text, iso, operation_json, transition_json, waiting_for
@@ -51,7 +52,7 @@ class AgentTools:
         ledger: Ledger,
         *,
         worker_running: bool,
-        find: Callable[[str], ProviderSpec] = find_provider_named,
+        find: Callable[[str], ProviderSpec | CodeSpec] = find_provider_named,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         monotonic: Callable[[], float] = time.monotonic,
         wake: Callable[[], None] = lambda: None,

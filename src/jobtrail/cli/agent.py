@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import click
 
-from jobtrail.cli.context import Settings, concurrency_option, fail, pass_settings, run_async
+from jobtrail.cli.context import (
+    Settings,
+    concurrency_option,
+    fail,
+    pass_settings,
+    provider_module_option,
+    run_async,
+)
 
 
 @click.command()
@@ -20,9 +27,16 @@ from jobtrail.cli.context import Settings, concurrency_option, fail, pass_settin
     help="Only record and read; leave sending and observing to a separate `jobtrail worker`.",
 )
 @concurrency_option
+@provider_module_option
 @pass_settings
 @run_async
-async def mcp(settings: Settings, actor: str | None, no_worker: bool, concurrency: int) -> None:
+async def mcp(
+    settings: Settings,
+    actor: str | None,
+    no_worker: bool,
+    concurrency: int,
+    provider_modules: tuple[str, ...],
+) -> None:
     """Serve jobtrail's agent tools over MCP on stdin/stdout (submit_job, get_job, wait_job,
     cancel_job, get_result, list_jobs, explain_job), running a worker in the same process
     unless --no-worker. Credentials stay in this process's environment."""
@@ -42,6 +56,7 @@ async def mcp(settings: Settings, actor: str | None, no_worker: bool, concurrenc
         run_worker=not no_worker,
         concurrency=concurrency,
         results=settings.results,
+        provider_modules=provider_modules,
     )
 
 

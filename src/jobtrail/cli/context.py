@@ -141,3 +141,11 @@ concurrency_option = click.option(
 worker_id_option = click.option(
     "--worker-id", help="Name recorded as the actor of this worker's steps."
 )
+provider_module_option = click.option(
+    "--provider-module",
+    "provider_modules",
+    multiple=True,
+    metavar="MODULE",
+    help="Load the code providers of this module (its PROVIDERS mapping), beside the "
+    "installed ones (entry point group jobtrail.providers). Repeatable.",
+)

@@ -15,7 +15,9 @@ class RunExit(IntEnum):
     CANCELLED = 4
     NEEDS_PERSON = 5  # needs_human, cancellation_unconfirmed
     TIMED_OUT = 6  # result_timed_out
-    PROVIDER_MISSING = 7  # the provider's credential variable is not set: nothing can be sent
+    # The operation's code provider is not installed here, or its provider's credential
+    # variable is not set: this process cannot send anything for it.
+    PROVIDER_MISSING = 7
     INTERRUPTED = 130  # Ctrl-C or SIGTERM before automation ended (the shell's 128 + SIGINT)
 
 
@@ -46,5 +48,6 @@ Exit codes:
   4    cancelled
   5    needs a person: needs_human or cancellation_unconfirmed
   6    timed out: result_timed_out
-  7    provider missing: its credential variable is not set, nothing was sent
+  7    provider missing: its code provider is not installed here, or its
+       credential variable is not set; nothing was sent by this run
   130  interrupted (Ctrl-C, SIGTERM) before the operation ended"""

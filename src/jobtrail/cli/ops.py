@@ -24,15 +24,17 @@ from jobtrail.cli.context import (
     json_option,
     opened,
     pass_settings,
+    provider_module_option,
     run_async,
     say,
 )
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.states import State
 from jobtrail.errors import InvalidInput
-from jobtrail.providers.config import find_provider
 from jobtrail.providers.credentials import unset_credentials
+from jobtrail.providers.spec import ProviderSpec
 from jobtrail.views import (
+    driver,
     explain_text,
     iso,
     operation_json,
@@ -106,6 +108,7 @@ def show(document: dict[str, Any]) -> None:
         "progress",
         "waiting_for",
         "provider",
+        "provider_missing",
         "key",
         "trace_id",
         "idempotency_token",
@@ -156,6 +159,7 @@ def show(document: dict[str, Any]) -> None:
 @click.option("--result-deadline", metavar="DURATION", help="Override the result deadline.")
 @click.option("--cancel-deadline", metavar="DURATION", help="Override the cancel deadline.")
 @json_option
+@provider_module_option
 @pass_settings
 @run_async
 async def submit(
@@ -171,15 +175,20 @@ async def submit(
     result_deadline: str | None,
     cancel_deadline: str | None,
     as_json: bool,
+    provider_modules: tuple[str, ...],
 ) -> None:
-    """Record an operation for PROVIDER: a provider file, a NAME.toml in ./providers, or a
-    profile shipped with jobtrail (`jobtrail provider list`).
+    """Record an operation for PROVIDER: a provider file, a NAME.toml in ./providers, a
+    code provider's name (installed, or from --provider-module), or a profile shipped with
+    jobtrail (`jobtrail provider list`).
 
     Nothing is sent by this command: the record is committed first, and a worker
     (`jobtrail worker`, or `jobtrail run OPERATION_ID`) sends it.
     """
-    spec = find_provider(provider)
-    for name in unset_credentials(spec):
+    from jobtrail.providers.plugins import load_plugins
+    from jobtrail.providers.resolve import resolve_provider
+
+    spec = resolve_provider(provider, load_plugins(provider_modules))
+    for name in unset_credentials(spec) if isinstance(spec, ProviderSpec) else ():
         say(
             f"warning: environment variable {name} is not set: the operation is recorded, "
             f"but nothing can be sent to {spec.name!r} until it is",
@@ -222,8 +231,14 @@ async def submit(
 @run_async
 async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show one operation's record (OPERATION_ID may also be its key)."""
+    from jobtrail.providers.plugins import not_installed
+
     async with opened(settings) as ledger:
-        document = operation_json(await ledger.find(operation_id), ledger.clock())
+        op = await ledger.find(operation_id)
+        document = operation_json(op, ledger.clock())
+    missing = not_installed(op)
+    if missing is not None:
+        document["provider_missing"] = f"{driver(op)} is {missing}"
     emit_json(document) if as_json else show(document)
 
 
@@ -308,10 +323,13 @@ async def history(settings: Settings, operation_id: str, as_json: bool) -> None:
 async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Tell an operation's story: what we asked, which remote job, what we observed, what
     we did next."""
+    from jobtrail.providers.plugins import not_installed
+
     async with opened(settings) as ledger:
         op = await ledger.find(operation_id)
         operation_id = op.operation_id
         body = ledger.redactor(op).json(op.request.body)
+        missing = not_installed(op)
         store = ledger.store
         hist, attempts = await store.history(operation_id), await store.attempts(operation_id)
         observations = await store.observations(operation_id)
@@ -321,6 +339,7 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
 
         emit_json(
             operation_json(op, now)
+            | ({"provider_missing": f"{driver(op)} is {missing}"} if missing else {})
             | {
                 "request_body": body,
                 "timeline": [
@@ -330,7 +349,7 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
             }
         )
     else:
-        say(explain_text(op, hist, attempts, observations, now, body=body))
+        say(explain_text(op, hist, attempts, observations, now, body=body, missing=missing))
 
 
 @click.command()

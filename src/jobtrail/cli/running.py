@@ -20,6 +20,7 @@ from jobtrail.cli.context import (
     fail,
     json_option,
     pass_settings,
+    provider_module_option,
     run_async,
     say,
     worker_id_option,
@@ -27,8 +28,9 @@ from jobtrail.cli.context import (
 from jobtrail.cli.exits import EXIT_HELP, RunExit, run_exit
 from jobtrail.cli.stopping import Stopper, log_steps, warn_unset_credentials
 from jobtrail.core.durations import parse_duration
-from jobtrail.core.model import Operation
+from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.states import State
+from jobtrail.providers.registry import missing_message
 from jobtrail.runtime import runtime
 from jobtrail.store.urls import shown_url
 from jobtrail.views import iso, operation_json, progress_text, waiting_for
@@ -52,6 +54,7 @@ from jobtrail.views import iso, operation_json, progress_text, waiting_for
 @click.option(
     "-v", "--verbose", is_flag=True, help="Log each claim, call, outcome and release to stderr."
 )
+@provider_module_option
 @pass_settings
 @run_async
 async def worker(
@@ -61,6 +64,7 @@ async def worker(
     worker_id: str | None,
     lease: str,
     verbose: bool,
+    provider_modules: tuple[str, ...],
 ) -> None:
     """Claim due operations and carry them forward until stopped. Ctrl-C (or SIGTERM) stops
     taking work at once and waits for the steps in flight, naming them; a second Ctrl-C
@@ -76,10 +80,13 @@ async def worker(
         concurrency=concurrency,
         lease_for=parse_duration(lease),
         results=settings.results,
+        provider_modules=provider_modules,
     ) as rt:
         stopper = Stopper(rt, rt.worker.in_flight, rt.worker.abandon)
+        code = sorted(rt.providers.plugins)
         click.echo(
-            f"{rt.runner.actor} working on {shown_url(settings.db)} (concurrency {concurrency})",
+            f"{rt.runner.actor} working on {shown_url(settings.db)} (concurrency {concurrency}"
+            f"; code providers: {', '.join(code) or 'none'})",
             err=True,
         )
         await warn_unset_credentials(rt)
@@ -118,9 +125,12 @@ def _foreign_lease(op: Operation, actor: str, now: datetime) -> str | None:
 @click.command(epilog=EXIT_HELP)
 @click.argument("operation_id")
 @json_option
+@provider_module_option
 @pass_settings
 @run_async
-async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
+async def run(
+    settings: Settings, operation_id: str, as_json: bool, provider_modules: tuple[str, ...]
+) -> None:
     """Drive one operation in the foreground until automation ends for it, showing its
     state, remote state, progress and next poll. Exits 0 only when it succeeded, so
     `jobtrail run OP && next-step` is safe. Ctrl-C stops after the step in flight; a
@@ -134,9 +144,14 @@ async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
         concurrency=1,
         create=False,  # the operation must already be recorded, so must its ledger
         results=settings.results,
+        provider_modules=provider_modules,
     ) as rt:
         op = await rt.ledger.find(operation_id)
         operation_id = op.operation_id
+        drives = rt.providers.code_names()
+        missing = op.provider_kind is ProviderKind.CODE and op.provider not in drives
+        if missing and not op.state.ends_automation:
+            fail(missing_message(op), code=RunExit.PROVIDER_MISSING)
         if await warn_unset_credentials(rt, only=operation_id):
             fail(
                 f"{operation_id} cannot be sent: set the variable named above and run it "
@@ -155,7 +170,9 @@ async def run(settings: Settings, operation_id: str, as_json: bool) -> None:
         waited_for: str | None = None
         with Live(_panel(op, rt.clock.now()), transient=as_json, auto_refresh=False) as live:
             while not op.state.ends_automation and not rt.worker.stop.is_set():
-                claims = await rt.ledger.claim(actor, 1, rt.runner.lease_for, only=operation_id)
+                claims = await rt.ledger.claim(
+                    actor, 1, rt.runner.lease_for, only=operation_id, code=drives
+                )
                 if claims:
                     steps[:] = [asyncio.create_task(rt.runner.drive(claims[0].operation))]
                     with contextlib.suppress(asyncio.CancelledError):

@@ -12,7 +12,13 @@ from typing import Any
 import click
 from aiohttp import web
 
-from jobtrail.cli.context import Settings, concurrency_option, pass_settings, worker_id_option
+from jobtrail.cli.context import (
+    Settings,
+    concurrency_option,
+    pass_settings,
+    provider_module_option,
+    worker_id_option,
+)
 from jobtrail.core.redact import Redactor
 from jobtrail.dashboard.access import Access, operators_from_env
 from jobtrail.dashboard.web import Dashboard
@@ -70,9 +76,15 @@ class Health:
 )
 @concurrency_option
 @worker_id_option
+@provider_module_option
 @pass_settings
 def serve(
-    settings: Settings, host: str, port: int, concurrency: int, worker_id: str | None
+    settings: Settings,
+    host: str,
+    port: int,
+    concurrency: int,
+    worker_id: str | None,
+    provider_modules: tuple[str, ...],
 ) -> None:
     """Run the worker, the webhook receiver (POST /webhooks/PROVIDER, GET /healthz) and the
     dashboard (GET /, for operators named in JOBTRAIL_OPERATOR_TOKENS) in one process. Logs
@@ -82,7 +94,18 @@ def serve(
     install_json_logging(secrets_redactor(folder, settings.db))
     try:
         access = Access(operators_from_env())
-        asyncio.run(_serve(settings, folder, host, port, concurrency, worker_id, access))
+        asyncio.run(
+            _serve(
+                settings,
+                folder,
+                host,
+                port,
+                concurrency,
+                worker_id,
+                access,
+                provider_modules=provider_modules,
+            )
+        )
     except (JobtrailError, OSError) as exc:
         log.error("serve stopped: %s", exc)
         raise SystemExit(1) from None
@@ -98,6 +121,7 @@ async def _serve(
     access: Access,
     *,
     with_worker: bool = True,
+    provider_modules: tuple[str, ...] = (),
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
     stop = asyncio.Event()
@@ -112,6 +136,7 @@ async def _serve(
         concurrency=concurrency,
         results=settings.results,
         create=with_worker,
+        provider_modules=provider_modules,
     ) as rt:
         health = Health(rt)
         app = web.Application(client_max_size=MAX_EVENT_BYTES)

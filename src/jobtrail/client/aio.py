@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import getpass
-import inspect
 import os
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -26,9 +25,10 @@ from jobtrail.client.result import Result, read_result
 from jobtrail.core import outcomes as o
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.ids import short_id
-from jobtrail.core.model import Operation
+from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.states import State
 from jobtrail.errors import ActionRefused, ClientClosed, InvalidInput, WaitTimedOut
+from jobtrail.providers.code import CodeProvider
 from jobtrail.runtime import Runtime, runtime
 from jobtrail.views import explain_text
 
@@ -46,7 +46,12 @@ class Client:
     `--data-dir` and `--results` do. `actor` is recorded as who asks (default: JOBTRAIL_ACTOR,
     else `python:<user>`). `audit_key` keys the audit chain (default: JOBTRAIL_AUDIT_KEY), and
     must be the key every other writer of this ledger uses. `wait` reads the ledger every
-    `poll_interval` seconds."""
+    `poll_interval` seconds.
+
+    Code providers (docs/code-providers.md): every installed one (entry points in the group
+    `jobtrail.providers`), those of the modules in `provider_modules` (each with a
+    `PROVIDERS` mapping), and the provider objects in `providers`. Each can be submitted
+    to by name; the in-process worker drives only operations whose provider it has."""
 
     def __init__(
         self,
@@ -59,6 +64,7 @@ class Client:
         audit_key: bytes | str | None = None,
         concurrency: int = 10,
         provider_modules: Sequence[str] = (),
+        providers: Sequence[CodeProvider] = (),
         poll_interval: float = 0.2,
     ) -> None:
         self.db = os.fspath(db) if db is not None else os.environ.get("JOBTRAIL_DB", "jobtrail.db")
@@ -72,6 +78,7 @@ class Client:
         self.worker = worker
         self.concurrency = concurrency
         self.provider_modules = tuple(provider_modules)
+        self.providers = tuple(providers)
         self.poll_interval = poll_interval
         self._rt: Runtime | None = None
         self._stack: AsyncExitStack | None = None
@@ -114,23 +121,15 @@ class Client:
                 await stack.aclose()
 
     def _runtime(self) -> AbstractAsyncContextManager[Runtime]:
-        """The one place the runtime is built. Code providers (`provider_modules`) are loaded
-        by the runtime itself, when this jobtrail's runtime knows how."""
-        options: dict[str, Any] = {}
-        if self.provider_modules:
-            if "provider_modules" not in inspect.signature(runtime).parameters:
-                raise InvalidInput(
-                    "this jobtrail cannot load code providers (provider_modules); install a "
-                    "version with provider plug-ins, or use a provider file"
-                )
-            options["provider_modules"] = self.provider_modules
+        """The one place the runtime is built; it loads the code providers too."""
         return runtime(
             self.db,
             self.data_dir,
             audit_key=self._audit_key,
             concurrency=self.concurrency,
             results=self.results,
-            **options,
+            provider_modules=self.provider_modules,
+            providers=self.providers,
         )
 
     @property
@@ -162,7 +161,7 @@ class Client:
         the same request returns the existing operation, so a re-run never sends twice; a
         changed request under a used key raises KeyConflict."""
         rt = self._opened
-        spec = resolve_provider(provider)
+        spec = resolve_provider(provider, rt.providers.plugins)
         op = await rt.ledger.submit(
             spec,
             body,
@@ -267,6 +266,12 @@ class Client:
             await store.attempts(operation_id),
             await store.observations(operation_id),
             rt.ledger.clock(),
+            missing=(
+                "not available to this client: pass its module in provider_modules, or install it"
+                if op.provider_kind is ProviderKind.CODE
+                and op.provider not in rt.providers.code_names()
+                else None
+            ),
         )
 
     # -- human decisions -----------------------------------------------------------------

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.code import (
     ENTRY_POINT_GROUP,
@@ -129,3 +130,17 @@ def _module_providers(module: str) -> dict[str, Factory]:
 def _line(exc: BaseException) -> str:
     """An exception's message on one line, kept short."""
     return " ".join(str(exc).split())[:300]
+
+
+def not_installed(op: Operation) -> str | None:
+    """Why `op`'s code provider is not available to commands run here (it is no installed
+    entry point), or None: for `status` and `explain`, which load no plug-in. An operation
+    whose automation ended needs no provider any more."""
+    if op.provider_kind is not ProviderKind.CODE or op.state.ends_automation:
+        return None
+    if op.provider in installed_names():
+        return None
+    return (
+        "not installed here: only a worker that has it (an installed entry point in group "
+        f"{ENTRY_POINT_GROUP}, or --provider-module) drives this operation"
+    )

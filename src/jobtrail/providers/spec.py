@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
-from jobtrail.core.model import Capabilities, Idempotency, ResultMode
+from jobtrail.core.model import Capabilities, Idempotency, ProviderKind, ResultMode
 from jobtrail.core.redact import Redactor
 from jobtrail.core.schedule import Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
@@ -157,6 +157,9 @@ class PollRules:
 
 @dataclass(frozen=True, kw_only=True)
 class ProviderSpec:
+    kind: ClassVar[ProviderKind] = ProviderKind.HTTP
+    version: ClassVar[str | None] = None  # a provider file has none; a code provider does
+
     name: str
     base_url: str
     document: dict[str, Any]  # the file's content, secret-free, stored with each operation

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -187,11 +187,14 @@ class Store(Protocol):
         limit: int,
         lease_for: timedelta,
         only: str | None = None,
+        code: Collection[str] | None = None,
     ) -> list[Claim]:
         """Lease up to `limit` due operations (oldest due first), raising each fence;
-        `only` restricts the claim to one operation id. Due means the poll time has come
-        while unleased, or the lease has expired. A lease row is written when the operation
-        changes hands; the same owner claiming it again extends its own row."""
+        `only` restricts the claim to one operation id. `code` (None: no filter) names the
+        code providers the claimer has: an operation of any other code provider is never
+        claimed, whatever its due time (HTTP operations always are). Due means the poll
+        time has come while unleased, or the lease has expired. A lease row is written when
+        the operation changes hands; the same owner claiming it again extends its own row."""
         ...
 
     async def renew(
@@ -207,9 +210,10 @@ class Store(Protocol):
         changing anything else; False if the fence moved on."""
         ...
 
-    async def next_due(self) -> datetime | None:
+    async def next_due(self, code: Collection[str] | None = None) -> datetime | None:
         """The earliest time any operation becomes due (poll time, or lease expiry while
-        leased), or None."""
+        leased), or None; with `code`, only among the operations `claim_due` would claim
+        with it."""
         ...
 
     async def leases(self, operation_id: str | None = None) -> list[Lease]: ...

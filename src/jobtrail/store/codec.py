@@ -20,6 +20,7 @@ from jobtrail.core.model import (
     JobRequest,
     Observation,
     Operation,
+    ProviderKind,
     ResultMode,
     ResultSummary,
     Transition,
@@ -35,6 +36,8 @@ IMMUTABLE = (
     "op_key",
     "provider",
     "provider_config",
+    "provider_kind",
+    "provider_version",
     "capabilities",
     "request",
     "fingerprint",
@@ -143,6 +146,8 @@ class Codec:
             "op_key": op.key,
             "provider": op.provider,
             "provider_config": _shared_text(op.provider_config),
+            "provider_kind": op.provider_kind.value,
+            "provider_version": op.provider_version,
             "capabilities": dump(_fields_of(op.capabilities)),
             "request": dump(_fields_of(op.request)),
             "fingerprint": op.fingerprint,
@@ -226,6 +231,9 @@ class Codec:
             key=row["op_key"],
             provider=row["provider"],
             provider_config=load_shared(row["provider_config"]),
+            # Archives written before 0007 have neither: their operations were all HTTP.
+            provider_kind=ProviderKind(_column(row, "provider_kind") or "http"),
+            provider_version=_column(row, "provider_version"),
             capabilities=Capabilities(
                 **caps
                 | {
@@ -403,6 +411,14 @@ class Codec:
             "last_request_id": ob.request_id,
             "last_progress": dump(ob.progress),
         }
+
+
+def _column(row: Any, name: str) -> Any:
+    """A column that older rows (an archive's records) may lack."""
+    try:
+        return row[name]
+    except (KeyError, IndexError):
+        return None
 
 
 def run_closed(ob: Observation, closed_at: datetime) -> AuditEntry:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from importlib import resources
@@ -78,10 +78,15 @@ _FILL = {  # the operation's columns come from the codec, shared with SQLite
     "store_decided": ", ".join(c.STORE_DECIDED),
     "set_mutable": ", ".join(f"{col} = %({col})s" for col in c.MUTABLE if col != "next_poll_at"),
     "only": "",
+    "drives": "",
 }
 _RAW = _load_queries()
 Q = {name: sql.format(**_FILL) for name, sql in _RAW.items()}
-Q["claim_one"] = _RAW["claim_due"].format(**_FILL | {"only": "operation_id = %(only)s AND "})
+_ONE = {"only": "operation_id = %(only)s AND "}
+_DRIVES = {"drives": "(provider_kind = 'http' OR provider = ANY(%(code)s::text[])) AND "}
+Q["claim_one"] = _RAW["claim_due"].format(**_FILL | _ONE)
+Q["claim_due_drives"] = _RAW["claim_due"].format(**_FILL | _DRIVES)
+Q["claim_one_drives"] = _RAW["claim_due"].format(**_FILL | _ONE | _DRIVES)
 
 
 class PostgresStore:
@@ -224,12 +229,19 @@ class PostgresStore:
     # -- leases ----------------------------------------------------------------------------
 
     async def claim_due(
-        self, owner: str, now: datetime, limit: int, lease_for: timedelta, only: str | None = None
+        self,
+        owner: str,
+        now: datetime,
+        limit: int,
+        lease_for: timedelta,
+        only: str | None = None,
+        code: Collection[str] | None = None,
     ) -> list[Claim]:
         if limit <= 0:
             return []
         args = {"now": now, "limit": limit, "owner": owner, "expires": now + lease_for}
-        rows = await self._rows("claim_one" if only else "claim_due", args | {"only": only})
+        query = ("claim_one" if only else "claim_due") + ("" if code is None else "_drives")
+        rows = await self._rows(query, args | {"only": only, "code": list(code or ())})
         return [
             Claim(operation=CODEC.operation(row), was_due=row["was_due"].astimezone(UTC))
             for row in rows
@@ -247,8 +259,11 @@ class PostgresStore:
         args = {"now": now, "due": due, "id": operation_id, "fence": fence}
         return bool((await self._rows("release", args))[0]["n"] == 1)
 
-    async def next_due(self) -> datetime | None:
-        return _t_in((await self._rows("next_due"))[0]["due"])
+    async def next_due(self, code: Collection[str] | None = None) -> datetime | None:
+        if code is None:
+            return _t_in((await self._rows("next_due"))[0]["due"])
+        rows = await self._rows("next_due_drives", (list(code),))
+        return _t_in(rows[0]["due"]) if rows else None
 
     async def leases(self, operation_id: str | None = None) -> list[Lease]:
         one = (operation_id,) if operation_id else None

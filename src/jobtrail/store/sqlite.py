@@ -12,7 +12,7 @@ import asyncio
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -520,11 +520,14 @@ class SqliteStore:
         limit: int,
         lease_for: timedelta,
         only: str | None = None,
+        code: Collection[str] | None = None,
     ) -> list[Claim]:
         def run(conn: sqlite3.Connection) -> list[Claim]:
             where, args = "due_at <= ?", [_t_out(now)]
             if only is not None:
                 where, args = where + " AND operation_id = ?", [*args, only]
+            if code is not None:
+                where, args = where + _drives(code), [*args, *code]
             due = conn.execute(
                 f"SELECT operation_id, due_at FROM operations WHERE {where} "
                 "ORDER BY due_at LIMIT ?",
@@ -601,12 +604,18 @@ class SqliteStore:
 
         return await self._call(partial(self._write, sync=False), run)
 
-    async def next_due(self) -> datetime | None:
+    async def next_due(self, code: Collection[str] | None = None) -> datetime | None:
         def run() -> datetime | None:
-            row = self._conn.execute(
-                "SELECT min(due_at) FROM operations WHERE due_at IS NOT NULL"
-            ).fetchone()
-            return _t_in(row[0])
+            if code is None:
+                sql, args = "SELECT min(due_at) FROM operations WHERE due_at IS NOT NULL", []
+            else:
+                sql = (
+                    f"SELECT due_at FROM operations WHERE due_at IS NOT NULL{_drives(code)} "
+                    "ORDER BY due_at LIMIT 1"
+                )
+                args = list(code)
+            row = self._conn.execute(sql, args).fetchone()
+            return None if row is None else _t_in(row[0])
 
         return await self._call(run)
 
@@ -662,6 +671,12 @@ class SqliteStore:
     async def close(self) -> None:
         await self._call(self._conn.close)
         self._executor.shutdown(wait=True)
+
+
+def _drives(code: Collection[str]) -> str:
+    """The claim's filter for a claimer having the code providers `code` (one ? each): HTTP
+    operations, and code operations of those providers. It rides along the due index."""
+    return f" AND (provider_kind = 'http' OR provider IN ({', '.join('?' for _ in code)}))"
 
 
 def _lease(row: sqlite3.Row) -> Lease:

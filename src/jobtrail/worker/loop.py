@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from jobtrail.clock import Clock
 from jobtrail.core.model import Operation
@@ -64,14 +65,17 @@ class Worker:
                 claims: list[Claim] = []
                 if free > 0:
                     claims = await ledger.claim(
-                        self.worker_id, min(free, self.batch), self.runner.lease_for
+                        self.worker_id,
+                        min(free, self.batch),
+                        self.runner.lease_for,
+                        code=self.runner.providers.code_names(),
                     )
                     for claim in claims:
                         self._start(claim)
                 if claims and len(claims) == min(free, self.batch):
                     await asyncio.sleep(0)  # more may be due: claim again after a yield
                     continue
-                if until_idle and not self._inflight and await ledger.next_due() is None:
+                if until_idle and not self._inflight and await self._next_due() is None:
                     break
                 await self._wait(stopper)
         finally:
@@ -124,7 +128,7 @@ class Worker:
         asked of the store when the worker is otherwise idle."""
         delay = min(self.idle_poll, BUSY_POLL)
         if not self._inflight:
-            next_due = await self.runner.ledger.next_due()
+            next_due = await self._next_due()
             delay = self.idle_poll
             if next_due is not None:
                 delay = min(delay, max(0.0, (next_due - self.clock.now()).total_seconds()))
@@ -146,6 +150,11 @@ class Worker:
         finally:
             waker.cancel()
             self._wake.clear()
+
+    async def _next_due(self) -> datetime | None:
+        """When something this worker may claim is due: operations of code providers it
+        lacks are someone else's, and must neither keep it awake nor spinning."""
+        return await self.runner.ledger.next_due(self.runner.providers.code_names())
 
     async def _drain(self) -> None:
         """Let in-flight steps finish for a grace period; then abandon them. An abandoned call

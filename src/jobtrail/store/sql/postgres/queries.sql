@@ -119,14 +119,16 @@ UPDATE leases SET released_at = %s WHERE operation_id = %s AND fence = %s;
 -- Leases up to `limit` due operations, oldest due first, in one statement. Locked rows are
 -- skipped, never waited on; due_at (the lease's expiry while leased, else the poll time) is
 -- derived by the database, so the due index alone decides what is claimable and the claim
--- leaves the poll time alone. {only} may restrict it to one operation. Lease history keeps
+-- leaves the poll time alone. {only} may restrict it to one operation, and {drives} to the
+-- operations the claimer has a provider for (HTTP, and the code providers named in
+-- %(code)s), a filter riding along the due index. Lease history keeps
 -- one row per tenure: the owner that released the operation last moves its row (always at
 -- the previous fence: every claim raises the fence by one and leaves the newest row at it)
 -- to the new fence; a row is inserted only when the operation changes hands.
 -- name: claim_due
 WITH due AS (
     SELECT operation_id, due_at FROM operations
-    WHERE {only}due_at <= %(now)s ORDER BY due_at LIMIT %(limit)s
+    WHERE {only}{drives}due_at <= %(now)s ORDER BY due_at LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE operations o SET lease_owner = %(owner)s, lease_expires_at = %(expires)s,
@@ -173,6 +175,11 @@ SELECT count(*) AS n FROM op;
 
 -- name: next_due
 SELECT min(due_at) AS due FROM operations WHERE due_at IS NOT NULL;
+
+-- name: next_due_drives
+SELECT due_at AS due FROM operations
+WHERE due_at IS NOT NULL AND (provider_kind = 'http' OR provider = ANY(%s::text[]))
+ORDER BY due_at LIMIT 1;
 
 -- name: leases
 SELECT * FROM leases ORDER BY operation_id, fence;

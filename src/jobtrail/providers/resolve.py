@@ -1,0 +1,108 @@
+"""Which provider a submit means: a `ProviderSpec`; a provider file's path; a name in
+JOBTRAIL_PROVIDERS or ./providers (as NAME.toml); a code provider's name (an installed entry
+point or a `--provider-module`'s); or a profile shipped in the package
+(`jobtrail/profiles/NAME.toml`), in that order.
+
+A provider file holding `code = "NAME"` is a code provider's settings file: its `[settings]`
+go to that plug-in's factory (providers/code.py). A local file wins over a code provider or
+a shipped profile of the same name; a local file that exists but is broken is reported,
+never silently replaced by either."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from jobtrail.errors import ProviderConfigError
+from jobtrail.providers.code import CodeSpec, file_settings, is_code_document, with_file
+from jobtrail.providers.config import find_provider, load_provider_file, parse_provider
+from jobtrail.providers.plugins import Plugin
+from jobtrail.providers.spec import ProviderSpec
+
+ProviderRef = str | os.PathLike[str] | ProviderSpec | CodeSpec
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+
+
+def resolve_provider(
+    provider: ProviderRef, plugins: Mapping[str, Plugin] | None = None
+) -> ProviderSpec | CodeSpec:
+    """The provider `provider` names; `plugins` are the code providers loaded here
+    (providers.plugins.load_plugins)."""
+    plugins = plugins or {}
+    if isinstance(provider, ProviderSpec | CodeSpec):
+        return provider
+    if not isinstance(provider, str):
+        return _from_file(Path(os.fspath(provider)), plugins)
+    if provider.endswith(".toml") or "/" in provider or os.sep in provider:
+        return _from_file(Path(provider), plugins)
+    local = _local_file(provider)
+    if local is not None:
+        return _from_file(local, plugins)
+    if provider in plugins:
+        _, spec = plugins[provider].build({})
+        return spec
+    try:
+        return find_provider(provider)
+    except ProviderConfigError:
+        shipped = _shipped(provider)
+        if shipped is None:
+            raise
+    try:
+        return parse_provider(tomllib.loads(shipped.read_text(encoding="utf-8")))
+    except (ProviderConfigError, tomllib.TOMLDecodeError) as exc:  # a packaging bug
+        raise ProviderConfigError(f"the shipped profile {provider!r} is broken: {exc}") from None
+
+
+def _from_file(path: Path, plugins: Mapping[str, Plugin]) -> ProviderSpec | CodeSpec:
+    doc = _code_document(path)
+    if doc is None:
+        return load_provider_file(path)
+    name = doc["code"]
+    plugin = plugins.get(name) if isinstance(name, str) else None
+    if plugin is None:
+        raise ProviderConfigError(
+            f"{path} is the settings file of the code provider {name!r}, which is not "
+            "installed here: install the package providing it (entry point group "
+            "jobtrail.providers) or pass --provider-module"
+        )
+    _, spec = plugin.build(file_settings(doc, str(path)))
+    return with_file(spec, doc, str(path))
+
+
+def _code_document(path: Path) -> dict[str, Any] | None:
+    """The file's document if it is a code provider's; None for anything else (which the
+    provider file loader then reads, and reports if broken)."""
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    return doc if is_code_document(doc) else None
+
+
+def shipped_profiles() -> list[str]:
+    """The names of the profiles shipped in the package."""
+    folder = resources.files("jobtrail") / "profiles"
+    return sorted(
+        f.name.removesuffix(".toml") for f in folder.iterdir() if f.name.endswith(".toml")
+    )
+
+
+def _shipped(name: str) -> Traversable | None:
+    if not _NAME.fullmatch(name):
+        return None
+    file = resources.files("jobtrail") / "profiles" / f"{name}.toml"
+    return file if file.is_file() else None
+
+
+def _local_file(name: str) -> Path | None:
+    if not _NAME.fullmatch(name):
+        return None
+    folder = os.environ.get("JOBTRAIL_PROVIDERS") or "providers"
+    file = Path(folder) / f"{name}.toml"
+    return file if file.exists() else None

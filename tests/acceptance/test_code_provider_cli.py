@@ -1,0 +1,120 @@
+"""A code provider installed as a package (a dist-info with an entry point) is used by the
+stock CLI by name; a worker without it never touches its operations, and the CLI says
+which provider they wait for."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from jobtrail.cli.exits import RunExit
+from jobtrail.simulator import SimulatorThread
+
+from cliutil import Workspace
+from harness import ROOT, SECRET
+from plugins import install
+
+
+def docs_example() -> str:
+    """The example provider of docs/code-providers.md (the block after "## Example")."""
+    text = (ROOT / "docs" / "code-providers.md").read_text(encoding="utf-8")
+    tail = text[text.index("\n## Example") :]
+    match = re.search(r"^```python\n(.*?)^```", tail, re.M | re.S)
+    assert match is not None
+    return match.group(1)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    """The docs' example provider, installed as the package `reports-provider` 1.0.0."""
+    return install(
+        tmp_path / "site",
+        "reports-provider",
+        {"reports_provider": docs_example()},
+        {"reports": "reports_provider:make"},
+        version="1.0.0",
+    )
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, simulator: SimulatorThread) -> Workspace:
+    """A folder whose providers/reports.toml holds the code provider's settings only."""
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "providers" / "reports.toml").write_text(
+        f'code = "reports"\n[settings]\nbase_url = "{simulator.base_url}"\n'
+        '[poll]\ninitial = "100ms"\ncap = "500ms"\n',
+        encoding="utf-8",
+    )
+    return Workspace(root=tmp_path, base_url=simulator.base_url)
+
+
+def _rows(db: Path, sql: str, *args: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def test_the_stock_worker_drives_an_installed_code_provider_to_succeeded(
+    workspace: Workspace, site: Path
+) -> None:
+    """`submit reports` (no provider file needed beyond its settings) records kind, name and
+    version; `jobtrail worker` finds the entry point and collects a validated result."""
+    ws, path = workspace, str(site)
+    body = '{"account": "a", "items": 3}'
+    submitted = ws.json("submit", "reports", "--body", body, PYTHONPATH=path)
+    assert submitted["provider"] == "reports"
+    assert (submitted["provider_kind"], submitted["provider_version"]) == ("code", "1.0.0")
+    op = submitted["operation_id"]
+    done = ws.run("worker", "--until-idle", PYTHONPATH=path)
+    assert "code providers: reports" in done.stderr
+    status = ws.json("status", op)
+    assert status["state"] == "succeeded", ws.run("explain", op).stdout
+    assert status["result"]["valid"] and status["result"]["items"]["total"] == 3
+    assert "provider_missing" not in status
+    stored = _rows(
+        ws.db,
+        "SELECT provider_kind, provider, provider_version FROM operations WHERE operation_id = ?",
+        op,
+    )
+    assert stored == [("code", "reports", "1.0.0")]
+    assert SECRET.encode() not in ws.db.read_bytes()
+
+
+def test_a_worker_without_the_provider_leaves_the_operation_alone(
+    workspace: Workspace, site: Path
+) -> None:
+    """Without the plug-in, `worker --until-idle` ends without claiming the operation (no
+    lease, no attempt, never the HTTP provider); status and explain name the missing
+    provider; `run` exits 7 naming it. With the plug-in, `run` then finishes it."""
+    ws, path = workspace, str(site)
+    op = ws.json("submit", "reports", "--body", '{"account": "b"}', PYTHONPATH=path)["operation_id"]
+    done = ws.run("worker", "--until-idle")
+    assert "0 claims" in done.stderr
+    assert _rows(ws.db, "SELECT count(*) FROM leases WHERE operation_id = ?", op) == [(0,)]
+    assert _rows(ws.db, "SELECT count(*) FROM attempts WHERE operation_id = ?", op) == [(0,)]
+    status = ws.json("status", op)
+    assert status["state"] == "create_pending"
+    assert "the code provider 'reports' 1.0.0 is not installed here" in status["provider_missing"]
+    assert "waiting for a worker that has the code provider 'reports'" in status["waiting_for"]
+    explained = ws.run("explain", op).stdout
+    assert "provider:   the code provider 'reports' 1.0.0 — not installed here" in explained
+    refused = ws.run("run", op, check=False)
+    assert refused.returncode == RunExit.PROVIDER_MISSING
+    assert "code provider 'reports' 1.0.0" in refused.stderr
+    assert _rows(ws.db, "SELECT count(*) FROM attempts WHERE operation_id = ?", op) == [(0,)]
+    finished = ws.run("run", op, "--json", check=False, PYTHONPATH=path)
+    assert finished.returncode == 0, finished.stderr
+    assert json.loads(finished.stdout)["state"] == "succeeded"
+
+
+def test_a_bad_provider_module_stops_the_worker_with_one_line(workspace: Workspace) -> None:
+    """`--provider-module` naming a module that does not import is one clear error line."""
+    done = workspace.run("worker", "--until-idle", "--provider-module", "nowhere_xyz", check=False)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "error: --provider-module nowhere_xyz: cannot import it: ModuleNotFoundError: No "
+        "module named 'nowhere_xyz'"
+    ]
