@@ -1,11 +1,12 @@
 """A rig for the AWS providers' tests: moto's server on loopback (Step Functions executing
-its state machines, Athena), a real SQLite ledger, the real worker, and a "shadow" provider
-spec whose name matches the registered code provider (the stock path for code providers).
+its state machines, Athena), a real SQLite ledger and the real worker, with the provider
+submitted to as a code provider (its declared CodeSpec, its settings stored with each
+operation), exactly as `jobtrail.Client` and the CLI do.
 
 Run as a script it is a worker that dies: it submits one Step Functions operation, sends its
 StartExecution with the real provider and SIGKILLs itself once the answer is in.
 
-    python aws_rig.py DB DATA_DIR STATE_MACHINE_ARN BODY_JSON
+    python aws_rig.py DB DATA_DIR ENDPOINT STATE_MACHINE_ARN BODY_JSON
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from moto.server import ThreadedMotoServer
 from jobtrail.clock import VirtualClock
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import State
-from jobtrail.providers.aws import athena, stepfunctions
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.aws import stepfunctions
+from jobtrail.providers.code import CodeSpec, Factory, declared
 from jobtrail.runtime import Runtime, runtime
 from jobtrail.views import explain_text
 
@@ -44,30 +45,6 @@ ENV = {
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_EC2_METADATA_DISABLED": "true",  # never look for an instance role off loopback
 }
-
-
-def shadow_spec(name: str, *, lookup: bool) -> ProviderSpec:
-    """A provider document that only names the code provider and declares its capabilities
-    (same-token retry, a lookup when it has one, cancel, a JSON result). Nothing is ever sent
-    to its URL: the registered code provider answers every call for this name."""
-    doc: dict[str, Any] = {
-        "name": name,
-        "base_url": "http://code-provider.invalid",
-        "timeout": "10s",
-        "create": {
-            "path": "/create",
-            "idempotency": {"field": "token"},
-            "client_reference": {"field": "reference"},
-        },
-        "status": {"path": "/jobs/{job_id}"},
-        "cancel": {"path": "/jobs/{job_id}/cancel"},
-        "result": {"path": "/jobs/{job_id}/result", "content_type": "application/json"},
-        "reconcile": {"same_token": True},
-        "poll": {"initial": "1s", "cap": "5s"},
-    }
-    if lookup:
-        doc["reconcile"]["list"] = {"path": "/jobs?reference={operation_id}"}
-    return parse_provider(doc)
 
 
 def set_env(env: dict[str, str], config_dir: Path) -> None:
@@ -82,7 +59,7 @@ def set_env(env: dict[str, str], config_dir: Path) -> None:
 class Rig:
     rt: Runtime
     clock: VirtualClock
-    spec: ProviderSpec
+    spec: CodeSpec
     db: Path
     data: Path
 
@@ -128,9 +105,11 @@ class Rig:
 
 @asynccontextmanager
 async def rig(
-    tmp_path: Path, provider: Any, *, lookup: bool, db: Path | None = None
+    tmp_path: Path, factory: Factory, settings: dict[str, Any], *, db: Path | None = None
 ) -> AsyncIterator[Rig]:
-    """A runtime on a fresh (or given) SQLite ledger with `provider` registered."""
+    """A runtime on a fresh (or given) SQLite ledger with the provider `factory` makes from
+    `settings`; operations are submitted to it as the code provider it declares."""
+    provider: Any = factory(settings)
     clock = VirtualClock()
     db, data = db or tmp_path / "ledger.db", tmp_path / "data"
     try:
@@ -141,22 +120,20 @@ async def rig(
             lease_for=timedelta(seconds=60),
             clock=clock,
             idle_poll=24 * 3600,
+            providers=[provider],
         ) as rt:
-            rt.providers.register(provider)
-            spec = shadow_spec(provider.name, lookup=lookup)
+            spec = declared(provider, settings, "tests")
             yield Rig(rt=rt, clock=clock, spec=spec, db=db, data=data)
     finally:
         await provider.close()
 
 
-def sfn_provider(endpoint: str, state_machine_arn: str) -> stepfunctions.StepFunctionsProvider:
-    return stepfunctions.factory(
-        {"state_machine_arn": state_machine_arn, "endpoint_url": endpoint, "timeout": "5s"}
-    )
+def sfn_settings(endpoint: str, state_machine_arn: str) -> dict[str, Any]:
+    return {"state_machine_arn": state_machine_arn, "endpoint_url": endpoint, "timeout": "5s"}
 
 
-def athena_provider(endpoint: str, **settings: Any) -> athena.AthenaProvider:
-    return athena.factory({"endpoint_url": endpoint, "timeout": "5s", **settings})
+def athena_settings(endpoint: str, **settings: Any) -> dict[str, Any]:
+    return {"endpoint_url": endpoint, "timeout": "5s", **settings}
 
 
 def eventually(check: Callable[[], Any], within: float = 10.0) -> Any:
@@ -294,10 +271,12 @@ class DroppingProxy:
 
 
 async def _die_after_start(db: str, data: str, endpoint: str, arn: str, body: str) -> None:
-    provider = sfn_provider(endpoint, arn)
-    async with runtime(db, data, worker_id="doomed-worker", concurrency=1) as rt:
-        rt.providers.register(provider)
-        spec = shadow_spec(provider.name, lookup=True)
+    settings = sfn_settings(endpoint, arn)
+    provider = stepfunctions.factory(settings)
+    async with runtime(
+        db, data, worker_id="doomed-worker", concurrency=1, providers=[provider]
+    ) as rt:
+        spec = declared(provider, settings, "crash test")
         op = await rt.ledger.submit(spec, json.loads(body), actor="crash-test")
         print(op.operation_id, flush=True)
         (claim,) = await rt.ledger.store.claim_due(

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 import requests
-from aws_rig import DroppingProxy, athena_provider, aws_env, explain, moto_endpoint, rig
+from aws_rig import DroppingProxy, athena_settings, aws_env, explain, moto_endpoint, rig
 
 from jobtrail.core.model import AttemptKind
 from jobtrail.core.states import State
+from jobtrail.providers.aws import athena
 
 __all__ = ["aws_env", "moto_endpoint"]  # fixtures used by name below
 
@@ -81,7 +82,7 @@ async def test_a_query_rows_are_the_collected_result(tmp_path: Path, aws_env: st
     endpoint = await proxy.start()
     try:
         async with rig(
-            tmp_path, athena_provider(endpoint, work_group="primary"), lookup=False
+            tmp_path, athena.factory, athena_settings(endpoint, work_group="primary")
         ) as r:
             op = await r.submit(QUERY)
             done = await r.until(op, State.SUCCEEDED, State.FAILED, State.NEEDS_HUMAN)
@@ -104,7 +105,7 @@ async def test_more_rows_than_the_provider_fetches_are_not_collected(
     """A result over `max_rows` is never stored cut short: result_unavailable, saying where
     the whole result is."""
     queue_results(aws_env, row("2026-02", "42"), row("2026-03", "17"))
-    async with rig(tmp_path, athena_provider(aws_env, max_rows=1), lookup=False) as r:
+    async with rig(tmp_path, athena.factory, athena_settings(aws_env, max_rows=1)) as r:
         op = await r.submit(QUERY)
         done = await r.until(op, State.SUCCEEDED, State.RESULT_UNAVAILABLE)
         assert done.state is State.RESULT_UNAVAILABLE and done.result is None
@@ -117,7 +118,7 @@ async def test_cancel_ends_cancelled_only_when_athena_says_so(
 ) -> None:
     """StopQueryExecution is acknowledged (`cancelling`); `cancelled` follows the status
     read that saw CANCELLED."""
-    async with rig(tmp_path, athena_provider(aws_env), lookup=False) as r:
+    async with rig(tmp_path, athena.factory, athena_settings(aws_env)) as r:
         op = await r.submit(QUERY)
         seen = await r.until(op, State.OBSERVING)
         assert seen.remote_state == "QUEUED"
@@ -144,7 +145,7 @@ async def test_a_failed_query_keeps_its_reason_for_explain(tmp_path: Path, aws_e
     }
     proxy.fake["GetQueryExecution"] = (200, failed)
     try:
-        async with rig(tmp_path, athena_provider(endpoint), lookup=False) as r:
+        async with rig(tmp_path, athena.factory, athena_settings(endpoint)) as r:
             op = await r.submit(QUERY)
             done = await r.until(op, State.SUCCEEDED, State.FAILED, State.NEEDS_HUMAN)
             assert done.state is State.FAILED
@@ -166,7 +167,7 @@ async def test_a_lost_start_answer_is_retried_with_the_same_token(
     endpoint = await proxy.start()
     proxy.drop["StartQueryExecution"] = 1
     try:
-        async with rig(tmp_path, athena_provider(endpoint), lookup=False) as r:
+        async with rig(tmp_path, athena.factory, athena_settings(endpoint)) as r:
             op = await r.submit(QUERY)
             done = await r.until(op, State.SUCCEEDED, State.FAILED, State.NEEDS_HUMAN)
             assert done.state is State.SUCCEEDED
@@ -188,7 +189,7 @@ async def test_a_refused_retry_after_a_lost_answer_waits_for_a_human(
     refusal = {"__type": "InvalidRequestException", "Message": "Idempotent parameters changed"}
     proxy.fake["StartQueryExecution"] = (400, refusal)
     try:
-        async with rig(tmp_path, athena_provider(endpoint), lookup=False) as r:
+        async with rig(tmp_path, athena.factory, athena_settings(endpoint)) as r:
             op = await r.submit(QUERY)
             done = await r.until(op, State.SUCCEEDED, State.FAILED, State.NEEDS_HUMAN)
             assert done.state is State.NEEDS_HUMAN and done.remote_job_id is None
@@ -207,7 +208,7 @@ async def test_a_body_without_a_query_is_refused_before_sending(
     proxy = DroppingProxy(aws_env)
     endpoint = await proxy.start()
     try:
-        async with rig(tmp_path, athena_provider(endpoint), lookup=False) as r:
+        async with rig(tmp_path, athena.factory, athena_settings(endpoint)) as r:
             op = await r.submit({"sql": "SELECT 1"})
             done = await r.until(op, State.SUCCEEDED, State.FAILED, State.NEEDS_HUMAN)
             assert done.state is State.FAILED

@@ -26,12 +26,13 @@ from aws_rig import (
     moto_endpoint,
     rig,
     set_env,
-    sfn_provider,
+    sfn_settings,
 )
 
 from jobtrail.core.model import AttemptKind
 from jobtrail.core.states import Evidence, State
 from jobtrail.errors import KeyConflict
+from jobtrail.providers.aws import stepfunctions
 from jobtrail.providers.aws.stepfunctions import execution_input, execution_name
 
 __all__ = ["aws_env", "moto_endpoint"]  # fixtures used by name below
@@ -90,7 +91,7 @@ async def test_an_execution_output_is_the_collected_result(
 ) -> None:
     """StartExecution under the token's name, DescribeExecution until SUCCEEDED, and the
     execution's output stored and validated as the operation's result."""
-    async with rig(tmp_path, sfn_provider(aws_env, machines["echo"]), lookup=True) as r:
+    async with rig(tmp_path, stepfunctions.factory, sfn_settings(aws_env, machines["echo"])) as r:
         op = await r.submit({"month": "2026-02"})
         done = await r.until(op, State.SUCCEEDED, State.FAILED, State.NEEDS_HUMAN)
         assert done.state is State.SUCCEEDED
@@ -106,7 +107,7 @@ async def test_a_failed_execution_keeps_its_error_and_cause_for_explain(
     tmp_path: Path, aws_env: str, machines: dict[str, str]
 ) -> None:
     """A Fail state ends the operation `failed`, and `explain` says why in AWS's words."""
-    async with rig(tmp_path, sfn_provider(aws_env, machines["broken"]), lookup=True) as r:
+    async with rig(tmp_path, stepfunctions.factory, sfn_settings(aws_env, machines["broken"])) as r:
         op = await r.submit({"month": "2026-02"})
         done = await r.until(op, State.SUCCEEDED, State.FAILED, State.NEEDS_HUMAN)
         assert done.state is State.FAILED and done.remote_state == "FAILED"
@@ -119,7 +120,7 @@ async def test_cancel_ends_cancelled_only_when_the_execution_is_aborted(
 ) -> None:
     """StopExecution is acknowledged (`cancelling`); `cancelled` follows the status read
     that saw ABORTED, and the execution on the server is indeed aborted."""
-    async with rig(tmp_path, sfn_provider(aws_env, machines["slow"]), lookup=True) as r:
+    async with rig(tmp_path, stepfunctions.factory, sfn_settings(aws_env, machines["slow"])) as r:
         op = await r.submit({"month": "2026-02"})
         await r.until(op, State.OBSERVING)
         await r.rt.ledger.cancel(op.operation_id, actor="alice", reason="wrong month")
@@ -142,7 +143,9 @@ async def test_an_acknowledged_stop_that_changed_nothing_is_not_cancelled(
     endpoint = await proxy.start()
     proxy.fake["StopExecution"] = (200, {"stopDate": 0})
     try:
-        async with rig(tmp_path, sfn_provider(endpoint, machines["slow"]), lookup=True) as r:
+        async with rig(
+            tmp_path, stepfunctions.factory, sfn_settings(endpoint, machines["slow"])
+        ) as r:
             op = await r.submit({"month": "2026-02"})
             await r.until(op, State.OBSERVING)
             await r.rt.ledger.cancel(op.operation_id, actor="alice", reason="wrong month")
@@ -169,7 +172,9 @@ async def test_a_lost_start_answer_is_reconciled_to_the_same_execution(
     endpoint = await proxy.start()
     proxy.drop["StartExecution"] = 1
     try:
-        async with rig(tmp_path, sfn_provider(endpoint, machines["echo"]), lookup=True) as r:
+        async with rig(
+            tmp_path, stepfunctions.factory, sfn_settings(endpoint, machines["echo"])
+        ) as r:
             op = await r.submit({"month": "2026-02"})
             done = await r.until(op, State.SUCCEEDED, State.FAILED, State.NEEDS_HUMAN)
             assert done.state is State.SUCCEEDED
@@ -195,7 +200,9 @@ async def test_a_lost_answer_while_running_gets_the_same_execution_back(
     endpoint = await proxy.start()
     proxy.drop["StartExecution"] = 1
     try:
-        async with rig(tmp_path, sfn_provider(endpoint, machines["slow"]), lookup=True) as r:
+        async with rig(
+            tmp_path, stepfunctions.factory, sfn_settings(endpoint, machines["slow"])
+        ) as r:
             op = await r.submit({"month": "2026-02"})
             seen = await r.until(op, State.OBSERVING, State.FAILED, State.NEEDS_HUMAN)
             assert seen.state is State.OBSERVING
@@ -236,7 +243,9 @@ def test_a_worker_killed_right_after_start_execution_starts_no_second_one(
     assert len(executions(sfn, machines["echo"])) == 1
 
     async def resume() -> None:
-        async with rig(tmp_path, sfn_provider(aws_env, machines["echo"]), lookup=True, db=db) as r:
+        async with rig(
+            tmp_path, stepfunctions.factory, sfn_settings(aws_env, machines["echo"]), db=db
+        ) as r:
             before = await r.op(op_id)
             assert before.state is State.CREATE_PENDING and before.inflight_attempt
             final = await r.until(before, State.SUCCEEDED, State.FAILED, State.NEEDS_HUMAN)
@@ -253,7 +262,7 @@ async def test_a_changed_input_under_the_same_key_is_refused(
     tmp_path: Path, aws_env: str, machines: dict[str, str]
 ) -> None:
     """The ledger refuses a changed request under an existing key before anything is sent."""
-    async with rig(tmp_path, sfn_provider(aws_env, machines["echo"]), lookup=True) as r:
+    async with rig(tmp_path, stepfunctions.factory, sfn_settings(aws_env, machines["echo"])) as r:
         first = await r.submit({"month": "2026-02"}, key="feb-report")
         again = await r.submit({"month": "2026-02"}, key="feb-report")
         assert again.operation_id == first.operation_id
@@ -267,7 +276,7 @@ async def test_a_name_held_by_another_input_is_not_taken_for_ours(
     """An execution already holds the operation's name with another input: the create is
     refused with both answers kept, the operation never adopts that execution, and the
     server still holds only the foreign one."""
-    async with rig(tmp_path, sfn_provider(aws_env, machines["echo"]), lookup=True) as r:
+    async with rig(tmp_path, stepfunctions.factory, sfn_settings(aws_env, machines["echo"])) as r:
         op = await r.submit({"month": "2026-02"})
         foreign = sfn.start_execution(
             stateMachineArn=machines["echo"],
@@ -289,7 +298,7 @@ async def test_no_credential_reaches_the_record(
     tmp_path: Path, aws_env: str, machines: dict[str, str]
 ) -> None:
     """Nothing the ledger stored for a whole lifecycle holds the AWS secret key."""
-    async with rig(tmp_path, sfn_provider(aws_env, machines["echo"]), lookup=True) as r:
+    async with rig(tmp_path, stepfunctions.factory, sfn_settings(aws_env, machines["echo"])) as r:
         op = await r.submit({"month": "2026-02"})
         await r.until(op, State.SUCCEEDED, State.FAILED, State.NEEDS_HUMAN)
         text = await explain(r, op)
