@@ -1,0 +1,59 @@
+"""The stock CLI with the shipped AWS provider, as a user runs it: a provider file holding
+only `code = "aws-stepfunctions"` and its settings, `jobtrail submit` by that file's name,
+`jobtrail run` to the result, against moto's server on loopback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import boto3
+from aws_rig import ENV, ROLE, aws_env, moto_endpoint
+
+import jobtrail
+from jobtrail.core.states import State
+
+from cliutil import Workspace
+
+__all__ = ["aws_env", "moto_endpoint"]  # fixtures used by name below
+
+ECHO = {
+    "StartAt": "Report",
+    "States": {"Report": {"Type": "Pass", "Parameters": {"month.$": "$.month"}, "End": True}},
+}
+
+
+def test_the_stock_cli_runs_a_step_functions_execution_to_its_result(
+    tmp_path: Path, aws_env: str
+) -> None:
+    """`submit` records the code provider (kind, name, version, settings); `run` drives it
+    with the installed entry point to `succeeded`; the ledger holds no AWS secret."""
+    sfn = boto3.client("stepfunctions", endpoint_url=aws_env)
+    arn = sfn.create_state_machine(name="cli-report", definition=json.dumps(ECHO), roleArn=ROLE)[
+        "stateMachineArn"
+    ]
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "providers" / "monthly-report.toml").write_text(
+        'code = "aws-stepfunctions"\n'
+        "[settings]\n"
+        f'state_machine_arn = "{arn}"\n'
+        f'endpoint_url = "{aws_env}"\n'
+        "[poll]\n"
+        'initial = "100ms"\n'
+        'cap = "500ms"\n',
+        encoding="utf-8",
+    )
+    ws = Workspace(root=tmp_path, base_url=aws_env)
+    body = '{"month": "2026-02"}'
+    submitted = ws.json("submit", "monthly-report", "--body", body, "--key", "feb")
+    assert (submitted["provider_kind"], submitted["provider"]) == ("code", "aws-stepfunctions")
+    assert submitted["provider_version"] == jobtrail.__version__
+    op = submitted["operation_id"]
+    finished = ws.run("run", op, "--json", check=False)
+    assert finished.returncode == 0, finished.stderr
+    status = json.loads(finished.stdout)
+    assert status["state"] == State.SUCCEEDED
+    (execution,) = sfn.list_executions(stateMachineArn=arn)["executions"]
+    assert status["remote_job_id"] == execution["executionArn"]
+    assert execution["name"] == submitted["idempotency_token"]
+    assert ENV["AWS_SECRET_ACCESS_KEY"].encode() not in ws.db.read_bytes()
