@@ -215,6 +215,7 @@ class DroppingProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.drop: dict[str, int] = {}  # action -> how many answers to drop
+        self.swallow: dict[str, int] = {}  # action -> how many requests never to forward
         # action -> (status, body): answered so, not forwarded, once its drops are used up
         self.fake: dict[str, tuple[int, dict[str, Any]]] = {}
         self.seen: list[tuple[str, dict[str, Any]]] = []
@@ -243,6 +244,11 @@ class DroppingProxy:
         if action:
             self.seen.append((action, json.loads(body or b"{}")))
             self.traceparents.append(request.headers.get("traceparent"))
+        if self.swallow.get(action, 0) > 0:
+            self.swallow[action] -= 1
+            assert request.transport is not None
+            request.transport.abort()  # heard by nobody; the caller cannot know that
+            raise ConnectionResetError("request swallowed on purpose")
         if action in self.fake and not self.drop.get(action):
             status, answer = self.fake[action]
             return web.json_response(

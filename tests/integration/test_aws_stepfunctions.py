@@ -294,6 +294,37 @@ async def test_a_name_held_by_another_input_is_not_taken_for_ours(
         assert execution_input({"month": "2026-02"}) != json.dumps({"month": "1999-12"})
 
 
+async def test_after_a_lost_request_a_foreign_execution_under_our_name_is_not_adopted(
+    tmp_path: Path, aws_env: str, sfn: Any, machines: dict[str, str]
+) -> None:
+    """The first StartExecution never reaches the server (the caller cannot know), and an
+    execution with another input holds the name: the retry's ExecutionAlreadyExists goes to
+    the lookup, which proves none of ours exists; the next create is refused for good.
+    The operation ends `failed` without a remote job, and nothing of ours was started."""
+    proxy = DroppingProxy(aws_env)
+    endpoint = await proxy.start()
+    proxy.swallow["StartExecution"] = 1
+    try:
+        settings = sfn_settings(endpoint, machines["echo"])
+        async with rig(tmp_path, stepfunctions.factory, settings) as r:
+            op = await r.submit({"month": "2026-02"})
+            sfn.start_execution(
+                stateMachineArn=machines["echo"],
+                name=execution_name(op.idempotency_token),
+                input=json.dumps({"month": "1999-12"}),
+            )
+            done = await r.until(op, State.SUCCEEDED, State.FAILED, State.NEEDS_HUMAN)
+            assert done.state is State.FAILED and done.remote_job_id is None
+            path = await r.path(op)
+            assert path[:3] == [State.CREATE_PENDING, State.CREATE_UNKNOWN, State.RECONCILIATION]
+            assert path[-2:] == [State.CREATE_PENDING, State.FAILED]
+            (execution,) = executions(sfn, machines["echo"])
+            seen = sfn.describe_execution(executionArn=execution["executionArn"])
+            assert json.loads(seen["input"]) == {"month": "1999-12"}
+    finally:
+        await proxy.close()
+
+
 async def test_no_credential_reaches_the_record(
     tmp_path: Path, aws_env: str, machines: dict[str, str]
 ) -> None:
