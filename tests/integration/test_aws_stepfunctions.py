@@ -162,12 +162,18 @@ async def test_an_acknowledged_stop_that_changed_nothing_is_not_cancelled(
 
 
 async def test_a_lost_start_answer_is_reconciled_to_the_same_execution(
-    tmp_path: Path, aws_env: str, sfn: Any, machines: dict[str, str]
+    tmp_path: Path,
+    aws_env: str,
+    sfn: Any,
+    machines: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """StartExecution reaches the server and starts the execution, but its answer is lost:
     the operation goes through create_unknown, the retry under the same name is resolved
     (ExecutionAlreadyExists, same input), the lookup confirms it, and the server holds one
-    execution."""
+    execution. botocore retried nothing, even with AWS_MAX_ATTEMPTS asking it to."""
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "5")
+    monkeypatch.setenv("AWS_RETRY_MODE", "standard")
     proxy = DroppingProxy(aws_env)
     endpoint = await proxy.start()
     proxy.drop["StartExecution"] = 1

@@ -15,7 +15,8 @@ the ledger needs to know first: was the request sent at all?
 Errors botocore raises before a request leaves (credentials, region, profile, parameter
 validation) are "not sent"; a connection that broke after it opened is "sent".
 
-botocore's retries are off (`total_max_attempts=1`): a retry hidden inside the library is a
+botocore's retries are off (`total_max_attempts=1`, set on the client, so AWS_MAX_ATTEMPTS or
+a profile's max_attempts cannot turn them back on): a retry hidden inside the library is a
 second create the ledger never recorded. The worker retries, under the same execution name or
 client request token, with its intent committed first. aiohttp does not retry POSTs on its own
 (AWS's JSON protocol is POST only).
