@@ -118,3 +118,18 @@ def test_a_bad_provider_module_stops_the_worker_with_one_line(workspace: Workspa
         "error: --provider-module nowhere_xyz: cannot import it: ModuleNotFoundError: No "
         "module named 'nowhere_xyz'"
     ]
+
+
+def test_provider_check_prints_what_a_code_provider_declares(
+    workspace: Workspace, site: Path
+) -> None:
+    """`provider check NAME` for a code provider: version, reconciliation, deadlines."""
+    done = workspace.run("provider", "check", "reports", PYTHONPATH=str(site))
+    lines = done.stdout.splitlines()
+    assert lines[0] == "code provider 'reports' version 1.0.0"
+    text = done.stdout
+    assert "provable: a lost create answer is resolved by same-token retry and lookup" in text
+    assert "$REPORTS_API_TOKEN (set); never stored" in text
+    assert "settings" in text and "base_url" in text
+    document = workspace.json("provider", "check", "reports", PYTHONPATH=str(site))
+    assert (document["kind"], document["version"]) == ("code", "1.0.0")

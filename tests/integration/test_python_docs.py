@@ -67,6 +67,7 @@ def test_the_examples_run_on_sqlite(folder: Path, capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert out.startswith("succeeded True ")
     assert "refused:" in out and "cancelled" in out and "result_timed_out" in out
+    assert "\nsucceeded 3\n" in out  # the scripted provider, three reads in virtual time
     assert (folder / "jobtrail.db").is_file()
 
 
@@ -89,6 +90,7 @@ def test_the_examples_run_on_postgres(folder: Path, capsys: pytest.CaptureFixtur
     asyncio.run(schema_url())
     out = capsys.readouterr().out
     assert out.startswith("succeeded True ") and "cancelled" in out
+    assert "\nsucceeded 3\n" in out
     assert not (folder / "jobtrail.db").exists()
 
 

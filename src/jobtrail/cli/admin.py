@@ -15,11 +15,13 @@ from jobtrail.cli.context import (
     json_option,
     opened,
     pass_settings,
+    provider_module_option,
     run_async,
 )
 from jobtrail.core.durations import format_duration
 from jobtrail.providers import promises
-from jobtrail.providers.config import ProviderSpec, find_provider
+from jobtrail.providers.code import CodeSpec
+from jobtrail.providers.config import ProviderSpec
 
 
 @click.group()
@@ -219,29 +221,77 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
 @provider.command("check")
 @click.argument("file")
 @json_option
-def provider_check(file: str, as_json: bool) -> None:
-    """Load a provider file and say in plain words what jobtrail can guarantee with it."""
+@provider_module_option
+def provider_check(file: str, as_json: bool, provider_modules: tuple[str, ...]) -> None:
+    """Load a provider file (or a code provider, by name) and say in plain words what
+    jobtrail can guarantee with it."""
     from jobtrail.errors import JobtrailError
+    from jobtrail.providers.plugins import load_plugins
+    from jobtrail.providers.resolve import resolve_provider
 
     try:
-        spec = find_provider(file)
+        spec = resolve_provider(file, load_plugins(provider_modules))
     except JobtrailError as exc:
         fail(str(exc))
-    lines = guarantees(spec)
+    if isinstance(spec, CodeSpec):
+        lines = code_guarantees(spec)
+        where = f"code provider {spec.name!r} version {spec.version}"
+    else:
+        lines = guarantees(spec)
+        where = f"provider {spec.name!r} at {spec.base_url}"
     if as_json:
         emit_json(
             {
                 "name": spec.name,
-                "base_url": spec.base_url,
+                "kind": spec.kind.value,
+                "version": spec.version,
+                "base_url": getattr(spec, "base_url", None),
                 "at_most_once_provable": spec.capabilities.at_most_once_provable,
                 "guarantees": dict(lines),
             }
         )
         return
-    click.echo(f"provider {spec.name!r} at {spec.base_url}")
+    click.echo(where)
     width = max(len(name) for name, _ in lines)
     for name, text in lines:
         click.echo(f"  {name.ljust(width)}  {text}")
+
+
+def code_guarantees(spec: CodeSpec) -> list[tuple[str, str]]:
+    """What a code provider declares, and what jobtrail can promise with it."""
+    caps = spec.capabilities
+    means = [
+        what
+        for what, declared in (
+            ("same-token retry", caps.same_token_retry),
+            ("lookup by client reference", caps.list_by_reference),
+            ("status by client id", caps.status_by_client_id),
+        )
+        if declared
+    ]
+    secrets = [f"${n} ({'set' if os.environ.get(n) else 'NOT SET'})" for n in spec.secret_env]
+    return [
+        ("idempotency", f"{caps.idempotency.value} (the provider places the token itself)"),
+        ("reconciliation", ", ".join(means) or "none"),
+        (
+            "at-most-once create",
+            "provable: a lost create answer is resolved by " + " and ".join(means)
+            if caps.at_most_once_provable
+            else "cannot be proven: a create whose answer is lost stops for a human "
+            "(needs_human); jobtrail never resubmits it on its own",
+        ),
+        ("cancel", "supported" if caps.cancel else "not supported: cancel requests refused"),
+        ("result", f"{caps.result.value}; validated by jobtrail, never by the provider"),
+        ("webhooks", "declared" if caps.webhooks else "none: polling only"),
+        ("settings", ", ".join(sorted(spec.settings)) or "none"),
+        ("secrets", (", ".join(secrets) + "; never stored") if secrets else "none declared"),
+        (
+            "deadlines",
+            ", ".join(f"{name} {format_duration(v)}" for name, v in spec.deadlines.items()),
+        ),
+        ("poll", ", ".join(f"{k} {v}" for k, v in sorted(spec.poll.items())) or "defaults"),
+        ("call timeout", format_duration(spec.timeout)),
+    ]
 
 
 @provider.command("list")

@@ -22,6 +22,7 @@ from typing import Any
 from jobtrail.adoption import adopt
 from jobtrail.client.providers import ProviderRef, resolve_provider
 from jobtrail.client.result import Result, read_result
+from jobtrail.clock import Clock
 from jobtrail.core import outcomes as o
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.ids import short_id
@@ -51,7 +52,8 @@ class Client:
     Code providers (docs/code-providers.md): every installed one (entry points in the group
     `jobtrail.providers`), those of the modules in `provider_modules` (each with a
     `PROVIDERS` mapping), and the provider objects in `providers`. Each can be submitted
-    to by name; the in-process worker drives only operations whose provider it has."""
+    to by name; the in-process worker drives only operations whose provider it has.
+    `clock` (tests: `jobtrail.testing.VirtualClock`) is the time the ledger and worker use."""
 
     def __init__(
         self,
@@ -66,6 +68,7 @@ class Client:
         provider_modules: Sequence[str] = (),
         providers: Sequence[CodeProvider] = (),
         poll_interval: float = 0.2,
+        clock: Clock | None = None,
     ) -> None:
         self.db = os.fspath(db) if db is not None else os.environ.get("JOBTRAIL_DB", "jobtrail.db")
         self.data_dir = Path(data_dir) if data_dir is not None else _default_data_dir(self.db)
@@ -79,6 +82,7 @@ class Client:
         self.concurrency = concurrency
         self.provider_modules = tuple(provider_modules)
         self.providers = tuple(providers)
+        self.clock = clock
         self.poll_interval = poll_interval
         self._rt: Runtime | None = None
         self._stack: AsyncExitStack | None = None
@@ -130,6 +134,7 @@ class Client:
             results=self.results,
             provider_modules=self.provider_modules,
             providers=self.providers,
+            clock=self.clock,
         )
 
     @property
