@@ -57,3 +57,21 @@ def test_the_stock_cli_runs_a_step_functions_execution_to_its_result(
     assert status["remote_job_id"] == execution["executionArn"]
     assert execution["name"] == submitted["idempotency_token"]
     assert ENV["AWS_SECRET_ACCESS_KEY"].encode() not in ws.db.read_bytes()
+
+
+def test_provider_check_says_what_each_aws_provider_can_promise(tmp_path: Path) -> None:
+    """`provider check` by name: Step Functions reconciles by same-name retry and by status
+    at the name; Athena by same-token retry only; neither stores a credential."""
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "providers" / "reports-sfn.toml").write_text(
+        'code = "aws-stepfunctions"\n[settings]\n'
+        'state_machine_arn = "arn:aws:states:us-east-1:123456789012:stateMachine:reports"\n',
+        encoding="utf-8",
+    )
+    ws = Workspace(root=tmp_path, base_url="http://127.0.0.1:9")
+    sfn = ws.json("provider", "check", "reports-sfn")
+    assert sfn["kind"] == "code" and sfn["at_most_once_provable"]
+    assert sfn["guarantees"]["reconciliation"] == "same-token retry, status by client id"
+    assert "AWS_SECRET_ACCESS_KEY" in sfn["guarantees"]["secrets"]
+    athena = ws.json("provider", "check", "aws-athena")
+    assert athena["guarantees"]["reconciliation"] == "same-token retry"
