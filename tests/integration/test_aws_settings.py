@@ -154,3 +154,16 @@ def test_what_provider_check_can_say_is_honest_about_athena() -> None:
     assert said["lookup"].startswith("none")
     said = dict(stepfunctions.factory({"state_machine_arn": ARN}).guarantees())
     assert "DescribeExecution" in said["reconciliation"]
+
+
+def test_execution_names_and_arns_follow_from_the_token() -> None:
+    """The name is the token (Step Functions' alphabet kept, at most 80 characters), and the
+    ARN of the execution is built from the state machine's."""
+    assert stepfunctions.execution_name("idem_0123abcd") == "idem_0123abcd"
+    assert stepfunctions.execution_name("idem_a.b/c" + "x" * 100) == ("idem_a-b-c" + "x" * 70)
+    assert stepfunctions.execution_arn(ARN, "idem_1") == (
+        "arn:aws:states:us-east-1:123456789012:execution:reports:idem_1"
+    )
+    assert stepfunctions.same_input('{"b": 1, "a": [1, 2]}', '{"a":[1,2],"b":1}') is True
+    assert stepfunctions.same_input('{"a": 2}', '{"a":1}') is False
+    assert stepfunctions.same_input(None, "{}") is None

@@ -24,6 +24,7 @@ client request token, with its intent committed first. aiohttp does not retry PO
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Iterator, Mapping
@@ -202,6 +203,7 @@ class AwsCalls:
         )
         self._stack = AsyncExitStack()
         self._client: Any = None
+        self._opening = asyncio.Lock()
         self._rand = secrets.SystemRandom()
 
     @contextmanager
@@ -263,18 +265,24 @@ class AwsCalls:
         return self.settings.endpoint_url or f"{self.service} (AWS endpoint of the region)"
 
     async def _open(self) -> Any:
-        if self._client is None:
-            client = await self._stack.enter_async_context(
-                self._get_session().create_client(
-                    self.service,
-                    region_name=self.settings.region,
-                    endpoint_url=self.settings.endpoint_url,
-                    config=self.config,
-                )
-            )
-            client.meta.events.register("before-send", _add_traceparent)
-            self._client = client
+        if self._client is not None:
+            return self._client
+        async with self._opening:  # many operations' first calls arrive together
+            if self._client is None:
+                self._client = await self._new_client()
         return self._client
+
+    async def _new_client(self) -> Any:
+        client = await self._stack.enter_async_context(
+            self._get_session().create_client(
+                self.service,
+                region_name=self.settings.region,
+                endpoint_url=self.settings.endpoint_url,
+                config=self.config,
+            )
+        )
+        client.meta.events.register("before-send", _add_traceparent)
+        return client
 
     async def close(self) -> None:
         await self._stack.aclose()
