@@ -10,6 +10,9 @@ docs/python.md:
     Result        a collected result: validation summary, per-item counts, content
     ItemCounts, ResultSummary, ProviderSpec, and the exception tree of `jobtrail.errors`
 
+`jobtrail.testing` (ScriptedProvider, VirtualClock, the simulator fixture) is public too,
+for users' own tests; code providers follow docs/code-providers.md.
+
 Everything else (`jobtrail.core`, `.ledger`, `.store`, `.providers`, `.worker`, ...) is
 internal: importable, but free to change between versions without notice.
 
@@ -33,6 +36,7 @@ from jobtrail.errors import (
     LostOwnership,
     NotFound,
     ProviderConfigError,
+    ProviderMissing,
     ResultCorrupted,
     ResultError,
     ResultTooLarge,
@@ -58,6 +62,7 @@ __all__ = [
     "NotFound",
     "Operation",
     "ProviderConfigError",
+    "ProviderMissing",
     "ProviderSpec",
     "Result",
     "ResultCorrupted",

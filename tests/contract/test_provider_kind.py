@@ -3,10 +3,14 @@ claimer has a provider for."""
 
 from __future__ import annotations
 
+import pytest
+from test_observation_runs import _old_operation_insert
+
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.store import Store
 
 from contract_records import LEASE, at, operation
+from stores import LedgerDb
 
 
 def _code(n: int, name: str, second: float) -> Operation:
@@ -59,3 +63,31 @@ async def test_a_claim_leaves_code_operations_of_providers_it_lacks(store: Store
     assert await store.next_due() == at(1)  # no filter: every operation
     (claim,) = await store.claim_due("worker:c", at(30), 10, LEASE, code=["sfn"])
     assert claim.operation.operation_id == sfn.operation_id
+
+
+async def test_operations_of_an_older_ledger_are_http(
+    ledger_db: LedgerDb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0007 upgrades a ledger whose operations predate code providers: each reads
+    back as an HTTP operation with no plug-in version, and a worker with no code provider
+    claims it."""
+    import jobtrail.store.postgres as pg_module
+    import jobtrail.store.sqlite as sqlite_module
+    from jobtrail.store.migrations import migrations
+
+    def before_0007(dialect: str) -> list[tuple[int, str]]:
+        return [(version, script) for version, script in migrations(dialect) if version < 7]
+
+    for module in (sqlite_module, pg_module):
+        monkeypatch.setattr(module, "migrations", before_0007)
+    op = operation(1)
+    async with ledger_db.opened():
+        pass  # the schema as it was before 0007
+    await ledger_db.raw_execute(_old_operation_insert(op))
+    monkeypatch.undo()
+    async with ledger_db.opened() as store:
+        old = await store.get(op.operation_id)
+        assert old is not None and old.provider_kind is ProviderKind.HTTP
+        assert old.provider_version is None
+        (claim,) = await store.claim_due("worker:a", at(1), 1, LEASE, code=[])
+        assert claim.operation.operation_id == op.operation_id

@@ -13,6 +13,7 @@ from jobtrail.core.model import ProviderKind
 from jobtrail.runtime import runtime
 from jobtrail.testing import (
     AttemptKind,
+    Capabilities,
     RemoteStatus,
     Reply,
     ScriptedCall,
@@ -171,3 +172,38 @@ async def test_the_simulator_fixture_serves_the_simulator_profile(
         op = await jt.submit("simulator", {"account": "acct_1"})
         op = await jt.wait(op.operation_id, timeout=30)
         assert op.state is jobtrail.State.SUCCEEDED
+
+
+async def test_retry_as_new_keeps_the_code_provider(store_kind: str, tmp_path: Path) -> None:
+    """A create lost by a provider with no way to reconcile stops for a person; retry-as-new
+    records a new operation for the same code provider, version and settings, new token."""
+
+    def lost_then_fine(call: ScriptedCall) -> outcomes.CallOutcome:
+        if call.kind is AttemptKind.CREATE and call.operation.key == "lost":
+            return outcomes.Ambiguous(reason="connection reset after sending")
+        return succeeding(call)
+
+    provider = ScriptedProvider(lost_then_fine, capabilities=jobtrail_caps())
+    async with (
+        fresh_ledger(store_kind, tmp_path) as db,
+        jobtrail.Client(db.url, data_dir=tmp_path, providers=[provider]) as jt,
+    ):
+        op = await jt.submit("scripted", {"n": 5}, key="lost")
+        stuck = await jt.wait(op.operation_id, timeout=30)
+        assert stuck.state is jobtrail.State.NEEDS_HUMAN
+        new = await jt.resolve(op.operation_id, "retry-as-new", reason="checked: no job")
+        assert new.operation_id != op.operation_id
+        assert (new.provider, new.provider_kind, new.provider_version) == (
+            "scripted",
+            ProviderKind.CODE,
+            op.provider_version,
+        )
+        assert new.provider_config == op.provider_config
+        assert new.idempotency_token != op.idempotency_token
+        done = await jt.wait(new.operation_id, timeout=30)
+        assert done.state is jobtrail.State.SUCCEEDED
+
+
+def jobtrail_caps() -> Capabilities:
+    """No idempotency token the provider honours, no lookup: nothing can reconcile."""
+    return Capabilities(cancel=True)
