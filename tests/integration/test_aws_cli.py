@@ -1,0 +1,120 @@
+"""The stock CLI with the shipped AWS provider, as a user runs it: a provider file holding
+only `code = "aws-stepfunctions"` and its settings, `jobtrail submit` by that file's name,
+`jobtrail run` to the result, against moto's server on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+from aws_rig import ENV, ROLE, aws_env, moto_endpoint
+
+import jobtrail
+from jobtrail.core.states import State
+
+from cliutil import Workspace
+from harness import ROOT
+
+__all__ = ["aws_env", "moto_endpoint"]  # fixtures used by name below
+
+ECHO = {
+    "StartAt": "Report",
+    "States": {"Report": {"Type": "Pass", "Parameters": {"month.$": "$.month"}, "End": True}},
+}
+
+
+def test_the_stock_cli_runs_a_step_functions_execution_to_its_result(
+    tmp_path: Path, aws_env: str
+) -> None:
+    """`submit` records the code provider (kind, name, version, settings); `run` drives it
+    with the installed entry point to `succeeded`; the ledger holds no AWS secret."""
+    sfn = boto3.client("stepfunctions", endpoint_url=aws_env)
+    arn = sfn.create_state_machine(name="cli-report", definition=json.dumps(ECHO), roleArn=ROLE)[
+        "stateMachineArn"
+    ]
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "providers" / "monthly-report.toml").write_text(
+        'code = "aws-stepfunctions"\n'
+        "[settings]\n"
+        f'state_machine_arn = "{arn}"\n'
+        f'endpoint_url = "{aws_env}"\n'
+        "[poll]\n"
+        'initial = "100ms"\n'
+        'cap = "500ms"\n',
+        encoding="utf-8",
+    )
+    ws = Workspace(root=tmp_path, base_url=aws_env)
+    body = '{"month": "2026-02"}'
+    submitted = ws.json("submit", "monthly-report", "--body", body, "--key", "feb")
+    assert (submitted["provider_kind"], submitted["provider"]) == ("code", "aws-stepfunctions")
+    assert submitted["provider_version"] == jobtrail.__version__
+    op = submitted["operation_id"]
+    finished = ws.run("run", op, "--json", check=False)
+    assert finished.returncode == 0, finished.stderr
+    status = json.loads(finished.stdout)
+    assert status["state"] == State.SUCCEEDED
+    (execution,) = sfn.list_executions(stateMachineArn=arn)["executions"]
+    assert status["remote_job_id"] == execution["executionArn"]
+    assert execution["name"] == submitted["idempotency_token"]
+    assert ENV["AWS_SECRET_ACCESS_KEY"].encode() not in ws.db.read_bytes()
+
+
+def docs_example() -> str:
+    """The Python example of docs/aws.md (its one ```python block)."""
+    text = (ROOT / "docs" / "aws.md").read_text(encoding="utf-8")
+    match = re.search(r"^```python\n(.*?)^```", text, re.M | re.S)
+    assert match is not None
+    return match.group(1)
+
+
+def test_the_python_example_of_the_docs_runs(tmp_path: Path, aws_env: str) -> None:
+    """docs/aws.md's example, run as written in a folder whose providers/monthly-report.toml
+    points at the local server: it prints `succeeded` and the execution's output."""
+    sfn = boto3.client("stepfunctions", endpoint_url=aws_env)
+    arn = sfn.create_state_machine(name="docs-report", definition=json.dumps(ECHO), roleArn=ROLE)[
+        "stateMachineArn"
+    ]
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "providers" / "monthly-report.toml").write_text(
+        'code = "aws-stepfunctions"\n[settings]\n'
+        f'state_machine_arn = "{arn}"\nendpoint_url = "{aws_env}"\n'
+        '[poll]\ninitial = "100ms"\ncap = "500ms"\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "example.py").write_text(docs_example(), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBTRAIL_")}
+    done = subprocess.run(
+        [sys.executable, "example.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert first.startswith("succeeded arn:aws:states:") and ":execution:docs-report:" in first
+    assert json.loads(second) == {"month": "2026-02"}
+
+
+def test_provider_check_says_what_each_aws_provider_can_promise(tmp_path: Path) -> None:
+    """`provider check` by name: Step Functions reconciles by same-name retry and by status
+    at the name; Athena by same-token retry only; neither stores a credential."""
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "providers" / "reports-sfn.toml").write_text(
+        'code = "aws-stepfunctions"\n[settings]\n'
+        'state_machine_arn = "arn:aws:states:us-east-1:123456789012:stateMachine:reports"\n',
+        encoding="utf-8",
+    )
+    ws = Workspace(root=tmp_path, base_url="http://127.0.0.1:9")
+    sfn = ws.json("provider", "check", "reports-sfn")
+    assert sfn["kind"] == "code" and sfn["at_most_once_provable"]
+    assert sfn["guarantees"]["reconciliation"] == "same-token retry, status by client id"
+    assert "AWS_SECRET_ACCESS_KEY" in sfn["guarantees"]["secrets"]
+    athena = ws.json("provider", "check", "aws-athena")
+    assert athena["guarantees"]["reconciliation"] == "same-token retry"
