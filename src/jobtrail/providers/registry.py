@@ -113,6 +113,12 @@ class ProviderRegistry:
         return timeout if isinstance(timeout, timedelta) else DEFAULT_TIMEOUT
 
     async def close(self) -> None:
+        """Close the shared HTTP session and every code provider that has an async
+        `close()` (optional in the contract: docs/code-providers.md)."""
+        for provider in [*self._made.values(), *self._code.values()]:
+            close = getattr(provider, "close", None)
+            if close is not None:
+                await close()
         if self._session is not None:
             await self._session.close()
 
