@@ -78,9 +78,12 @@ _FILL = {  # the operation's columns come from the codec, shared with SQLite
     "store_decided": ", ".join(c.STORE_DECIDED),
     "set_mutable": ", ".join(f"{col} = %({col})s" for col in c.MUTABLE if col != "next_poll_at"),
     "only": "",
+    "operation": c.selected(),  # the provider document resolved from its key
+    "operation_o": c.selected("o."),
 }
 _RAW = _load_queries()
 Q = {name: sql.format(**_FILL) for name, sql in _RAW.items()}
+Q_OPERATION = _FILL["operation"]
 Q["claim_one"] = _RAW["claim_due"].format(**_FILL | {"only": "operation_id = %(only)s AND "})
 
 
@@ -164,7 +167,9 @@ class PostgresStore:
 
     async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
         async def run(conn: Conn) -> Operation:
-            if not await _fetch(Q["insert_operation"], CODEC.operation_row(op), conn):
+            row = CODEC.operation_row(op)
+            await _fetch(Q["insert_config"], c.keyed_config(row), conn)
+            if not await _fetch(Q["insert_operation"], row, conn):
                 (row,) = await _fetch(Q["get_by_key"], (op.key,), conn)
                 return CODEC.operation(row)
             await self._append_audit(conn, audit)
@@ -199,7 +204,8 @@ class PostgresStore:
         async def run(conn: Conn) -> OperationPage:
             (counted,) = await _fetch(f"SELECT count(*) AS n FROM operations{clause}", args, conn)
             rows = await _fetch(
-                f"SELECT * FROM operations{clause} ORDER BY operation_id DESC LIMIT %s OFFSET %s",
+                f"SELECT {Q_OPERATION} FROM operations{clause} "
+                "ORDER BY operation_id DESC LIMIT %s OFFSET %s",
                 [*args, query.limit, query.offset],
                 conn,
             )

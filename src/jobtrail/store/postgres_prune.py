@@ -15,7 +15,10 @@ from jobtrail.store.base import Lease
 from jobtrail.store.retention import PRUNABLE, Keep, Pruned, checkpoint_entry, group, queries
 
 Conn = AsyncConnection[DictRow]
-Q = queries("postgres", {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE)})
+Q = queries(
+    "postgres",
+    {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE), "operation": c.selected()},
+)
 Append = Callable[[Conn, Sequence[AuditEntry]], Awaitable[None]]
 
 

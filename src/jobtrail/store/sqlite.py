@@ -66,6 +66,10 @@ def _t(value: Any) -> datetime:
 
 CODEC = c.Codec(_t_out, _t_in)
 _STORE_DECIDED = ", ".join(c.STORE_DECIDED)
+_OPERATION = c.selected()
+_INSERT_CONFIG = (  # the provider document, once per distinct text (codec.keyed_config)
+    "INSERT INTO provider_configs (digest, document) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING"
+)
 _INSERT_OP = (
     f"INSERT INTO operations ({', '.join(c.COLUMNS)}) "
     f"VALUES ({', '.join(':' + col for col in c.COLUMNS)})"
@@ -299,10 +303,14 @@ class SqliteStore:
 
     async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
         def run(conn: sqlite3.Connection) -> Operation:
-            row = conn.execute("SELECT * FROM operations WHERE op_key = ?", (op.key,)).fetchone()
+            row = conn.execute(
+                f"SELECT {_OPERATION} FROM operations WHERE op_key = ?", (op.key,)
+            ).fetchone()
             if row is not None:
                 return CODEC.operation(row)
-            conn.execute(_INSERT_OP, CODEC.operation_row(op))
+            row = CODEC.operation_row(op)
+            conn.execute(_INSERT_CONFIG, c.keyed_config(row))
+            conn.execute(_INSERT_OP, row)
             self._append_audit(conn, audit)
             return op
 
@@ -313,7 +321,9 @@ class SqliteStore:
 
     async def get_by_key(self, key: str) -> Operation | None:
         def run() -> Operation | None:
-            row = self._conn.execute("SELECT * FROM operations WHERE op_key = ?", (key,)).fetchone()
+            row = self._conn.execute(
+                f"SELECT {_OPERATION} FROM operations WHERE op_key = ?", (key,)
+            ).fetchone()
             return None if row is None else CODEC.operation(row)
 
         return await self._call(run)
@@ -321,7 +331,7 @@ class SqliteStore:
     async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
         def run() -> Operation | None:
             row = self._conn.execute(
-                "SELECT * FROM operations WHERE provider = ? AND remote_job_id = ? "
+                f"SELECT {_OPERATION} FROM operations WHERE provider = ? AND remote_job_id = ? "
                 "ORDER BY operation_id DESC LIMIT 1",
                 (provider, remote_job_id),
             ).fetchone()
@@ -331,7 +341,7 @@ class SqliteStore:
 
     def _get(self, operation_id: str) -> Operation | None:
         row = self._conn.execute(
-            "SELECT * FROM operations WHERE operation_id = ?", (operation_id,)
+            f"SELECT {_OPERATION} FROM operations WHERE operation_id = ?", (operation_id,)
         ).fetchone()
         return None if row is None else CODEC.operation(row)
 
@@ -342,13 +352,14 @@ class SqliteStore:
             if states:
                 marks = ", ".join("?" for _ in states)
                 rows = self._conn.execute(
-                    f"SELECT * FROM operations WHERE state IN ({marks}) "
+                    f"SELECT {_OPERATION} FROM operations WHERE state IN ({marks}) "
                     "ORDER BY operation_id DESC LIMIT ?",
                     (*[s.value for s in states], limit),
                 )
             else:
                 rows = self._conn.execute(
-                    "SELECT * FROM operations ORDER BY operation_id DESC LIMIT ?", (limit,)
+                    f"SELECT {_OPERATION} FROM operations ORDER BY operation_id DESC LIMIT ?",
+                    (limit,),
                 )
             return [CODEC.operation(row) for row in rows]
 
@@ -369,7 +380,8 @@ class SqliteStore:
                 f"SELECT count(*) FROM operations{clause}", args
             ).fetchone()
             rows = self._conn.execute(
-                f"SELECT * FROM operations{clause} ORDER BY operation_id DESC LIMIT ? OFFSET ?",
+                f"SELECT {_OPERATION} FROM operations{clause} "
+                "ORDER BY operation_id DESC LIMIT ? OFFSET ?",
                 [*args, query.limit, query.offset],
             )
             return OperationPage(operations=[CODEC.operation(r) for r in rows], total=total)
@@ -537,7 +549,7 @@ class SqliteStore:
             marks = ", ".join("?" for _ in due)
             rows = conn.execute(
                 f"UPDATE operations SET lease_owner = ?, lease_expires_at = ?, fence = fence + 1 "
-                f"WHERE operation_id IN ({marks}) RETURNING *",
+                f"WHERE operation_id IN ({marks}) RETURNING {_OPERATION}",
                 (owner, expires, *was_due),
             ).fetchall()
             claims = sorted(  # RETURNING follows the id lookup, not due order

@@ -11,7 +11,10 @@ from jobtrail.store import codec as c
 from jobtrail.store.base import Lease
 from jobtrail.store.retention import PRUNABLE, Keep, Pruned, checkpoint_entry, group, queries
 
-Q = queries("sqlite", {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE)})
+Q = queries(
+    "sqlite",
+    {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE), "operation": c.selected()},
+)
 Append = Callable[[sqlite3.Connection, Sequence[AuditEntry]], None]
 
 
