@@ -31,6 +31,7 @@ from jobtrail.core.states import State
 from jobtrail.providers.config import parse_provider
 from jobtrail.runtime import runtime
 
+from bench import breakdown
 from bench.common import (
     Figure,
     Report,
@@ -156,6 +157,30 @@ async def dbos_side(url: str, n: int, folder: Path) -> tuple[float, float]:
     return n / seconds, (stored_bytes(db) - empty) / n
 
 
+JOBTRAIL_TABLES = ("operations", "leases", "attempts", "transitions", "observations", "audit_log")
+
+
+def explain_bytes(report: Report, folder: Path, n: int) -> None:
+    """Where each side's bytes per operation go (SQLite's dbstat; the databases were
+    checkpointed when measured), so a missed goal comes with its measured reason."""
+    ours, theirs = folder / "jobtrail.db", folder / "dbos.db"
+    results = sum(p.stat().st_size for p in (folder / "jobtrail-data").rglob("*") if p.is_file())
+    report.note(f"jobtrail rows per operation: {breakdown.rows(ours, JOBTRAIL_TABLES)} / {n}")
+    report.note(
+        f"jobtrail pages per operation by table (indexes included): "
+        f"{breakdown.per_op(breakdown.table_pages(ours), n)}; of which indexes "
+        f"{breakdown.index_pages(ours) / n:,.0f}; result files {results / n:,.0f}"
+    )
+    columns = breakdown.column_bytes(ours, JOBTRAIL_TABLES)
+    report.note(
+        f"jobtrail value bytes per operation: {sum(columns.values()) / n:,.0f} in all; "
+        f"largest columns: {breakdown.per_op(columns, n, floor=40)}"
+    )
+    report.note(
+        f"DBOS pages per operation by table: {breakdown.per_op(breakdown.table_pages(theirs), n)}"
+    )
+
+
 async def run(quick: bool) -> Report:
     report = Report("dbos_peer")
     n = 200 if quick else 2000
@@ -171,6 +196,7 @@ async def run(quick: bool) -> Report:
             "dbos": dbos_side,
         }
         measured = {name: await side(url, n, folder) for name, side in sides.items()}
+        explain_bytes(report, folder, n)
     (ours, our_bytes), (theirs, their_bytes) = measured["jobtrail"], measured["dbos"]
     report.add(
         Figure(

@@ -3,7 +3,8 @@ jobs made on the simulator over HTTP, and operations already observing them inse
 plain SQL (executemany on SQLite, COPY on PostgreSQL).
 
 Rows come from one operation built the way `Ledger.submit` builds it and encoded by the
-store's own codec; each row then gets its own ids, remote job and next poll time.
+store's own codec; each row then gets its own ids, remote job and next poll time, and holds
+its provider document's key, the document stored once (as the store does it).
 """
 
 from __future__ import annotations
@@ -138,25 +139,45 @@ _INSERT = (
 )
 
 
+_INSERT_CONFIG = (
+    "INSERT INTO provider_configs (digest, document) VALUES ({mark}, {mark}) "
+    "ON CONFLICT (digest) DO NOTHING"
+)
+
+
+def keyed(batch: Iterator[dict[str, Any]], configs: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """The rows as the store writes them: each provider document swapped for its key, the
+    documents collected in `configs` (key -> text) to be stored once."""
+    for row in batch:
+        key, document = codec.keyed_config(row)
+        configs[key] = document
+        yield row
+
+
 def insert_sqlite(path: str, batch: Iterator[dict[str, Any]]) -> int:
     conn = sqlite3.connect(path, isolation_level=None)
+    configs: dict[str, str] = {}
     try:
         conn.execute("BEGIN IMMEDIATE")
-        cur = conn.executemany(_INSERT, batch)
+        cur = conn.executemany(_INSERT, keyed(batch, configs))
+        count = cur.rowcount
+        conn.executemany(_INSERT_CONFIG.format(mark="?"), configs.items())
         conn.execute("COMMIT")
-        return cur.rowcount
+        return count
     finally:
         conn.close()
 
 
 def insert_postgres(url: str, batch: Iterator[dict[str, Any]]) -> int:
     columns = codec.COLUMNS
+    configs: dict[str, str] = {}
     n = 0
     with psycopg.connect(url) as conn, conn.cursor() as cur:
         with cur.copy(f"COPY operations ({', '.join(columns)}) FROM STDIN") as copy:
-            for row in batch:
+            for row in keyed(batch, configs):
                 copy.write_row([row[c] for c in columns])
                 n += 1
+        cur.executemany(_INSERT_CONFIG.format(mark="%s"), list(configs.items()))
         conn.commit()
     return n
 

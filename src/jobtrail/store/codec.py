@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
@@ -78,6 +79,37 @@ LEASE = ("fence", "lease_owner", "lease_expires_at", "version")
 COLUMNS = IMMUTABLE + MUTABLE + LEASE
 STORE_DECIDED = ("version", "next_poll_at", "fence", "lease_owner", "lease_expires_at")
 _ALWAYS = frozenset({"next_poll_at", "updated_at"})
+
+# One provider document serves every operation submitted under it, so it is stored once, in
+# provider_configs under the SHA-256 of its text (migration 0008), and an operation's
+# provider_config column holds that key. Rows written before 0008 hold the document itself
+# (no document's text starts with "sha256:"), so a read falls back to the column.
+_RESOLVED_CONFIG = (
+    "coalesce((SELECT document FROM provider_configs WHERE digest = {p}provider_config), "
+    "{p}provider_config) AS provider_config"
+)
+
+
+def selected(prefix: str = "") -> str:
+    """The operation's columns for a SELECT or RETURNING list, the provider document
+    resolved from its key. `prefix` qualifies them (a table alias and a dot)."""
+    return ", ".join(
+        _RESOLVED_CONFIG.format(p=prefix) if column == "provider_config" else prefix + column
+        for column in COLUMNS
+    )
+
+
+@lru_cache(maxsize=64)
+def config_key(document: str) -> str:
+    return "sha256:" + hashlib.sha256(document.encode()).hexdigest()
+
+
+def keyed_config(row: dict[str, Any]) -> tuple[str, str]:
+    """An operation row about to be inserted, its provider document swapped for the key:
+    returns (key, document), which the same transaction stores in provider_configs."""
+    document = row["provider_config"]
+    row["provider_config"] = key = config_key(document)
+    return key, document
 
 
 # Stored JSON needs to be deterministic and readable, not RFC 8785 (fingerprints use that):

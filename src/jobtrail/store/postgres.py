@@ -69,9 +69,12 @@ _FILL = {  # the operation's columns come from the codec, shared with SQLite
     "set_mutable": ", ".join(f"{col} = %({col})s" for col in c.MUTABLE if col != "next_poll_at"),
     "only": "",
     "drives": "",
+    "operation": c.selected(),  # the provider document resolved from its key (0008)
+    "operation_o": c.selected("o."),
 }
 _RAW = load_queries("postgres")
 Q = {name: sql.format(**_FILL) for name, sql in _RAW.items()}
+Q_OPERATION = _FILL["operation"]
 _ONE = {"only": "operation_id = %(only)s AND "}
 _DRIVES = {"drives": "(provider_kind = 'http' OR provider = ANY(%(code)s::text[])) AND "}
 Q["claim_one"] = _RAW["claim_due"].format(**_FILL | _ONE)
@@ -159,7 +162,9 @@ class PostgresStore:
 
     async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
         async def run(conn: Conn) -> Operation:
-            if not await _fetch(Q["insert_operation"], CODEC.operation_row(op), conn):
+            row = CODEC.operation_row(op)
+            await _fetch(Q["insert_config"], c.keyed_config(row), conn)
+            if not await _fetch(Q["insert_operation"], row, conn):
                 (row,) = await _fetch(Q["get_by_key"], (op.key,), conn)
                 return CODEC.operation(row)
             await self._append_audit(conn, audit)
@@ -194,7 +199,8 @@ class PostgresStore:
         async def run(conn: Conn) -> OperationPage:
             (counted,) = await _fetch(f"SELECT count(*) AS n FROM operations{clause}", args, conn)
             rows = await _fetch(
-                f"SELECT * FROM operations{clause} ORDER BY operation_id DESC LIMIT %s OFFSET %s",
+                f"SELECT {Q_OPERATION} FROM operations{clause} "
+                "ORDER BY operation_id DESC LIMIT %s OFFSET %s",
                 [*args, query.limit, query.offset],
                 conn,
             )

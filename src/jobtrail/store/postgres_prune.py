@@ -16,7 +16,11 @@ from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import PRUNABLE, Keep, Pruned, checkpoint_entry, group
 
 Conn = AsyncConnection[DictRow]
-Q = load_queries("postgres", "prune.sql", {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE)})
+Q = load_queries(
+    "postgres",
+    "prune.sql",
+    {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE), "operation": c.selected()},
+)
 Append = Callable[[Conn, Sequence[AuditEntry]], Awaitable[None]]
 
 

@@ -76,6 +76,7 @@ Q = load_queries(
         "columns": ", ".join(c.COLUMNS),
         "values": ", ".join(":" + col for col in c.COLUMNS),
         "store_decided": ", ".join(c.STORE_DECIDED),
+        "operation": c.selected(),  # the provider document resolved from its key (0008)
     },
 )
 
@@ -244,7 +245,9 @@ class SqliteStore:
             row = conn.execute(Q["get_by_key"], (op.key,)).fetchone()
             if row is not None:
                 return CODEC.operation(row)
-            conn.execute(Q["insert_operation"], CODEC.operation_row(op))
+            row = CODEC.operation_row(op)
+            conn.execute(Q["insert_config"], c.keyed_config(row))
+            conn.execute(Q["insert_operation"], row)
             self._append_audit(conn, audit)
             return op
 

@@ -12,7 +12,11 @@ from jobtrail.store.base import Lease
 from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import PRUNABLE, Keep, Pruned, checkpoint_entry, group
 
-Q = load_queries("sqlite", "prune.sql", {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE)})
+Q = load_queries(
+    "sqlite",
+    "prune.sql",
+    {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE), "operation": c.selected()},
+)
 Append = Callable[[sqlite3.Connection, Sequence[AuditEntry]], None]
 
 

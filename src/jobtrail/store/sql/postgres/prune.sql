@@ -6,7 +6,7 @@ DELETE FROM prune_authorizations;
 
 -- Finished (see store/retention.py PRUNABLE), unchanged since the cut-off, nothing pending.
 -- name: prunable
-SELECT * FROM operations WHERE state IN ({states}) AND updated_at < %(cutoff)s
+SELECT {operation} FROM operations WHERE state IN ({states}) AND updated_at < %(cutoff)s
     AND lease_owner IS NULL AND next_poll_at IS NULL ORDER BY operation_id;
 
 -- name: authorize

@@ -1,6 +1,11 @@
 -- Queries of PostgresStore, one per `-- name:` section (not a migration: no number).
 -- Parameters are psycopg placeholders; {braces} are filled in by postgres.py.
 
+-- The operation's provider document, stored once per distinct text (codec.keyed_config).
+-- name: insert_config
+INSERT INTO provider_configs (digest, document) VALUES (%s, %s)
+ON CONFLICT (digest) DO NOTHING;
+
 -- name: insert_operation
 INSERT INTO operations ({columns}) VALUES ({values})
 ON CONFLICT (op_key) DO NOTHING RETURNING operation_id;
@@ -35,24 +40,24 @@ RETURNING {store_decided};
 SET LOCAL synchronous_commit TO off;
 
 -- name: get
-SELECT * FROM operations WHERE operation_id = %s;
+SELECT {operation} FROM operations WHERE operation_id = %s;
 
 -- name: get_by_key
-SELECT * FROM operations WHERE op_key = %s;
+SELECT {operation} FROM operations WHERE op_key = %s;
 
 -- The newest, should two operations claim the same remote job.
 -- name: find_by_remote_job
-SELECT * FROM operations WHERE provider = %s AND remote_job_id = %s
+SELECT {operation} FROM operations WHERE provider = %s AND remote_job_id = %s
 ORDER BY operation_id DESC LIMIT 1;
 
 -- name: current
-SELECT * FROM operations WHERE operation_id = ANY(%s::text[]);
+SELECT {operation} FROM operations WHERE operation_id = ANY(%s::text[]);
 
 -- name: list
-SELECT * FROM operations ORDER BY operation_id DESC LIMIT %s;
+SELECT {operation} FROM operations ORDER BY operation_id DESC LIMIT %s;
 
 -- name: list_in_states
-SELECT * FROM operations WHERE state = ANY(%s::text[]) ORDER BY operation_id DESC LIMIT %s;
+SELECT {operation} FROM operations WHERE state = ANY(%s::text[]) ORDER BY operation_id DESC LIMIT %s;
 
 -- name: count_by_state
 SELECT state, count(*) AS n FROM operations GROUP BY state;
@@ -134,7 +139,7 @@ WITH due AS (
     UPDATE operations o SET lease_owner = %(owner)s, lease_expires_at = %(expires)s,
         fence = o.fence + 1
     FROM due WHERE o.operation_id = due.operation_id
-    RETURNING o.*, due.due_at AS was_due
+    RETURNING {operation_o}, due.due_at AS was_due
 ), extended AS (
     UPDATE leases l SET fence = c.fence, expires_at = %(expires)s, released_at = NULL
     FROM claimed c

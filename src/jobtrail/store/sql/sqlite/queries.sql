@@ -11,6 +11,10 @@ SELECT version FROM schema_migrations;
 -- name: record_migration
 INSERT INTO schema_migrations VALUES (?, ?);
 
+-- The operation's provider document, stored once per distinct text (codec.keyed_config).
+-- name: insert_config
+INSERT INTO provider_configs (digest, document) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING;
+
 -- name: insert_operation
 INSERT INTO operations ({columns}) VALUES ({values});
 
@@ -48,22 +52,22 @@ lease_owner = NULL, lease_expires_at = NULL
 AND fence = :fence
 
 -- name: get
-SELECT * FROM operations WHERE operation_id = ?;
+SELECT {operation} FROM operations WHERE operation_id = ?;
 
 -- name: get_by_key
-SELECT * FROM operations WHERE op_key = ?;
+SELECT {operation} FROM operations WHERE op_key = ?;
 
 -- The newest, should two operations claim the same remote job.
 -- name: find_by_remote_job
-SELECT * FROM operations WHERE provider = ? AND remote_job_id = ?
+SELECT {operation} FROM operations WHERE provider = ? AND remote_job_id = ?
 ORDER BY operation_id DESC LIMIT 1;
 
 -- name: list
-SELECT * FROM operations ORDER BY operation_id DESC LIMIT ?;
+SELECT {operation} FROM operations ORDER BY operation_id DESC LIMIT ?;
 
 -- {marks}: one `?` per state.
 -- name: list_in_states
-SELECT * FROM operations WHERE state IN ({marks}) ORDER BY operation_id DESC LIMIT ?;
+SELECT {operation} FROM operations WHERE state IN ({marks}) ORDER BY operation_id DESC LIMIT ?;
 
 -- name: count_by_state
 SELECT state, count(*) FROM operations GROUP BY state;
@@ -73,7 +77,7 @@ SELECT state, count(*) FROM operations GROUP BY state;
 SELECT count(*) FROM operations{clause};
 
 -- name: find
-SELECT * FROM operations{clause} ORDER BY operation_id DESC LIMIT ? OFFSET ?;
+SELECT {operation} FROM operations{clause} ORDER BY operation_id DESC LIMIT ? OFFSET ?;
 
 -- name: history
 SELECT * FROM transitions WHERE operation_id = ? ORDER BY seq;
@@ -143,7 +147,7 @@ AND (provider_kind = 'http' OR provider IN ({marks}))
 -- {marks}: one `?` per claimable operation. The claim leaves the poll time alone.
 -- name: claim
 UPDATE operations SET lease_owner = ?, lease_expires_at = ?, fence = fence + 1
-WHERE operation_id IN ({marks}) RETURNING *;
+WHERE operation_id IN ({marks}) RETURNING {operation};
 
 -- Lease history keeps one row per tenure: the same owner claiming an operation again (its
 -- own release was the last lease event) moves its row to the new fence, so polling adds no
