@@ -68,6 +68,9 @@ VARIANTS = {
     # the Location monitor ends with 200 and the resource's provisioningState, even
     # Failed or Canceled, instead of an error status
     "location-body": "the Location monitor's final 200 carries provisioningState",
+    # the Location monitor ends with 200 and no body at all (LRODelete200,
+    # LRORetryErrorDeleteAsyncRetrySucceeded's Location, CustomHeaderPostSucceeded)
+    "location-empty": "the Location monitor's final 200 has no body",
     # the Location monitor's 202 names no next Location: ask the same URL again
     "quiet-202": "a Location monitor 202 without its own Location header",
     # Azure-AsyncOperation with a Location that is not a usable URL: never followed
@@ -289,6 +292,8 @@ class AzureService:
             return web.Response(status=202, headers={"Location": moved, "Retry-After": "1"})
         if lro.scenario.variant == "location-body":
             return web.json_response(self._resource(name, lro.scenario.state))
+        if lro.scenario.variant == "location-empty":
+            return web.Response(status=200)  # done, with nothing to say
         if lro.scenario.state == "Failed":
             return _error(400, "OperationFailed", f"{name} failed")
         if lro.scenario.method == "DELETE":

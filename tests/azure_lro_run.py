@@ -53,6 +53,14 @@ def provider(origin: str, scenario: Scenario) -> dict[str, Any]:
             "missing": "succeeded",
             "ignore_case": True,
             "follow": ["Location"],
+            # a Location monitor is done at any 2xx but 202; its body, if any, is the
+            # resource (whose provisioningState may still say Failed or Canceled)
+            "by_header": {
+                "Location": {
+                    "state": "properties.provisioningState",
+                    "codes": {"200": "body", "201": "body"},
+                }
+            },
         },
         "states": {"Succeeded": "succeeded", "Failed": "failed", "Canceled": "cancelled"},
         "poll": {"initial": "1s", "cap": "5s"},

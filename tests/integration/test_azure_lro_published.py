@@ -24,6 +24,8 @@ PUBLISHED = [
     # LRODeleteProvisioning{SucceededWithBody,Failed,Canceled}: Location ends 200 + state
     *(Scenario("DELETE", 202, "Location", s, "none", "location-body") for s in STATES),
     *(Scenario("PUT", 202, "Location", s, "original-uri", "location-body") for s in STATES),
+    # LRODelete200: DELETE 202 + Location, whose monitor ends 200 with no body
+    Scenario("DELETE", 202, "Location", "Succeeded", "none", "location-empty"),
     # LROPutNoHeaderInRetry, LRODeleteNoHeaderInRetry, LROPostSuccededNoBody-like polls
     Scenario("PUT", 202, "Location", "Succeeded", "original-uri", "quiet-202"),
     Scenario("DELETE", 202, "Location", "Succeeded", "none", "quiet-202"),

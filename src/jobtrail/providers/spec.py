@@ -198,6 +198,9 @@ class ProviderSpec:
     )
     create_rule: StateRule = field(default_factory=lambda: StateRule(paths=("state",)))
     status_rule: StateRule = field(default_factory=lambda: StateRule(paths=("state",)))
+    # [status.by_header]: the rule for a monitor a given answer header named, by its
+    # lowercased name (Azure's `Location` monitor is done at any 200, its body the result)
+    status_by_header: Mapping[str, StateRule] = field(default_factory=dict)
     states: dict[str, RemoteStatus] = field(default_factory=dict)
     cancel_method: str = "POST"
     cancel_path: str | None = None
@@ -243,6 +246,10 @@ class ProviderSpec:
             result=mode,
             webhooks=self.webhooks is not None,
         )
+
+    def status_rule_for(self, via: str | None) -> StateRule:
+        """How a status answer is read, given the answer header that named its URL."""
+        return self.status_by_header.get((via or "").lower(), self.status_rule)
 
     def secret_values(self) -> list[str]:
         """The secrets this provider uses, read now from the environment (for redaction)."""
