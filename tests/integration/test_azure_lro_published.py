@@ -26,6 +26,39 @@ PUBLISHED = [
     *(Scenario("PUT", 202, "Location", s, "original-uri", "location-body") for s in STATES),
     # LRODelete200: DELETE 202 + Location, whose monitor ends 200 with no body
     Scenario("DELETE", 202, "Location", "Succeeded", "none", "location-empty"),
+    # LROPut202Retry200, LROPutNonResourceInRetry: the Location answer is the result
+    Scenario("PUT", 202, "Location", "Succeeded", "original-uri", "location-result"),
+    # LROPutInlineComplete, LROPutInlineComplete201: done at create, no GET after
+    Scenario("PUT", 200, "none", "Succeeded", "original-uri", "inline-only"),
+    Scenario("PUT", 201, "none", "Succeeded", "original-uri", "inline-only"),
+    # LROPutNoHeaderInRetry, LROPutAsync*, LRODeleteAsync*, CustomHeaderPostAsyncSucceded:
+    # monitors whose progress lives in a cookie
+    Scenario("PUT", 202, "Location", "Succeeded", "original-uri", "cookie"),
+    Scenario("PUT", 201, BOTH, "Succeeded", "original-uri", "cookie"),
+    Scenario("DELETE", 202, BOTH, "Failed", "none", "cookie"),
+    Scenario("POST", 202, AAO, "Succeeded", "azure-async-operation", "cookie"),
+    # CustomHeader{Put,Post}{Async,}Succeeded
+    Scenario("PUT", 201, BOTH, "Succeeded", "original-uri", "custom-header"),
+    Scenario("POST", 202, AAO, "Succeeded", "azure-async-operation", "custom-header"),
+    Scenario("PUT", 201, "none", "Succeeded", "original-uri", "custom-header"),
+    Scenario("POST", 202, "Location", "Succeeded", "location", "custom-header"),
+    # LROPostAndGetList: the final GET on Location answers a JSON array
+    Scenario("POST", 202, BOTH, "Succeeded", "location", "list-result"),
+    # LROErrorPutAsyncNoPollingStatusPayload, LROErrorPostAsyncNoPollingPayload
+    *(
+        Scenario(m, c, BOTH, "Succeeded", f, "monitor-no-body", expect="result_timed_out")
+        for m, c, f in (("PUT", 201, "original-uri"), ("POST", 202, "azure-async-operation"))
+    ),
+    # LROErrorPut201NoProvisioningStatePayload: never read as a success
+    Scenario(
+        "PUT", 201, "none", "Succeeded", "original-uri", "create-empty-201", expect="needs_human"
+    ),
+    # LRONonRetry{Put,Delete,Post}400: the create is refused
+    Scenario("PUT", 201, "none", "Failed", "original-uri", "create-400"),
+    Scenario("DELETE", 202, "Location", "Failed", "none", "create-400"),
+    Scenario("POST", 202, "Location", "Failed", "location", "create-400"),
+    # LRONonRetryPut201Creating400InvalidJson
+    Scenario("PUT", 201, "none", "Failed", "original-uri", "monitor-400-invalid"),
     # LROPutNoHeaderInRetry, LRODeleteNoHeaderInRetry, LROPostSuccededNoBody-like polls
     Scenario("PUT", 202, "Location", "Succeeded", "original-uri", "quiet-202"),
     Scenario("DELETE", 202, "Location", "Succeeded", "none", "quiet-202"),

@@ -175,6 +175,8 @@ def _on_observed(draft: Draft, out: o.Outcome) -> None:
     refused.reset(draft)
     if out.status_url:
         draft.set(status_url=out.status_url, status_via=out.status_via)
+    if out.location is not None and out.remote_status is RemoteStatus.SUCCEEDED:
+        draft.set(inline_result=out.location)  # the answer is the result: nothing to fetch
     draft.observe("status", out, out.ref)
     cause = cause_of("observation", out.ref)
     _follow_observation(draft, out.remote_status, cause, out.partial_result)

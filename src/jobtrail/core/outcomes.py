@@ -100,6 +100,10 @@ class Observed:
     # go there. Checked against the provider's origin where it is used, like any status URL.
     status_url: str | None = None
     status_via: str | None = None  # the header that named it
+    # A done answer that is the result itself (Azure's Location monitor: no later GET):
+    # its content, then where the worker stored it; collected like a synchronous result.
+    content: bytes | None = None
+    location: str | None = None
     # A job that ended failed or cancelled whose answer names a partial result (a batch's
     # finished requests): it is collected before the operation ends in that state.
     partial_result: bool = False

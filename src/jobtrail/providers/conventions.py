@@ -24,7 +24,7 @@ STATUS_KEYS = frozenset(
         "by_header",
     }
 )
-BY_HEADER_KEYS = frozenset({"state", "codes", "missing", "error"})
+BY_HEADER_KEYS = frozenset({"state", "codes", "missing", "error", "answer_is_result"})
 RESULT_KEYS = frozenset({"from", "field", "link", "format", "at_create", "partial", "merge"})
 LIST_KEYS = frozenset({"path", "items", "job_id", "match"})
 PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural", "format"})
@@ -160,6 +160,9 @@ def status_by_header(status: dict[str, Any], base: StateRule) -> dict[str, State
             changed["missing"] = missing(table["missing"], f"{where}.missing")
         if "error" in table:
             changed["error"] = paths(table["error"], f"{where}.error")
+        if not isinstance(table.get("answer_is_result", False), bool):
+            raise ProviderConfigError(f"{where}.answer_is_result must be true or false")
+        changed["answer_is_result"] = table.get("answer_is_result", False)
         rules[str(name).lower()] = replace(base, **changed)
     return rules
 

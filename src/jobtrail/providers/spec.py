@@ -91,6 +91,10 @@ class StateRule:
     # a count of requests the provider cancelled: a job that ended "succeeded" with it above
     # zero ended cancelled (Anthropic's request_counts.canceled after a cancel)
     cancelled_count: str | None = None
+    # [status.by_header] answer_is_result: this monitor's done answer with a body is the
+    # result itself, kept as it is read (Azure's Location monitor; a monitor that keeps its
+    # progress in a cookie may answer differently when asked again)
+    answer_is_result: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
