@@ -112,6 +112,8 @@ VARIANTS = {
     "create-400": "the create is refused with 400",
     # LRONonRetryPut201Creating400InvalidJson: the poll answers 400 with a body cut short
     "monitor-400-invalid": "the status read answers 400 with a body that is not JSON",
+    # LROPostSuccededNoBody: the Location monitor of an action ends 204
+    "location-204": "the Location monitor of a POST ends 204 (no content)",
 }
 CLIENT_REQUEST_ID = "9C4D50EE-2D56-4CD3-8152-34347DC9F2B0"
 
@@ -268,6 +270,10 @@ class AzureService:
                 return _error(404, "NotFound", "this scenario has no GET of the resource")
             if lro.scenario.variant == "create-empty-201":
                 return web.Response(status=200)
+            if lro.scenario.variant == "monitor-400" and lro.scenario.headers == "none":
+                return web.json_response({"message": "Error from the server"}, status=400)
+            if lro.scenario.variant == "monitor-400-invalid":
+                return web.Response(status=400, text='<{ "message" : "Error from the server" }')
             if lro.scenario.method == "POST":  # an action's URL is not a resource to read
                 return _error(405, "MethodNotAllowed", "an action cannot be read")
             if lro.scenario.headers == "none":
@@ -292,7 +298,9 @@ class AzureService:
         if code == 204:
             lro.finished = True
             return web.Response(status=204)
-        if scenario.variant == "accepted-200":
+        if scenario.variant == "accepted-200" or (
+            scenario.variant == "invalid-header" and code == 200
+        ):
             return web.json_response(self._resource(name, "Accepted"), headers=headers)
         if scenario.variant == "no-state":
             lro.finished = True
@@ -380,6 +388,8 @@ class AzureService:
             return web.json_response([{"id": "100", "name": name}])
         if lro.scenario.variant == "location-result":
             return web.json_response({"id": "100", "name": name})  # no provisioningState
+        if lro.scenario.variant == "location-204":
+            return web.Response(status=204)
         if lro.scenario.variant == "location-body":
             return web.json_response(self._resource(name, lro.scenario.state))
         if lro.scenario.variant == "location-empty":

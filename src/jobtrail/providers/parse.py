@@ -291,7 +291,7 @@ def parse_status(
         ),
         None,
     )
-    kept = rule.answer_is_result and mapped is RemoteStatus.SUCCEEDED and document is not None
+    kept = rule.answer_is_result and mapped is RemoteStatus.SUCCEEDED and problem is None
     progress = lookup(document, spec.status_progress) if spec.status_progress else None
     updated = lookup(document, spec.status_updated_at) if spec.status_updated_at else None
     return o.Observed(
@@ -304,6 +304,7 @@ def parse_status(
         request_id=req,
         status_url=moved[0] if moved else None,
         status_via=moved[1] if moved else None,
+        # a done answer with no content at all (an action's 204) is the result JSON null
         content=json.dumps(document, ensure_ascii=False).encode("utf-8") if kept else None,
         partial_result=mapped in (RemoteStatus.FAILED, RemoteStatus.CANCELLED)
         and spec.result.partial
