@@ -423,3 +423,50 @@ def test_provider_check_names_request_ids_path_values_and_partial_results() -> N
     assert "partial result is collected" in openai["result"]
     assert "`request_counts.canceled` above zero = cancelled" in said("anthropic-batch")["state"]
     assert "UUID" in said("google-lro")["idempotency"]
+
+
+def test_a_location_monitor_is_read_by_its_own_rule() -> None:
+    """With the header that named the status URL, a Location monitor's 200 with no body is
+    done (LRODelete200) and its answer is kept as the result; the same answer from a
+    monitor named otherwise states nothing."""
+    arm = spec("azure-arm-put")
+    done = parse_status(arm, 200, {}, b"", "location")
+    assert isinstance(done, o.Observed) and done.remote_status is RemoteStatus.SUCCEEDED
+    assert done.content == b"null"
+    resource = {"id": "x", "properties": {"provisioningState": "Succeeded"}}
+    kept = parse_status(arm, 200, {}, body(resource), "Location")
+    assert isinstance(kept, o.Observed) and kept.content is not None
+    assert json.loads(kept.content) == resource
+    running = parse_status(arm, 202, {"Location": f"{ARM}/loc/2"}, b"", "Location")
+    assert isinstance(running, o.Observed) and running.status_via == "Location"
+    assert isinstance(parse_status(arm, 200, {}, b"", "Azure-AsyncOperation"), o.Ambiguous)
+    assert isinstance(parse_status(arm, 200, {}, b""), o.Ambiguous)
+    monitor = parse_status(arm, 200, {}, body({"status": "Succeeded"}), "Azure-AsyncOperation")
+    assert isinstance(monitor, o.Observed) and monitor.content is None
+
+
+def test_the_create_answer_names_the_header_of_its_status_url() -> None:
+    """status_from's header is kept with the status URL; the create URL names none."""
+    arm = spec("azure-arm-put")
+    headers = {"Azure-AsyncOperation": f"{ARM}/ops/1", "Location": f"{ARM}/loc/1"}
+    out = parse_create(arm, 202, headers, b"", PUT_URL)
+    assert isinstance(out, o.Accepted) and out.status_via == "Azure-AsyncOperation"
+    alone = parse_create(arm, 201, {}, body({"properties": {}}), PUT_URL)
+    assert isinstance(alone, o.Accepted) and alone.status_via is None
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"Location": {"codes": {"200": "later"}}}, "status.by_header.Location.codes.200"),
+        ({"Location": {"stat": "x"}}, "unknown key 'stat' in status.by_header.Location"),
+        ({"Location": {"answer_is_result": "yes"}}, "answer_is_result must be true or false"),
+        ({"Location": "body"}, "status.by_header.Location must be a table"),
+    ],
+)
+def test_by_header_tables_are_checked(table: dict[str, Any], message: str) -> None:
+    """A by_header table with an unknown key or a wrong value is refused, saying where."""
+    doc = examples()["azure-arm-put"]
+    doc = {**doc, "status": {**doc["status"], "by_header": table}}
+    with pytest.raises(ProviderConfigError, match=re.escape(message)):
+        parse_provider(doc)
