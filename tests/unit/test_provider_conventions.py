@@ -295,6 +295,8 @@ def test_provider_check_names_the_conventions_and_what_they_promise() -> None:
     assert "202 = still running" in arm["create answers"] and "204 = done" in arm["create answers"]
     assert "idempotent by nature" in arm["reconciliation note"]
     assert arm["at-most-once create"].startswith("provable")
+    location = arm["monitor named by location"]
+    assert "200 = read the body" in location and "the result, as read" in location
     google = dict(guarantees(spec("google-lro")))
     assert "`done` true ends it" in google["state"] and "1 = cancelled" in google["state"]
     assert google["idempotency"] == "token sent in query parameter requestId"
