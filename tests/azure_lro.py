@@ -347,7 +347,11 @@ class AzureService:
         else:
             self._advance(lro)
         if variant in ("monitor-202", "cookie") and not lro.finished:
-            answer = web.json_response({"status": "Accepted"}, status=202)
+            # as lros.js's monitors do: the 202 names the monitor itself in both headers
+            # (its Location is not a Location monitor: it says {"status": ...})
+            here = f"{self.origin}/monitors/{name}"
+            again = {"Azure-AsyncOperation": here, "Location": here, "Retry-After": "1"}
+            answer = web.json_response({"status": "Accepted"}, status=202, headers=again)
             return self._cookie(answer, lro)
         document: dict[str, Any] = {"id": f"/monitors/{name}", "status": "InProgress"}
         if lro.finished:

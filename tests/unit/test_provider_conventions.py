@@ -472,3 +472,14 @@ def test_by_header_tables_are_checked(table: dict[str, Any], message: str) -> No
     doc = {**doc, "status": {**doc["status"], "by_header": table}}
     with pytest.raises(ProviderConfigError, match=re.escape(message)):
         parse_provider(doc)
+
+
+def test_a_monitor_named_by_a_header_moves_only_by_that_header() -> None:
+    """An Azure-AsyncOperation monitor's 202 naming itself in Location too (lros.js) does
+    not turn it into a Location monitor; a Location monitor's 202 moves it on."""
+    arm = spec("azure-arm-put")
+    here = {"Azure-AsyncOperation": f"{ARM}/ops/1", "Location": f"{ARM}/ops/1"}
+    stays = parse_status(arm, 202, here, body({"status": "Accepted"}), "Azure-AsyncOperation")
+    assert isinstance(stays, o.Observed) and stays.status_url is None
+    moves = parse_status(arm, 202, {"Location": f"{ARM}/loc/2"}, b"", "Location")
+    assert isinstance(moves, o.Observed) and moves.status_url == f"{ARM}/loc/2"

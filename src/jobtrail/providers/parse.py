@@ -283,12 +283,11 @@ def parse_status(
     word, mapped = read
     if mapped is RemoteStatus.SUCCEEDED and _counted(document, rule.cancelled_count):
         mapped = RemoteStatus.CANCELLED
+    # A monitor named by a header moves only by that header: an Azure-AsyncOperation
+    # monitor's answer may carry a Location too, which names no Location monitor.
+    follow = [n for n in rule.follow if via is None or n.lower() == via.lower()]
     moved = next(
-        (
-            (url, n)
-            for url, n in ((header(headers, n), n) for n in rule.follow)
-            if url and url.strip()
-        ),
+        ((url, n) for url, n in ((header(headers, n), n) for n in follow) if url and url.strip()),
         None,
     )
     kept = rule.answer_is_result and mapped is RemoteStatus.SUCCEEDED and problem is None
