@@ -68,6 +68,9 @@ VARIANTS = {
     # the Location monitor ends with 200 and the resource's provisioningState, even
     # Failed or Canceled, instead of an error status
     "location-body": "the Location monitor's final 200 carries provisioningState",
+    # the Location monitor ends with 200 and no body at all (LRODelete200,
+    # LRORetryErrorDeleteAsyncRetrySucceeded's Location, CustomHeaderPostSucceeded)
+    "location-empty": "the Location monitor's final 200 has no body",
     # the Location monitor's 202 names no next Location: ask the same URL again
     "quiet-202": "a Location monitor 202 without its own Location header",
     # Azure-AsyncOperation with a Location that is not a usable URL: never followed
@@ -88,7 +91,31 @@ VARIANTS = {
     "create-invalid-json": "the create answer is JSON cut short",
     "no-monitor": "a 202 that names no monitor",
     "invalid-header": "monitor headers /foo (nothing there) and Retry-After /bar",
+    # LROPut202Retry200, LROPutNonResourceInRetry: the Location monitor's final 200 body is
+    # the result, and the resource URL itself has nothing to GET
+    "location-result": "the Location monitor's final body is the result; no GET of the URI",
+    # LROPutInlineComplete, LROPutInlineComplete201: done at create, nothing to GET after
+    "inline-only": "done at create; the resource URL has no GET",
+    # LROPutNoHeaderInRetry, LROPutAsync*, LRODeleteAsync*, LROPostAsync*: a monitor keeps
+    # its progress in a `scenario` cookie (set while running, cleared with the final answer:
+    # asked again, it starts over)
+    "cookie": "a monitor whose progress lives in a cookie, cleared by its final answer",
+    # CustomHeader*: every call must carry x-ms-client-request-id with one agreed value
+    "custom-header": "every call carries x-ms-client-request-id 9C4D50EE-...",
+    # LROPostAndGetList: the final GET on Location answers a JSON array
+    "list-result": "the final GET on Location answers a list",
+    # LROErrorPutAsyncNoPollingStatusPayload, LROErrorPostAsyncNoPollingPayload
+    "monitor-no-body": "the status monitor answers 200 with no body",
+    # LROErrorPut201NoProvisioningStatePayload: 201 with no body, then GET 200 with none
+    "create-empty-201": "a PUT answered 201 with no body; the resource GET is empty too",
+    # LRONonRetryPut400, LRONonRetryDelete400, LRONonRetryPost400
+    "create-400": "the create is refused with 400",
+    # LRONonRetryPut201Creating400InvalidJson: the poll answers 400 with a body cut short
+    "monitor-400-invalid": "the status read answers 400 with a body that is not JSON",
+    # LROPostSuccededNoBody: the Location monitor of an action ends 204
+    "location-204": "the Location monitor of a POST ends 204 (no content)",
 }
+CLIENT_REQUEST_ID = "9C4D50EE-2D56-4CD3-8152-34347DC9F2B0"
 
 
 def _valid(method: str, code: int, headers: str, state: str, final: str) -> bool:
@@ -166,6 +193,31 @@ class AzureService:
         if lro.polls >= 2:
             lro.finished = True
 
+    def _by_cookie(self, request: web.Request, lro: Lro) -> bool:
+        """lros.js's cookie scenarios: running until the client sends back the cookie the
+        first answer set; the final answer clears it, so a later read starts over."""
+        lro.finished = "scenario" in request.cookies
+        return lro.finished
+
+    @staticmethod
+    def _cookie(response: web.Response, lro: Lro) -> web.Response:
+        if lro.scenario.variant == "cookie":
+            if lro.finished:
+                response.del_cookie("scenario")
+            else:
+                response.set_cookie("scenario", lro.scenario.name.replace("-", ""))
+        return response
+
+    def _unknown_client(self, request: web.Request, name: str) -> web.Response | None:
+        """CustomHeader*: a call without the agreed x-ms-client-request-id is refused."""
+        scenario = SCENARIOS.get(name)
+        if scenario is None or scenario.variant != "custom-header":
+            return None
+        sent = request.headers.get("x-ms-client-request-id", "")
+        if sent.lower() == CLIENT_REQUEST_ID.lower():
+            return None
+        return _error(400, "BadRequest", "Did not receive the correct x-ms-client-request-id")
+
     def _headers(self, name: str, lro: Lro) -> dict[str, str]:
         wanted = lro.scenario.headers
         headers = {"Retry-After": "1"}
@@ -207,10 +259,21 @@ class AzureService:
 
     async def resource(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
+        refused = self._unknown_client(request, name)
+        if refused is not None:
+            return refused
         if request.method == "GET":
             lro = self.ops.get(name)
             if lro is None or (lro.scenario.method == "DELETE" and lro.finished):
                 return _error(404, "ResourceNotFound", "no such thing")
+            if lro.scenario.variant in ("location-result", "inline-only"):
+                return _error(404, "NotFound", "this scenario has no GET of the resource")
+            if lro.scenario.variant == "create-empty-201":
+                return web.Response(status=200)
+            if lro.scenario.variant == "monitor-400" and lro.scenario.headers == "none":
+                return web.json_response({"message": "Error from the server"}, status=400)
+            if lro.scenario.variant == "monitor-400-invalid":
+                return web.Response(status=400, text='<{ "message" : "Error from the server" }')
             if lro.scenario.method == "POST":  # an action's URL is not a resource to read
                 return _error(405, "MethodNotAllowed", "an action cannot be read")
             if lro.scenario.headers == "none":
@@ -222,16 +285,22 @@ class AzureService:
         scenario = SCENARIOS[name]
         if self._transient(name, None, "create"):
             return _error(500, "InternalServerError", "try again")  # nothing was made
+        if scenario.variant == "create-400":
+            return _error(400, "BadRequest", "Expected bad request message")
         if scenario.variant == "create-invalid-json":
             return web.Response(
                 status=200, text='{"properties": {', content_type="application/json"
             )
         lro = self.ops[name] = Lro(scenario=scenario)
         code, headers = scenario.code, self._headers(name, lro)
+        if scenario.variant == "create-empty-201":
+            return web.Response(status=201)
         if code == 204:
             lro.finished = True
             return web.Response(status=204)
-        if scenario.variant == "accepted-200":
+        if scenario.variant == "accepted-200" or (
+            scenario.variant == "invalid-header" and code == 200
+        ):
             return web.json_response(self._resource(name, "Accepted"), headers=headers)
         if scenario.variant == "no-state":
             lro.finished = True
@@ -239,8 +308,11 @@ class AzureService:
         if scenario.variant == "ignore-headers":
             lro.finished = True
             return web.json_response(self._resource(name, scenario.state), headers=headers)
-        if code == 200:
+        if code == 200 or scenario.variant == "inline-only":
             lro.finished = True
+            if scenario.variant == "inline-only":
+                body = self._resource(name, scenario.state)
+                return web.json_response(body, status=code)
             if scenario.method in ("PUT", "PATCH"):
                 return web.json_response(self._resource(name, scenario.state))
             return web.json_response({"result": name})
@@ -253,31 +325,54 @@ class AzureService:
 
     async def monitor(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
+        refused = self._unknown_client(request, name)
+        if refused is not None:
+            return refused
         lro = self.ops[name]
         variant = lro.scenario.variant
         if self._transient(name, lro, "poll"):
             return _error(500, "InternalServerError", "try again")
         if variant == "monitor-400":
             return _error(400, "BadRequest", "Expected bad request message")
+        if variant == "monitor-400-invalid":
+            return web.Response(status=400, text='<{ "message" : "Error from the server" }')
         if variant == "monitor-empty":
             return web.json_response({})
+        if variant == "monitor-no-body":
+            return web.Response(status=200)
         if variant == "monitor-invalid-json":
             return web.Response(text='{ "status": "Accepted"', content_type="application/json")
-        self._advance(lro)
-        if variant == "monitor-202" and not lro.finished:
-            return web.json_response({"status": "Accepted"}, status=202)
+        if variant == "cookie":
+            self._by_cookie(request, lro)
+        else:
+            self._advance(lro)
+        if variant in ("monitor-202", "cookie") and not lro.finished:
+            # as lros.js's monitors do: the 202 names the monitor itself in both headers
+            # (its Location is not a Location monitor: it says {"status": ...})
+            here = f"{self.origin}/monitors/{name}"
+            again = {"Azure-AsyncOperation": here, "Location": here, "Retry-After": "1"}
+            answer = web.json_response({"status": "Accepted"}, status=202, headers=again)
+            return self._cookie(answer, lro)
         document: dict[str, Any] = {"id": f"/monitors/{name}", "status": "InProgress"}
         if lro.finished:
             document["status"] = lro.scenario.state
             if lro.scenario.state != "Succeeded":
                 document["error"] = {"code": lro.scenario.state, "message": f"{name} stopped"}
-        return web.json_response(document, headers={"Retry-After": "1"})
+        answer = web.json_response(document, headers={"Retry-After": "1"})
+        return self._cookie(answer, lro)
 
     async def location(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
+        refused = self._unknown_client(request, name)
+        if refused is not None:
+            return refused
         lro = self.ops[name]
         if self._transient(name, lro, "poll"):
             return _error(500, "InternalServerError", "try again")
+        if lro.scenario.variant == "cookie":
+            return self._cookie(
+                self._location_answer(name, lro, self._by_cookie(request, lro)), lro
+            )
         quiet = lro.scenario.variant == "quiet-202"
         if not lro.finished and ("moved" in request.query or quiet):
             self._advance(lro)
@@ -287,8 +382,22 @@ class AzureService:
             # each 202 names where to ask next; only that monitor moves the operation on
             moved = f"{self.origin}/locations/{name}?moved={lro.polls}"
             return web.Response(status=202, headers={"Location": moved, "Retry-After": "1"})
+        return self._location_answer(name, lro, True)
+
+    def _location_answer(self, name: str, lro: Lro, done: bool) -> web.Response:
+        """The Location monitor's answer: 202 while running, then the operation's end."""
+        if not done:
+            return web.Response(status=202, headers={"Retry-After": "1"})
+        if lro.scenario.variant == "list-result":
+            return web.json_response([{"id": "100", "name": name}])
+        if lro.scenario.variant == "location-result":
+            return web.json_response({"id": "100", "name": name})  # no provisioningState
+        if lro.scenario.variant == "location-204":
+            return web.Response(status=204)
         if lro.scenario.variant == "location-body":
             return web.json_response(self._resource(name, lro.scenario.state))
+        if lro.scenario.variant == "location-empty":
+            return web.Response(status=200)  # done, with nothing to say
         if lro.scenario.state == "Failed":
             return _error(400, "OperationFailed", f"{name} failed")
         if lro.scenario.method == "DELETE":

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from azure_lro import SCENARIOS, AzureService, Scenario
+from azure_lro import CLIENT_REQUEST_ID, SCENARIOS, AzureService, Scenario
 from jobtrail.agent.tools import AgentTools
 from jobtrail.clock import VirtualClock
 from jobtrail.core.states import State
@@ -53,10 +53,24 @@ def provider(origin: str, scenario: Scenario) -> dict[str, Any]:
             "missing": "succeeded",
             "ignore_case": True,
             "follow": ["Location"],
+            # a Location monitor is done at any 2xx but 202; its body, if any, is the
+            # resource (whose provisioningState may still say Failed or Canceled)
+            # (no later GET: asked again, a monitor may answer otherwise)
+            "by_header": {
+                "Location": {
+                    "state": "properties.provisioningState",
+                    "codes": {"200": "body", "201": "body"},
+                    "answer_is_result": True,
+                }
+            },
         },
         "states": {"Succeeded": "succeeded", "Failed": "failed", "Canceled": "cancelled"},
         "poll": {"initial": "1s", "cap": "5s"},
+        # monitors that keep their progress in a cookie (lros.js) get it back
+        "cookies": "per-operation",
     }
+    if scenario.variant == "custom-header":  # the value the service agreed with its client
+        doc["headers"] = {"x-ms-client-request-id": CLIENT_REQUEST_ID}
     if scenario.method in ("PUT", "DELETE"):  # idempotent by nature: resent after a 500
         doc["create"]["idempotency"] = {"natural": True}
         doc["reconcile"] = {"same_token": True}
@@ -64,7 +78,12 @@ def provider(origin: str, scenario: Scenario) -> dict[str, Any]:
         doc["result"] = {"path": "{job_url}", "content_type": "application/json"}
     elif final in ("azure-async-operation", "operation-location"):
         doc["result"] = {"from": "status"}
-    if scenario.method == "POST":
+        # the monitor's final answer is the result, kept as read
+        for header in ("Azure-AsyncOperation", "Operation-Location"):
+            doc["status"]["by_header"][header] = {"answer_is_result": True}
+    if scenario.method != "DELETE":
+        # done at create (200/201 with a terminal state, a 204 action): that answer is the
+        # result (a DELETE has none)
         doc.setdefault("result", {})["at_create"] = True
     return doc
 
@@ -77,10 +96,18 @@ def expected_state(scenario: Scenario) -> State:
     }[scenario.state]
 
 
-def expected_result(scenario: Scenario) -> dict[str, Any] | None:
+def expected_result(scenario: Scenario) -> Any:
     name = scenario.name
     if scenario.method == "DELETE":
         return None
+    if scenario.variant == "no-state":  # done at create: that answer is the result
+        return {"id": f"/things/{name}", "name": name}
+    if scenario.variant == "location-204":
+        return None  # checked as JSON null below
+    if scenario.variant == "location-result":
+        return {"id": "100", "name": name}
+    if scenario.variant == "list-result":
+        return [{"id": "100", "name": name}]
     if scenario.method in ("PUT", "PATCH"):
         return {
             "id": f"/things/{name}",
@@ -134,7 +161,8 @@ async def run_scenarios(service: AzureService, table: list[Scenario], tmp_path: 
                 failures.append(f"{scenario.name}: {op.state}, expected {want}")
                 continue
             expected = expected_result(SCENARIOS[op.operation_id])
-            if want is State.SUCCEEDED and scenario.method == "POST" and scenario.code == 204:
+            nothing = scenario.code == 204 or scenario.variant == "location-204"
+            if want is State.SUCCEEDED and scenario.method == "POST" and nothing:
                 assert op.result is not None and op.result.location is not None
                 if await results.read(op.result.location) != b"null":
                     failures.append(f"{scenario.name}: a 204 action's result is not null")
@@ -152,11 +180,12 @@ async def run_scenarios(service: AzureService, table: list[Scenario], tmp_path: 
                     op.operation_id
                 )
                 code = "OperationFailed" if scenario.headers == "Location" else "Failed"
-                code = "BadRequest" if scenario.variant == "monitor-400" else code
+                if scenario.variant in ("monitor-400", "create-400"):
+                    code = "BadRequest"
                 if f"why:        the provider said {code}: " not in told.explanation:
                     failures.append(f"{scenario.name}: no provider error explained")
     return failures
 
 
-def _renamed(document: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+def _renamed(document: Any, old: str, new: str) -> Any:
     return json.loads(json.dumps(document).replace(old, new))

@@ -44,7 +44,9 @@ async def read_job(
 ) -> tuple[Attempt, o.CallOutcome]:
     """One status read of `job_id` through `op`'s provider, as a finished attempt (not yet
     stored) and its outcome. A status read is safe: no intent is recorded before it."""
-    probe = evolve(op, remote_job_id=job_id, status_url=None)  # never the old job's URL
+    probe = evolve(
+        op, remote_job_id=job_id, status_url=None, status_via=None
+    )  # never the old job's URL
     provider = providers.for_operation(op)
     request = provider.describe(AttemptKind.STATUS, probe)
     started = ledger.clock()

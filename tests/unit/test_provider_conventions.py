@@ -295,6 +295,8 @@ def test_provider_check_names_the_conventions_and_what_they_promise() -> None:
     assert "202 = still running" in arm["create answers"] and "204 = done" in arm["create answers"]
     assert "idempotent by nature" in arm["reconciliation note"]
     assert arm["at-most-once create"].startswith("provable")
+    location = arm["monitor named by location"]
+    assert "200 = read the body" in location and "the result, as read" in location
     google = dict(guarantees(spec("google-lro")))
     assert "`done` true ends it" in google["state"] and "1 = cancelled" in google["state"]
     assert google["idempotency"] == "token sent in query parameter requestId"
@@ -423,3 +425,61 @@ def test_provider_check_names_request_ids_path_values_and_partial_results() -> N
     assert "partial result is collected" in openai["result"]
     assert "`request_counts.canceled` above zero = cancelled" in said("anthropic-batch")["state"]
     assert "UUID" in said("google-lro")["idempotency"]
+
+
+def test_a_location_monitor_is_read_by_its_own_rule() -> None:
+    """With the header that named the status URL, a Location monitor's 200 with no body is
+    done (LRODelete200) and its answer is kept as the result; the same answer from a
+    monitor named otherwise states nothing."""
+    arm = spec("azure-arm-put")
+    done = parse_status(arm, 200, {}, b"", "location")
+    assert isinstance(done, o.Observed) and done.remote_status is RemoteStatus.SUCCEEDED
+    assert done.content == b"null"
+    resource = {"id": "x", "properties": {"provisioningState": "Succeeded"}}
+    kept = parse_status(arm, 200, {}, body(resource), "Location")
+    assert isinstance(kept, o.Observed) and kept.content is not None
+    assert json.loads(kept.content) == resource
+    running = parse_status(arm, 202, {"Location": f"{ARM}/loc/2"}, b"", "Location")
+    assert isinstance(running, o.Observed) and running.status_via == "Location"
+    assert isinstance(parse_status(arm, 200, {}, b"", "Azure-AsyncOperation"), o.Ambiguous)
+    assert isinstance(parse_status(arm, 200, {}, b""), o.Ambiguous)
+    monitor = parse_status(arm, 200, {}, body({"status": "Succeeded"}), "Azure-AsyncOperation")
+    assert isinstance(monitor, o.Observed) and monitor.content is None
+
+
+def test_the_create_answer_names_the_header_of_its_status_url() -> None:
+    """status_from's header is kept with the status URL; the create URL names none."""
+    arm = spec("azure-arm-put")
+    headers = {"Azure-AsyncOperation": f"{ARM}/ops/1", "Location": f"{ARM}/loc/1"}
+    out = parse_create(arm, 202, headers, b"", PUT_URL)
+    assert isinstance(out, o.Accepted) and out.status_via == "Azure-AsyncOperation"
+    alone = parse_create(arm, 201, {}, body({"properties": {}}), PUT_URL)
+    assert isinstance(alone, o.Accepted) and alone.status_via is None
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"Location": {"codes": {"200": "later"}}}, "status.by_header.Location.codes.200"),
+        ({"Location": {"stat": "x"}}, "unknown key 'stat' in status.by_header.Location"),
+        ({"Location": {"answer_is_result": "yes"}}, "answer_is_result must be true or false"),
+        ({"Location": "body"}, "status.by_header.Location must be a table"),
+    ],
+)
+def test_by_header_tables_are_checked(table: dict[str, Any], message: str) -> None:
+    """A by_header table with an unknown key or a wrong value is refused, saying where."""
+    doc = examples()["azure-arm-put"]
+    doc = {**doc, "status": {**doc["status"], "by_header": table}}
+    with pytest.raises(ProviderConfigError, match=re.escape(message)):
+        parse_provider(doc)
+
+
+def test_a_monitor_named_by_a_header_moves_only_by_that_header() -> None:
+    """An Azure-AsyncOperation monitor's 202 naming itself in Location too (lros.js) does
+    not turn it into a Location monitor; a Location monitor's 202 moves it on."""
+    arm = spec("azure-arm-put")
+    here = {"Azure-AsyncOperation": f"{ARM}/ops/1", "Location": f"{ARM}/ops/1"}
+    stays = parse_status(arm, 202, here, body({"status": "Accepted"}), "Azure-AsyncOperation")
+    assert isinstance(stays, o.Observed) and stays.status_url is None
+    moves = parse_status(arm, 202, {"Location": f"{ARM}/loc/2"}, b"", "Location")
+    assert isinstance(moves, o.Observed) and moves.status_url == f"{ARM}/loc/2"

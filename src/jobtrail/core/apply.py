@@ -64,11 +64,11 @@ def _on_accepted(draft: Draft, out: o.Outcome) -> None:
     if op.state is State.CREATE_UNKNOWN and op.capabilities.lookup:
         # Our first answer was lost; before trusting this one, check it against what the
         # provider lists under our reference (a different id there is a contract violation).
-        draft.set(candidate_job_id=out.job_id, status_url=out.status_url)
+        draft.set(candidate_job_id=out.job_id, status_url=out.status_url, status_via=out.status_via)
         draft.move(State.RECONCILIATION, Evidence.CREATE_ACCEPTED, cause)
         draft.now_next()
         return
-    draft.set(remote_job_id=out.job_id, status_url=out.status_url)
+    draft.set(remote_job_id=out.job_id, status_url=out.status_url, status_via=out.status_via)
     draft.move(State.ACCEPTED, Evidence.CREATE_ACCEPTED, cause)
     _after_accept(draft, out, cause)
 
@@ -174,7 +174,9 @@ def _on_observed(draft: Draft, out: o.Outcome) -> None:
     draft.set(inflight_attempt=None)
     refused.reset(draft)
     if out.status_url:
-        draft.set(status_url=out.status_url)
+        draft.set(status_url=out.status_url, status_via=out.status_via)
+    if out.location is not None and out.remote_status is RemoteStatus.SUCCEEDED:
+        draft.set(inline_result=out.location)  # the answer is the result: nothing to fetch
     draft.observe("status", out, out.ref)
     cause = cause_of("observation", out.ref)
     _follow_observation(draft, out.remote_status, cause, out.partial_result)

@@ -160,6 +160,11 @@ class Operation:
     remote_status: RemoteStatus | None = None
     progress: Json = None
     status_url: str | None = None
+    # The answer header that named status_url (`Location`, `Azure-AsyncOperation`), None
+    # when a body field, the create URL or the provider file did: monitors named by
+    # different headers answer differently (Azure: a `Location` 200 is done, whatever its
+    # body; an `Azure-AsyncOperation` 200 says its state in `status`).
+    status_via: str | None = None
     candidate_job_id: str | None = None
     conflicting_job_ids: tuple[str, ...] = ()
     next_poll_at: datetime | None = None

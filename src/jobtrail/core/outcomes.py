@@ -27,6 +27,7 @@ class Accepted:
     remote_state: str | None
     remote_status: RemoteStatus
     status_url: str | None = None
+    status_via: str | None = None  # the answer header that named status_url, if one did
     http_status: int | None = None
     request_id: str | None = None
     retry_after: str | None = None
@@ -98,6 +99,11 @@ class Observed:
     # A status answer that moves its own monitor (Azure's Location on a 202): later reads
     # go there. Checked against the provider's origin where it is used, like any status URL.
     status_url: str | None = None
+    status_via: str | None = None  # the header that named it
+    # A done answer that is the result itself (Azure's Location monitor: no later GET):
+    # its content, then where the worker stored it; collected like a synchronous result.
+    content: bytes | None = None
+    location: str | None = None
     # A job that ended failed or cancelled whose answer names a partial result (a batch's
     # finished requests): it is collected before the operation ends in that state.
     partial_result: bool = False

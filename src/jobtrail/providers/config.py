@@ -275,6 +275,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         status_from=cv.status_from(create.doc),
         create_rule=cv.create_rule(create.doc, status_rule.ignore_case),
         status_rule=status_rule,
+        status_by_header=cv.status_by_header(status.doc, status_rule),
         states=_states(r.table("states")),
         cancel_method=cancel.text("method", "POST").upper() if cancel else "POST",
         cancel_path=cv.template(cancel.text("path"), "cancel.path") if cancel else None,

@@ -4,6 +4,7 @@ the error and the result are (docs/providers.md, "Conventions")."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from jobtrail.core.states import RemoteStatus
@@ -12,8 +13,18 @@ from jobtrail.providers.spec import Placement, Reading, Source, SourceKind, Stat
 
 CREATE_KEYS = frozenset({"identity", "status_from", "codes", "missing"})
 STATUS_KEYS = frozenset(
-    {"codes", "missing", "done", "cancelled_codes", "ignore_case", "follow", "cancelled_count"}
+    {
+        "codes",
+        "missing",
+        "done",
+        "cancelled_codes",
+        "ignore_case",
+        "follow",
+        "cancelled_count",
+        "by_header",
+    }
 )
+BY_HEADER_KEYS = frozenset({"state", "codes", "missing", "error", "answer_is_result"})
 RESULT_KEYS = frozenset({"from", "field", "link", "format", "at_create", "partial", "merge"})
 LIST_KEYS = frozenset({"path", "items", "job_id", "match"})
 PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural", "format"})
@@ -121,6 +132,39 @@ def status_rule(status: dict[str, Any]) -> StateRule:
         follow=_follow(status.get("follow", [])),
         cancelled_count=count,
     )
+
+
+def status_by_header(status: dict[str, Any], base: StateRule) -> dict[str, StateRule]:
+    """`[status.by_header.Location]`: how a monitor named by that answer header answers,
+    keyed by the header's lowercased name. Each table replaces `state`, `missing` or
+    `error` of the [status] rule, adds to its `codes`, and keeps the rest (case, `done`,
+    `follow`)."""
+    tables = status.get("by_header", {})
+    if not isinstance(tables, dict):
+        raise ProviderConfigError("status.by_header must be a table of header names")
+    rules = {}
+    for name, table in tables.items():
+        where = f"status.by_header.{name}"
+        if not isinstance(table, dict) or not str(name).strip():
+            raise ProviderConfigError(f"{where} must be a table such as {{ codes = {{...}} }}")
+        unknown = sorted(set(table) - BY_HEADER_KEYS)
+        if unknown:
+            known = ", ".join(sorted(BY_HEADER_KEYS))
+            raise ProviderConfigError(f"unknown key {unknown[0]!r} in {where}; known keys: {known}")
+        changed: dict[str, Any] = {}
+        if "state" in table:
+            changed["paths"] = paths(table["state"], f"{where}.state")
+        if "codes" in table:
+            changed["codes"] = {**base.codes, **codes(table["codes"], f"{where}.codes")}
+        if "missing" in table:
+            changed["missing"] = missing(table["missing"], f"{where}.missing")
+        if "error" in table:
+            changed["error"] = paths(table["error"], f"{where}.error")
+        if not isinstance(table.get("answer_is_result", False), bool):
+            raise ProviderConfigError(f"{where}.answer_is_result must be true or false")
+        changed["answer_is_result"] = table.get("answer_is_result", False)
+        rules[str(name).lower()] = replace(base, **changed)
+    return rules
 
 
 def _follow(value: Any) -> tuple[str, ...]:

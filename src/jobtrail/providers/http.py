@@ -112,6 +112,12 @@ class HttpProvider:
                 return url
         return self._url(self.spec.status_path, op) if self.spec.status_path else None
 
+    def _via(self, op: Operation) -> str | None:
+        """The answer header that named the status URL in use (None for [status] path)."""
+        if op.status_url and self._same_origin(op.status_url, op) is not None:
+            return op.status_via
+        return None
+
     def _same_origin(self, reference: str, op: Operation) -> str | None:
         """The status URL a create answer named, resolved against the create URL (RFC 3986:
         it is a reference in the answer to that request), if it stays on the provider's
@@ -221,7 +227,7 @@ class HttpProvider:
             prepared.headers[client_request_id] = _uuid4(self._rand)
         with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
             prepared.headers["traceparent"] = parent
-            reply = await self._send(kind, prepared, limit, op.operation_id)
+            reply = await self._send(kind, prepared, limit, op.operation_id, via=self._via(op))
             followed = reply.detail.get("result_from") == "status"
             if (
                 kind is AttemptKind.RESULT
@@ -300,6 +306,7 @@ class HttpProvider:
         operation_id: str,
         *,
         linked: bool = False,
+        via: str | None = None,
     ) -> Reply:
         started = time.monotonic()
         what = kind.value
@@ -337,7 +344,7 @@ class HttpProvider:
         rule = self.spec.result
         if kind is AttemptKind.RESULT and not linked and (rule.source != "path" or rule.link):
             return self._result_in_status(status, headers, body, detail)
-        reply = self._read(kind, status, headers, body, detail, req.url, operation_id)
+        reply = self._read(kind, status, headers, body, detail, req.url, operation_id, via)
         if kind is not AttemptKind.RESULT and _may_say_why(status, reply.outcome):
             # read only when there is a failure to explain: a running poll parses once
             failure = parse.provider_error(self.spec, status, body)
@@ -354,6 +361,7 @@ class HttpProvider:
         detail: dict[str, Any],
         url: str,
         operation_id: str,
+        via: str | None = None,
     ) -> Reply:
         spec = self.spec
         match kind:
@@ -361,7 +369,8 @@ class HttpProvider:
                 outcome = parse.parse_create(spec, status, headers, body, url)
                 return Reply(outcome=outcome, detail=detail)
             case AttemptKind.STATUS:
-                return Reply(outcome=parse.parse_status(spec, status, headers, body), detail=detail)
+                outcome = parse.parse_status(spec, status, headers, body, via)
+                return Reply(outcome=outcome, detail=detail)
             case AttemptKind.CANCEL:
                 return Reply(outcome=parse.parse_cancel(spec, status, headers, body), detail=detail)
             case AttemptKind.RECONCILE:

@@ -185,7 +185,7 @@ def parse_create(
             http_status=status,
             request_id=req,
         )
-    status_url = reading_.status_url_from(spec.status_from, headers, document, sent_to)
+    status_url, via = reading_.status_url_from(spec.status_from, headers, document, sent_to)
     job_id, problem = _identity(spec, headers, document, sent_to, status_url)
     if job_id is None:
         return o.Ambiguous(
@@ -210,6 +210,7 @@ def parse_create(
         remote_state=word,
         remote_status=mapped,
         status_url=status_url,
+        status_via=via,
         http_status=status,
         request_id=req,
         retry_after=header(headers, "Retry-After"),
@@ -255,10 +256,15 @@ def _identity(
 
 
 def parse_status(
-    spec: ProviderSpec, status: int, headers: Mapping[str, str], body: bytes
+    spec: ProviderSpec,
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    via: str | None = None,
 ) -> o.Observed | o.Rejected | o.Ambiguous | o.Throttled:
+    """A status answer, read by the rule for the monitor the header `via` named."""
     req = request_id(spec, headers)
-    rule = spec.status_rule
+    rule = spec.status_rule_for(via)
     reading = rule.codes.get(status)
     if not 200 <= status < 300 and reading is None:
         return error_outcome(status, headers, body, what="status", req=req)
@@ -277,6 +283,14 @@ def parse_status(
     word, mapped = read
     if mapped is RemoteStatus.SUCCEEDED and _counted(document, rule.cancelled_count):
         mapped = RemoteStatus.CANCELLED
+    # A monitor named by a header moves only by that header: an Azure-AsyncOperation
+    # monitor's answer may carry a Location too, which names no Location monitor.
+    follow = [n for n in rule.follow if via is None or n.lower() == via.lower()]
+    moved = next(
+        ((url, n) for url, n in ((header(headers, n), n) for n in follow) if url and url.strip()),
+        None,
+    )
+    kept = rule.answer_is_result and mapped is RemoteStatus.SUCCEEDED and problem is None
     progress = lookup(document, spec.status_progress) if spec.status_progress else None
     updated = lookup(document, spec.status_updated_at) if spec.status_updated_at else None
     return o.Observed(
@@ -287,10 +301,10 @@ def parse_status(
         retry_after=header(headers, "Retry-After"),
         http_status=status,
         request_id=req,
-        status_url=next(
-            (url for url in (header(headers, n) for n in rule.follow) if url and url.strip()),
-            None,
-        ),
+        status_url=moved[0] if moved else None,
+        status_via=moved[1] if moved else None,
+        # a done answer with no content at all (an action's 204) is the result JSON null
+        content=json.dumps(document, ensure_ascii=False).encode("utf-8") if kept else None,
         partial_result=mapped in (RemoteStatus.FAILED, RemoteStatus.CANCELLED)
         and spec.result.partial
         and any(_text(reading_.find(document, p)) for p in spec.result.link),

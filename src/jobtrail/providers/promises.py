@@ -23,6 +23,11 @@ def convention_lines(spec: ProviderSpec) -> list[tuple[str, str]]:
     reading = _state_reading(rule)
     if reading:
         lines.append(("state", reading))
+    for header, own in sorted(spec.status_by_header.items()):
+        text = _state_reading(own) or "as [status]"
+        if own.answer_is_result:
+            text += "; its done answer is the result, as read"
+        lines.append((f"monitor named by {header}", text))
     if rule.error != ("error",):
         lines.append(
             ("failure reason", "provider code and message from " + " or ".join(rule.error))

@@ -158,18 +158,20 @@ def header(headers: Mapping[str, str], name: str) -> str | None:
 
 def status_url_from(
     sources: tuple[Source, ...], headers: Mapping[str, str], document: Any, request_url: str
-) -> str | None:
-    """The first status URL the declared sources name (raw: resolved where it is used)."""
+) -> tuple[str | None, str | None]:
+    """The first status URL the declared sources name (raw: resolved where it is used), and
+    the answer header that named it (None for a body field or the create URL)."""
     for source in sources:
+        via = None
         if source.kind is SourceKind.HEADER:
-            value = header(headers, source.name)
+            value, via = header(headers, source.name), source.name
         elif source.kind is SourceKind.FIELD:
             value = find(document, source.name)
         else:
             value = request_url
         if isinstance(value, str) and value.strip():
-            return value
-    return None
+            return value, via
+    return None, None
 
 
 MAX_ITEM_ERRORS = 20

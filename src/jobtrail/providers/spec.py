@@ -91,6 +91,10 @@ class StateRule:
     # a count of requests the provider cancelled: a job that ended "succeeded" with it above
     # zero ended cancelled (Anthropic's request_counts.canceled after a cancel)
     cancelled_count: str | None = None
+    # [status.by_header] answer_is_result: this monitor's done answer with a body is the
+    # result itself, kept as it is read (Azure's Location monitor; a monitor that keeps its
+    # progress in a cookie may answer differently when asked again)
+    answer_is_result: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,6 +205,9 @@ class ProviderSpec:
     )
     create_rule: StateRule = field(default_factory=lambda: StateRule(paths=("state",)))
     status_rule: StateRule = field(default_factory=lambda: StateRule(paths=("state",)))
+    # [status.by_header]: the rule for a monitor a given answer header named, by its
+    # lowercased name (Azure's `Location` monitor is done at any 200, its body the result)
+    status_by_header: Mapping[str, StateRule] = field(default_factory=dict)
     states: dict[str, RemoteStatus] = field(default_factory=dict)
     cancel_method: str = "POST"
     cancel_path: str | None = None
@@ -246,6 +253,10 @@ class ProviderSpec:
             result=mode,
             webhooks=self.webhooks is not None,
         )
+
+    def status_rule_for(self, via: str | None) -> StateRule:
+        """How a status answer is read, given the answer header that named its URL."""
+        return self.status_by_header.get((via or "").lower(), self.status_rule)
 
     def secret_values(self) -> list[str]:
         """The secrets this provider uses, read now from the environment (for redaction)."""

@@ -132,7 +132,7 @@ class Runner:
             return o.ResultChecked(summary=summary, request_id=fetched.request_id)
         outcome = reply.outcome
         assert outcome is not None
-        if isinstance(outcome, o.SyncResult):
+        if isinstance(outcome, o.SyncResult | o.Observed) and outcome.content is not None:
             stored, _ = self.ledger.redactor(op).content(outcome.content)
             try:
                 location = await self.blobs.put(stored)

@@ -1,0 +1,30 @@
+"""The shipped Azure Resource Manager profiles read a Location monitor as ARM RPC says:
+202 runs, any other 2xx is done, even a 200 with no body (lros.js LRODelete200)."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from jobtrail.core import outcomes as o
+from jobtrail.core.states import RemoteStatus
+from jobtrail.profiles import shipped_profile
+from jobtrail.providers.config import parse_provider
+from jobtrail.providers.parse import parse_status
+
+ARM_PROFILES = ("azure-arm-put", "azure-arm-patch", "azure-arm-post", "azure-arm-post-async")
+
+
+@pytest.mark.parametrize("name", [*ARM_PROFILES, "azure-arm-delete"])
+def test_a_location_monitors_empty_200_is_done(name: str) -> None:
+    """A 200 with no body from a Location monitor is done; from an Azure-AsyncOperation
+    monitor it states nothing, and is not read as done."""
+    profile = shipped_profile(name)
+    assert profile is not None
+    spec = parse_provider(tomllib.loads(profile.text))
+    done = parse_status(spec, 200, {}, b"", "Location")
+    assert isinstance(done, o.Observed) and done.remote_status is RemoteStatus.SUCCEEDED
+    assert isinstance(parse_status(spec, 200, {}, b"", "Azure-AsyncOperation"), o.Ambiguous)
+    running = parse_status(spec, 202, {}, b"", "Location")
+    assert isinstance(running, o.Observed) and running.remote_status is RemoteStatus.RUNNING
