@@ -19,13 +19,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from jobtrail.adoption import adopt
+from jobtrail import decisions
 from jobtrail.client.providers import ProviderRef, resolve_provider
 from jobtrail.client.result import Result, read_result
 from jobtrail.clock import Clock
-from jobtrail.core import outcomes as o
 from jobtrail.core.durations import parse_duration
-from jobtrail.core.ids import short_id
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.states import State
 from jobtrail.errors import ActionRefused, ClientClosed, InvalidInput, WaitTimedOut
@@ -34,9 +32,6 @@ from jobtrail.runtime import Runtime, runtime
 from jobtrail.views import explain_text
 
 Duration = timedelta | str  # "90s", "2h", "1d" or a timedelta
-_DECISIONS = {
-    d.value: d for d in (o.Decision.ADOPT, o.Decision.MARK_FAILED, o.Decision.RETRY_AS_NEW)
-}
 
 
 class Client:
@@ -296,28 +291,13 @@ class Client:
         """A recorded decision for an operation in needs_human: "adopt" (a remote job id:
         `job_id`), "mark-failed", or "retry-as-new". Returns the operation to follow: the
         same one, or for retry-as-new the new operation (same request, new token)."""
-        choice = _DECISIONS.get(decision.replace("-", "_"))
-        if choice is None:
-            raise InvalidInput(
-                f"unknown decision {decision!r}; use adopt, mark-failed or retry-as-new"
-            )
         rt = self._opened
         who = actor or self.actor
-        human = o.HumanDecision(
-            decision=choice,
-            actor=who,
-            reason=reason,
-            job_id=job_id,
-            request_id=short_id("req_", rt.ledger.rand),
+        done = await decisions.resolve(
+            rt.ledger, rt.providers, operation_id, decision, actor=who, reason=reason, job_id=job_id
         )
-        if choice is o.Decision.ADOPT:
-            op = await adopt(rt.ledger, rt.providers, operation_id, human)
-        else:
-            op = await rt.ledger.decide(operation_id, human)
-        if choice is o.Decision.RETRY_AS_NEW:
-            op = await rt.ledger.resubmit(op, actor=who, reason=reason)
         rt.worker.wake()
-        return op
+        return done.replaced_by or done.op
 
     async def extend(
         self,
@@ -332,17 +312,17 @@ class Client:
         cancellation_unconfirmed (`cancel_deadline`): the new deadline is now + duration."""
         if (result_deadline is None) == (cancel_deadline is None):
             raise InvalidInput("give exactly one of result_deadline or cancel_deadline")
-        duration = _duration(result_deadline or cancel_deadline)
-        assert duration is not None
+        by = _duration(result_deadline or cancel_deadline)
+        assert by is not None
         rt = self._opened
-        human = o.HumanDecision(
-            decision=o.Decision.EXTEND,
+        op = await decisions.extend(
+            rt.ledger,
+            operation_id,
+            deadline="result" if result_deadline is not None else "cancel",
+            by=by,
             actor=actor or self.actor,
             reason=reason,
-            new_deadline=rt.ledger.clock() + duration,
-            request_id=short_id("req_", rt.ledger.rand),
         )
-        op = await rt.ledger.decide(operation_id, human)
         rt.worker.wake()
         return op
 
