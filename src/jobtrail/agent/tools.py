@@ -35,7 +35,8 @@ from jobtrail.ledger import Ledger
 from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec, find_provider_named
 from jobtrail.results import ResultStore
-from jobtrail.views import explain_text, iso, operation_json, transition_json, waiting_for
+from jobtrail.story import read_story
+from jobtrail.views import iso, operation_json, transition_json, waiting_for
 
 WAIT_CAP_SECONDS = 120.0
 WAIT_POLL_SECONDS = 0.25
@@ -84,11 +85,9 @@ class AgentTools:
         if not isinstance(request, dict):
             raise InvalidInput("request must be a JSON object: the body sent to the provider")
         spec = self._find(provider)
-        known = await self.ledger.store.get_by_key(key) if key else None
-        op = await self.ledger.submit(
+        op, existing = await self.ledger.admit(
             spec, request, path=path, key=key, actor=actor, reason=reason or None
         )
-        existing = known is not None and known.operation_id == op.operation_id
         self._wake()
         if existing:
             step = (
@@ -230,14 +229,7 @@ class AgentTools:
 
     async def explain_job(self, operation_id: str) -> Explanation:
         op = await self._get(operation_id)
-        store = self.ledger.store
-        text = explain_text(
-            op,
-            await store.history(operation_id),
-            await store.attempts(operation_id),
-            await store.observations(operation_id),
-            self.ledger.clock(),
-        )
+        text = (await read_story(self.ledger, op)).text()
         return Explanation(operation_id=op.operation_id, state=op.state.value, explanation=text)
 
     # -- helpers -------------------------------------------------------------------------

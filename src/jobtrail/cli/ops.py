@@ -35,7 +35,6 @@ from jobtrail.providers.credentials import unset_credentials
 from jobtrail.providers.spec import ProviderSpec
 from jobtrail.views import (
     driver,
-    explain_text,
     iso,
     operation_json,
     progress_text,
@@ -345,32 +344,24 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Tell an operation's story: what we asked, which remote job, what we observed, what
     we did next."""
     from jobtrail.providers.plugins import not_installed
+    from jobtrail.story import read_story
+    from jobtrail.views import timeline
 
     async with opened(settings) as ledger:
-        op = await ledger.find(operation_id)
-        operation_id = op.operation_id
-        body = ledger.redactor(op).json(op.request.body)
-        missing = not_installed(op)
-        store = ledger.store
-        hist, attempts = await store.history(operation_id), await store.attempts(operation_id)
-        observations = await store.observations(operation_id)
-        now = ledger.clock()
-    if as_json:
-        from jobtrail.views import timeline
-
-        emit_json(
-            operation_json(op, now)
-            | ({"provider_missing": f"{driver(op)} is {missing}"} if missing else {})
-            | {
-                "request_body": body,
-                "timeline": [
-                    {"at": iso(at), "event": text}
-                    for at, text in timeline(op, hist, attempts, observations)
-                ],
-            }
-        )
-    else:
-        say(explain_text(op, hist, attempts, observations, now, body=body, missing=missing))
+        story = await read_story(ledger, await ledger.find(operation_id))
+    op, missing = story.op, not_installed(story.op)
+    if not as_json:
+        say(story.text(missing=missing))
+        return
+    events = timeline(op, story.history, story.attempts, story.observations)
+    emit_json(
+        operation_json(op, story.now)
+        | ({"provider_missing": f"{driver(op)} is {missing}"} if missing else {})
+        | {
+            "request_body": story.body,
+            "timeline": [{"at": iso(at), "event": text} for at, text in events],
+        }
+    )
 
 
 @click.command()

@@ -29,7 +29,7 @@ from jobtrail.core.states import State
 from jobtrail.errors import ActionRefused, ClientClosed, InvalidInput, WaitTimedOut
 from jobtrail.providers.code import CodeProvider
 from jobtrail.runtime import Runtime, runtime
-from jobtrail.views import explain_text
+from jobtrail.story import read_story
 
 Duration = timedelta | str  # "90s", "2h", "1d" or a timedelta
 
@@ -261,20 +261,15 @@ class Client:
     async def explain(self, operation_id: str) -> str:
         """The operation's story, as `jobtrail explain` tells it."""
         rt = self._opened
-        op = await rt.ledger.get(operation_id)
-        store = rt.ledger.store
-        return explain_text(
-            op,
-            await store.history(operation_id),
-            await store.attempts(operation_id),
-            await store.observations(operation_id),
-            rt.ledger.clock(),
-            missing=(
-                "not available to this client: pass its module in provider_modules, or install it"
-                if op.provider_kind is ProviderKind.CODE
-                and op.provider not in rt.providers.code_names()
-                else None
-            ),
+        story = await read_story(rt.ledger, await rt.ledger.get(operation_id))
+        missing = story.op.provider_kind is ProviderKind.CODE and (
+            story.op.provider not in rt.providers.code_names()
+        )
+        return story.text(
+            missing="not available to this client: pass its module in provider_modules, or "
+            "install it"
+            if missing
+            else None
         )
 
     # -- human decisions -----------------------------------------------------------------
