@@ -32,7 +32,6 @@ from jobtrail.core.durations import parse_duration
 from jobtrail.core.states import State
 from jobtrail.errors import InvalidInput
 from jobtrail.providers.credentials import unset_credentials
-from jobtrail.providers.spec import ProviderSpec
 from jobtrail.views import (
     driver,
     iso,
@@ -207,12 +206,8 @@ async def submit(
     from jobtrail.providers.resolve import resolve_provider
 
     spec = resolve_provider(provider, load_plugins(provider_modules))
-    for name in unset_credentials(spec) if isinstance(spec, ProviderSpec) else ():
-        say(
-            f"warning: environment variable {name} is not set: the operation is recorded, "
-            f"but nothing can be sent to {spec.name!r} until it is",
-            err=True,
-        )
+    if (unset := unset_credentials(spec)) is not None:
+        say(unset.at_submit(), err=True)
     async with opened(settings, create=True) as ledger:
         op, existing = await ledger.admit(
             spec,
