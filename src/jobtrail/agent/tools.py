@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import fields
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from jobtrail.agent.content import read_stored
@@ -58,9 +59,11 @@ class AgentTools:
         monotonic: Callable[[], float] = time.monotonic,
         wake: Callable[[], None] = lambda: None,
         results: ResultStore | None = None,
+        data_dir: Path | None = None,
     ) -> None:
         self.ledger = ledger
         self.results = results  # reads results kept outside files (db:, s3://)
+        self.data_dir = data_dir  # finds result files recorded at older, relative locations
         self.worker_running = worker_running
         self._find, self._sleep, self._monotonic = find, sleep, monotonic
         self._wake = wake  # tells an in-process worker there is work now
@@ -171,7 +174,13 @@ class AgentTools:
         if summary is None:
             return _no_result(op, self.ledger.clock())
         items = summary.items
-        read = await read_stored(summary.location, self.results) if summary.location else None
+        read = (
+            await read_stored(
+                summary.location, self.results, sha256=summary.sha256, data_dir=self.data_dir
+            )
+            if summary.location
+            else None
+        )
         note = read.note if read else "no stored content is recorded for this result"
         changed = [read.problem] if read and read.problem else []
         valid = summary.valid and not changed

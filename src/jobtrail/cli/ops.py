@@ -3,7 +3,6 @@ escalation, resolve, extend."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from datetime import UTC, datetime
@@ -40,7 +39,7 @@ from jobtrail.views import (
     relative,
     transition_json,
 )
-from jobtrail.worker.blobs import BlobStore, is_file_location, read_checked
+from jobtrail.worker.blobs import is_file_location
 
 console = Console(highlight=False)
 
@@ -393,15 +392,16 @@ async def cancel(
 @run_async
 async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show the validated result summary and where the content is stored."""
+    from jobtrail.client.result import read_back
+
     async with opened(settings) as ledger:
         op = await ledger.find(operation_id)
     summary = operation_json(op, op.created_at)["result"]
     problem = None
     if op.result is not None and op.result.location and is_file_location(op.result.location):
-        path, problem = await asyncio.to_thread(
-            _recheck, BlobStore(settings.data_dir).locate(op.result.location), op.result.sha256
-        )
-        summary["location"] = str(path)
+        # the path handed out is re-hashed first; other stores' locations are only named
+        stored = await read_back(op.result.location, op.result.sha256, None, settings.data_dir)
+        summary["location"], problem = str(stored.path), stored.problem
         if problem:  # never shown as valid: what was validated is not what is stored now
             summary["valid"] = False
             summary["problems"] = [*summary["problems"], problem]
@@ -436,14 +436,6 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
     print_table(table)
     if problem:
         fail(problem)
-
-
-def _recheck(path: Path, sha256: str | None) -> tuple[Path, str | None]:
-    """The stored file, re-hashed against the digest recorded when it was validated."""
-    try:
-        return path, read_checked(path, sha256).problem
-    except OSError as exc:
-        return path, f"the stored result cannot be read at {path} ({exc.strerror or exc})"
 
 
 COMMANDS = [submit, status, list_, history, explain, cancel, result]
