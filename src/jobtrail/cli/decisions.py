@@ -17,7 +17,8 @@ from jobtrail.cli.context import (
 from jobtrail.cli.ops import console, show
 from jobtrail.core.durations import parse_duration
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.views import escalation_bundle, operation_json
+from jobtrail.story import read_story
+from jobtrail.views import operation_json
 
 
 @click.command()
@@ -30,14 +31,8 @@ async def escalation(settings: Settings, operation_id: str, as_json: bool) -> No
     provider's support: remote job id, trace id, request history and provider request ids.
     OPERATION_ID may also be the operation's key."""
     async with opened(settings) as ledger:
-        op = await ledger.find(operation_id)
-        bundle = escalation_bundle(
-            op,
-            await ledger.store.history(op.operation_id),
-            await ledger.store.attempts(op.operation_id),
-            ledger.clock(),
-        )
-    emit_json(bundle)
+        story = await read_story(ledger, await ledger.find(operation_id))
+    emit_json(story.escalation())
 
 
 @click.command()
