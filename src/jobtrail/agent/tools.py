@@ -117,8 +117,6 @@ class AgentTools:
         )
 
     async def cancel_job(self, operation_id: str, *, reason: str, actor: str) -> CancelRecorded:
-        if not reason.strip():
-            raise InvalidInput("give a reason for the cancel; it is recorded with the intent")
         await self._get(operation_id)
         op = await self.ledger.cancel(operation_id, actor=actor, reason=reason)
         self._wake()

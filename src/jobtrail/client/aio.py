@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import getpass
 import os
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -19,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from jobtrail import decisions
+from jobtrail import decisions, defaults
 from jobtrail.client.providers import ProviderRef, resolve_provider
 from jobtrail.client.result import Result, read_result
 from jobtrail.clock import Clock
@@ -65,10 +64,10 @@ class Client:
         poll_interval: float = 0.2,
         clock: Clock | None = None,
     ) -> None:
-        self.db = os.fspath(db) if db is not None else os.environ.get("JOBTRAIL_DB", "jobtrail.db")
-        self.data_dir = Path(data_dir) if data_dir is not None else _default_data_dir(self.db)
-        self.results = results or os.environ.get("JOBTRAIL_RESULTS") or None
-        self.actor = actor or os.environ.get("JOBTRAIL_ACTOR") or f"python:{_user()}"
+        self.db = defaults.ledger_url(os.fspath(db) if db is not None else None)
+        self.data_dir = Path(data_dir) if data_dir is not None else defaults.data_dir_for(self.db)
+        self.results = defaults.results_url(results)
+        self.actor = actor or defaults.actor("python")
         key = audit_key if audit_key is not None else os.environ.get("JOBTRAIL_AUDIT_KEY")
         if isinstance(key, str):
             key = key.encode("utf-8")
@@ -190,8 +189,6 @@ class Client:
     ) -> Operation:
         """Record the intent to cancel. The job stops only when the provider says so; it may
         still succeed or fail first. Follow it with `wait`."""
-        if not reason.strip():
-            raise InvalidInput("give a reason for the cancel; it is recorded with the intent")
         rt = self._opened
         op = await rt.ledger.cancel(
             operation_id, actor=actor or self.actor, reason=reason, expected_effect=expected_effect
@@ -336,17 +333,3 @@ def _duration(value: Duration | None) -> timedelta | None:
     if value is None or isinstance(value, timedelta):
         return value
     return parse_duration(value)
-
-
-def _default_data_dir(db: str) -> Path:
-    if os.environ.get("JOBTRAIL_DATA"):
-        return Path(os.environ["JOBTRAIL_DATA"])
-    base = Path.cwd() if db.startswith(("postgresql://", "postgres://")) else Path(db).parent
-    return base / "jobtrail-data"
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
