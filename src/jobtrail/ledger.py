@@ -312,6 +312,8 @@ class Ledger:
     ) -> Operation:
         """Record the intent to cancel. The lease owner sends the cancel; nothing here claims
         that the remote job stopped."""
+        if not reason.strip():
+            raise InvalidInput("give a reason for the cancel; it is recorded with the intent")
         await self.permit(Action.CANCEL, actor, await self.get(operation_id))
         for _ in range(_MAX_RETRIES):
             op = await self.get(operation_id)

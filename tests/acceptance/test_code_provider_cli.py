@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from jobtrail.cli.exits import RunExit
+from jobtrail.cli.exits import RunExit, run_exit
+from jobtrail.core.states import State
 from jobtrail.simulator import SimulatorThread
 
 from cliutil import Workspace
@@ -120,6 +121,34 @@ def test_a_worker_without_the_provider_leaves_the_operation_alone(
     finished = ws.run("run", op, "--json", check=False, PYTHONPATH=path)
     assert finished.returncode == 0, finished.stderr
     assert json.loads(finished.stdout)["state"] == "succeeded"
+
+
+def test_an_unset_secret_variable_of_a_code_provider_is_named(
+    workspace: Workspace, site: Path
+) -> None:
+    """A code provider's `secret_env` variable that is not set is named as an HTTP
+    provider's credential is: a warning at `submit`, loudly at the start of `run` and
+    `worker`. The provider may find its credentials elsewhere, so it is still let try (here
+    the simulator refuses the call); with the variable set, nothing is said."""
+    ws, path, unset = workspace, str(site), {"PYTHONPATH": str(site), "REPORTS_API_TOKEN": ""}
+    body = '{"account": "c"}'
+    submitted = ws.run("submit", "reports", "--body", body, "--json", **unset)
+    assert (
+        "warning: environment variable REPORTS_API_TOKEN is not set: the operation is "
+        "recorded, but the code provider 'reports' may have no credential to send it with"
+    ) in submitted.stderr
+    first = json.loads(submitted.stdout)["operation_id"]
+    loud = "WARNING: environment variable REPORTS_API_TOKEN is not set"
+    ran = ws.run("run", first, "--json", check=False, **unset)
+    assert ran.stderr.count(loud) == 1 and "code provider 'reports'" in ran.stderr
+    assert ran.returncode == run_exit(State.FAILED), ran.stderr  # tried, and refused: 401
+    quiet = ws.run("submit", "reports", "--body", '{"account": "d"}', "--json", PYTHONPATH=path)
+    assert "REPORTS_API_TOKEN" not in quiet.stderr
+    second = json.loads(quiet.stdout)["operation_id"]
+    worked = ws.run("worker", "--until-idle", **unset)
+    assert worked.stderr.count(loud) == 1
+    assert ws.json("status", second)["state"] == "failed"
+    assert "REPORTS_API_TOKEN" not in ws.run("worker", "--until-idle", PYTHONPATH=path).stderr
 
 
 @pytest.mark.parametrize(

@@ -286,3 +286,34 @@ async def test_sync_client_inside_a_running_event_loop(
             assert jt.wait(by_path.operation_id, timeout=30).state is State.SUCCEEDED
             assert jt.wait(by_text.operation_id, timeout=30).state is State.SUCCEEDED
             assert {o.key for o in jt.list()} == {"k1", "k2"}
+
+
+async def test_extend_the_cancel_deadline_of_an_unconfirmed_cancel(tmp_path: Path) -> None:
+    """`extend(cancel_deadline=...)` records the cancel-deadline decision: a cancel the
+    provider had not confirmed in time is followed again, and ends cancelled once it is."""
+    from jobtrail.testing import AttemptKind, RemoteStatus, ScriptedProvider, VirtualClock
+    from jobtrail.testing import outcomes as o
+
+    stopped: list[bool] = []
+
+    def vendor(call: Any) -> Any:
+        if call.kind is AttemptKind.CREATE:
+            return o.Accepted(
+                job_id="job-1", remote_state="running", remote_status=RemoteStatus.RUNNING
+            )
+        if call.kind is AttemptKind.CANCEL:
+            return o.CancelAcknowledged()
+        if stopped:
+            return o.Observed(remote_state="cancelled", remote_status=RemoteStatus.CANCELLED)
+        return o.Observed(remote_state="running", remote_status=RemoteStatus.RUNNING)
+
+    fake = ScriptedProvider(vendor, name="vendor", deadlines={"cancel": "10m"})
+    async with Client(tmp_path / "l.db", providers=[fake], clock=VirtualClock()) as jt:
+        op = await jt.submit("vendor", {"n": 1}, key="unconfirmed")
+        await jt.cancel(op.operation_id, "not needed")
+        op = await jt.wait(op.operation_id, timeout=30)
+        assert op.state is State.CANCELLATION_UNCONFIRMED
+        stopped.append(True)
+        op = await jt.extend(op.operation_id, cancel_deadline="1h", reason="still stopping")
+        assert op.state is not State.CANCELLATION_UNCONFIRMED
+        assert (await jt.wait(op.operation_id, timeout=30)).state is State.CANCELLED

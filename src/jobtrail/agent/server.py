@@ -253,6 +253,7 @@ async def serve(
             worker_running=run_worker,
             wake=rt.worker.wake,
             results=rt.results,
+            data_dir=data_dir,
             find=lambda name: resolve_provider(name, plugins),
         )
         server = build_server(tools, actor=actor)

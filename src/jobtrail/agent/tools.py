@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import fields
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from jobtrail.agent.content import read_stored
@@ -35,7 +36,8 @@ from jobtrail.ledger import Ledger
 from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec, find_provider_named
 from jobtrail.results import ResultStore
-from jobtrail.views import explain_text, iso, operation_json, transition_json, waiting_for
+from jobtrail.story import read_story
+from jobtrail.views import iso, operation_json, transition_json, waiting_for
 
 WAIT_CAP_SECONDS = 120.0
 WAIT_POLL_SECONDS = 0.25
@@ -57,9 +59,11 @@ class AgentTools:
         monotonic: Callable[[], float] = time.monotonic,
         wake: Callable[[], None] = lambda: None,
         results: ResultStore | None = None,
+        data_dir: Path | None = None,
     ) -> None:
         self.ledger = ledger
         self.results = results  # reads results kept outside files (db:, s3://)
+        self.data_dir = data_dir  # finds result files recorded at older, relative locations
         self.worker_running = worker_running
         self._find, self._sleep, self._monotonic = find, sleep, monotonic
         self._wake = wake  # tells an in-process worker there is work now
@@ -84,11 +88,9 @@ class AgentTools:
         if not isinstance(request, dict):
             raise InvalidInput("request must be a JSON object: the body sent to the provider")
         spec = self._find(provider)
-        known = await self.ledger.store.get_by_key(key) if key else None
-        op = await self.ledger.submit(
+        op, existing = await self.ledger.admit(
             spec, request, path=path, key=key, actor=actor, reason=reason or None
         )
-        existing = known is not None and known.operation_id == op.operation_id
         self._wake()
         if existing:
             step = (
@@ -115,8 +117,6 @@ class AgentTools:
         )
 
     async def cancel_job(self, operation_id: str, *, reason: str, actor: str) -> CancelRecorded:
-        if not reason.strip():
-            raise InvalidInput("give a reason for the cancel; it is recorded with the intent")
         await self._get(operation_id)
         op = await self.ledger.cancel(operation_id, actor=actor, reason=reason)
         self._wake()
@@ -172,7 +172,13 @@ class AgentTools:
         if summary is None:
             return _no_result(op, self.ledger.clock())
         items = summary.items
-        read = await read_stored(summary.location, self.results) if summary.location else None
+        read = (
+            await read_stored(
+                summary.location, self.results, sha256=summary.sha256, data_dir=self.data_dir
+            )
+            if summary.location
+            else None
+        )
         note = read.note if read else "no stored content is recorded for this result"
         changed = [read.problem] if read and read.problem else []
         valid = summary.valid and not changed
@@ -230,14 +236,7 @@ class AgentTools:
 
     async def explain_job(self, operation_id: str) -> Explanation:
         op = await self._get(operation_id)
-        store = self.ledger.store
-        text = explain_text(
-            op,
-            await store.history(operation_id),
-            await store.attempts(operation_id),
-            await store.observations(operation_id),
-            self.ledger.clock(),
-        )
+        text = (await read_story(self.ledger, op)).text()
         return Explanation(operation_id=op.operation_id, state=op.state.value, explanation=text)
 
     # -- helpers -------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 import click
 from rich.text import Text
 
+from jobtrail.defaults import actor, data_dir_for, ledger_url, results_url
 from jobtrail.errors import JobtrailError
 from jobtrail.store.urls import MASK, shown_url, url_passwords
 from jobtrail.views import json_text, shown, shown_lines
@@ -43,22 +43,13 @@ class Settings:
 
 
 def settings_from(db: str | None, data_dir: str | None, results: str | None = None) -> Settings:
-    db = db or os.environ.get("JOBTRAIL_DB") or "jobtrail.db"
-    if data_dir is None:
-        data_dir = os.environ.get("JOBTRAIL_DATA")
-    if data_dir is None:
-        base = Path.cwd() if db.startswith(("postgresql://", "postgres://")) else Path(db).parent
-        data_dir = str(base / "jobtrail-data")
-    results = results or os.environ.get("JOBTRAIL_RESULTS") or None
-    return Settings(db=db, data_dir=Path(data_dir), results=results)
+    db = ledger_url(db)
+    where = Path(data_dir) if data_dir is not None else data_dir_for(db)
+    return Settings(db=db, data_dir=where, results=results_url(results))
 
 
 def default_actor() -> str:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    return os.environ.get("JOBTRAIL_ACTOR") or f"cli:{user}"
+    return actor("cli")
 
 
 @asynccontextmanager

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from jobtrail.adoption import adopt
+from jobtrail import decisions
 from jobtrail.cli.context import (
     Settings,
     emit_json,
@@ -15,11 +15,10 @@ from jobtrail.cli.context import (
     run_async,
 )
 from jobtrail.cli.ops import console, show
-from jobtrail.core import outcomes as o
 from jobtrail.core.durations import parse_duration
-from jobtrail.core.ids import short_id
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.views import escalation_bundle, operation_json
+from jobtrail.story import read_story
+from jobtrail.views import operation_json
 
 
 @click.command()
@@ -32,14 +31,8 @@ async def escalation(settings: Settings, operation_id: str, as_json: bool) -> No
     provider's support: remote job id, trace id, request history and provider request ids.
     OPERATION_ID may also be the operation's key."""
     async with opened(settings) as ledger:
-        op = await ledger.find(operation_id)
-        bundle = escalation_bundle(
-            op,
-            await ledger.store.history(op.operation_id),
-            await ledger.store.attempts(op.operation_id),
-            ledger.clock(),
-        )
-    emit_json(bundle)
+        story = await read_story(ledger, await ledger.find(operation_id))
+    emit_json(story.escalation())
 
 
 @click.command()
@@ -71,30 +64,23 @@ async def resolve(
     as_json: bool,
 ) -> None:
     """Record a human decision for an operation that needs one."""
-    choice = o.Decision(decision.replace("-", "_"))
     async with opened(settings) as ledger:
-        request_id = short_id("req_", ledger.rand)
-        human = o.HumanDecision(
-            decision=choice, actor=actor, reason=reason, job_id=job_id, request_id=request_id
-        )
-        if choice is o.Decision.ADOPT:
-            providers = ProviderRegistry(connections=1)
-            try:
-                op = await adopt(ledger, providers, operation_id, human)
-            finally:
-                await providers.close()
-        else:
-            op = await ledger.decide(operation_id, human)
-        document = operation_json(op, ledger.clock())
-        if choice is o.Decision.RETRY_AS_NEW:
-            new = await ledger.resubmit(op, actor=actor, reason=reason)
-            document["replaced_by"] = new.operation_id
+        providers = ProviderRegistry(connections=1)  # for adopt: reads a job id it never saw
+        try:
+            done = await decisions.resolve(
+                ledger, providers, operation_id, decision, actor=actor, reason=reason, job_id=job_id
+            )
+        finally:
+            await providers.close()
+        document = operation_json(done.op, ledger.clock())
+    if done.replaced_by is not None:
+        document["replaced_by"] = done.replaced_by.operation_id
     if as_json:
         emit_json(document)
     else:
         show(document)
-        if "replaced_by" in document:
-            console.print(f"submitted again as {document['replaced_by']}")
+        if done.replaced_by is not None:
+            console.print(f"submitted again as {done.replaced_by.operation_id}")
 
 
 @click.command()
@@ -126,16 +112,16 @@ async def extend(
     """Extend a deadline and resume automation (a recorded human decision)."""
     if (result_deadline is None) == (cancel_deadline is None):
         fail("give exactly one of --result-deadline or --cancel-deadline")
-    duration = parse_duration(result_deadline or cancel_deadline or "")
+    by = parse_duration(result_deadline or cancel_deadline or "")
     async with opened(settings) as ledger:
-        human = o.HumanDecision(
-            decision=o.Decision.EXTEND if result_deadline else o.Decision.EXTEND_CANCEL,
+        op = await decisions.extend(
+            ledger,
+            operation_id,
+            deadline="result" if result_deadline else "cancel",
+            by=by,
             actor=actor,
             reason=reason,
-            new_deadline=ledger.clock() + duration,
-            request_id=short_id("req_", ledger.rand),
         )
-        op = await ledger.decide(operation_id, human)
         document = operation_json(op, ledger.clock())
     emit_json(document) if as_json else show(document)
 

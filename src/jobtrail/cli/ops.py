@@ -3,7 +3,6 @@ escalation, resolve, extend."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from datetime import UTC, datetime
@@ -32,17 +31,15 @@ from jobtrail.core.durations import parse_duration
 from jobtrail.core.states import State
 from jobtrail.errors import InvalidInput
 from jobtrail.providers.credentials import unset_credentials
-from jobtrail.providers.spec import ProviderSpec
 from jobtrail.views import (
     driver,
-    explain_text,
     iso,
     operation_json,
     progress_text,
     relative,
     transition_json,
 )
-from jobtrail.worker.blobs import BlobStore, is_file_location, read_checked
+from jobtrail.worker.blobs import is_file_location
 
 console = Console(highlight=False)
 
@@ -208,12 +205,8 @@ async def submit(
     from jobtrail.providers.resolve import resolve_provider
 
     spec = resolve_provider(provider, load_plugins(provider_modules))
-    for name in unset_credentials(spec) if isinstance(spec, ProviderSpec) else ():
-        say(
-            f"warning: environment variable {name} is not set: the operation is recorded, "
-            f"but nothing can be sent to {spec.name!r} until it is",
-            err=True,
-        )
+    if (unset := unset_credentials(spec)) is not None:
+        say(unset.at_submit(), err=True)
     async with opened(settings, create=True) as ledger:
         op, existing = await ledger.admit(
             spec,
@@ -345,32 +338,24 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Tell an operation's story: what we asked, which remote job, what we observed, what
     we did next."""
     from jobtrail.providers.plugins import not_installed
+    from jobtrail.story import read_story
+    from jobtrail.views import timeline
 
     async with opened(settings) as ledger:
-        op = await ledger.find(operation_id)
-        operation_id = op.operation_id
-        body = ledger.redactor(op).json(op.request.body)
-        missing = not_installed(op)
-        store = ledger.store
-        hist, attempts = await store.history(operation_id), await store.attempts(operation_id)
-        observations = await store.observations(operation_id)
-        now = ledger.clock()
-    if as_json:
-        from jobtrail.views import timeline
-
-        emit_json(
-            operation_json(op, now)
-            | ({"provider_missing": f"{driver(op)} is {missing}"} if missing else {})
-            | {
-                "request_body": body,
-                "timeline": [
-                    {"at": iso(at), "event": text}
-                    for at, text in timeline(op, hist, attempts, observations)
-                ],
-            }
-        )
-    else:
-        say(explain_text(op, hist, attempts, observations, now, body=body, missing=missing))
+        story = await read_story(ledger, await ledger.find(operation_id))
+    op, missing = story.op, not_installed(story.op)
+    if not as_json:
+        say(story.text(missing=missing))
+        return
+    events = timeline(op, story.history, story.attempts, story.observations)
+    emit_json(
+        operation_json(op, story.now)
+        | ({"provider_missing": f"{driver(op)} is {missing}"} if missing else {})
+        | {
+            "request_body": story.body,
+            "timeline": [{"at": iso(at), "event": text} for at, text in events],
+        }
+    )
 
 
 @click.command()
@@ -407,15 +392,16 @@ async def cancel(
 @run_async
 async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show the validated result summary and where the content is stored."""
+    from jobtrail.client.result import read_back
+
     async with opened(settings) as ledger:
         op = await ledger.find(operation_id)
     summary = operation_json(op, op.created_at)["result"]
     problem = None
     if op.result is not None and op.result.location and is_file_location(op.result.location):
-        path, problem = await asyncio.to_thread(
-            _recheck, BlobStore(settings.data_dir).locate(op.result.location), op.result.sha256
-        )
-        summary["location"] = str(path)
+        # the path handed out is re-hashed first; other stores' locations are only named
+        stored = await read_back(op.result.location, op.result.sha256, None, settings.data_dir)
+        summary["location"], problem = str(stored.path), stored.problem
         if problem:  # never shown as valid: what was validated is not what is stored now
             summary["valid"] = False
             summary["problems"] = [*summary["problems"], problem]
@@ -450,14 +436,6 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
     print_table(table)
     if problem:
         fail(problem)
-
-
-def _recheck(path: Path, sha256: str | None) -> tuple[Path, str | None]:
-    """The stored file, re-hashed against the digest recorded when it was validated."""
-    try:
-        return path, read_checked(path, sha256).problem
-    except OSError as exc:
-        return path, f"the stored result cannot be read at {path} ({exc.strerror or exc})"
 
 
 COMMANDS = [submit, status, list_, history, explain, cancel, result]

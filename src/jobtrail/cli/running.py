@@ -155,7 +155,8 @@ async def run(
             broken = rt.providers.plugins.broken.get(op.provider)
             why = f" ({broken})" if broken else ""
             fail(missing_message(op) + why, code=RunExit.PROVIDER_MISSING)
-        if await warn_unset_credentials(rt, only=operation_id):
+        unset = await warn_unset_credentials(rt, only=operation_id)
+        if any(not each.code for each in unset):  # its calls would stop before sending
             fail(
                 f"{operation_id} cannot be sent: set the variable named above and run it "
                 "again (nothing was sent)",

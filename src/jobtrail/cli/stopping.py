@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from jobtrail.cli.context import say
 from jobtrail.core.states import ENDS_AUTOMATION, State
-from jobtrail.providers.credentials import unset_by_provider
+from jobtrail.providers.credentials import Unset, unset_by_provider
 from jobtrail.runtime import Runtime
 from jobtrail.views import shown
 
@@ -62,22 +62,17 @@ class Stopper:
         await self.rt.ledger.record_stop(self.rt.runner.actor, data)
 
 
-async def warn_unset_credentials(rt: Runtime, only: str | None = None) -> dict[str, list[str]]:
-    """Name, on stderr, every credential variable that open operations' providers need and
-    that is not set; those operations cannot be sent until it is."""
+async def warn_unset_credentials(rt: Runtime, only: str | None = None) -> list[Unset]:
+    """Name, on stderr, every credential variable that open operations' providers read and
+    that is not set (providers.credentials says what each missing one means)."""
     if only is not None:
         op = await rt.ledger.get(only)
         ops = [] if op.state.ends_automation else [op]
     else:
         ops = await rt.ledger.store.list_operations(states=_OPEN, limit=1000)
     missing = unset_by_provider((op.provider, op.provider_config) for op in ops)
-    for provider, names in missing.items():
-        for name in names:
-            say(
-                f"WARNING: environment variable {name} is not set: nothing can be sent to "
-                f"provider {provider!r} until it is (its calls stop before sending).",
-                err=True,
-            )
+    for unset in missing:
+        say(unset.at_start(), err=True)
     return missing
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import getpass
 import os
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -19,24 +18,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from jobtrail.adoption import adopt
+from jobtrail import decisions, defaults
 from jobtrail.client.providers import ProviderRef, resolve_provider
 from jobtrail.client.result import Result, read_result
 from jobtrail.clock import Clock
-from jobtrail.core import outcomes as o
 from jobtrail.core.durations import parse_duration
-from jobtrail.core.ids import short_id
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.states import State
 from jobtrail.errors import ActionRefused, ClientClosed, InvalidInput, WaitTimedOut
 from jobtrail.providers.code import CodeProvider
 from jobtrail.runtime import Runtime, runtime
-from jobtrail.views import explain_text
+from jobtrail.story import read_story
 
 Duration = timedelta | str  # "90s", "2h", "1d" or a timedelta
-_DECISIONS = {
-    d.value: d for d in (o.Decision.ADOPT, o.Decision.MARK_FAILED, o.Decision.RETRY_AS_NEW)
-}
 
 
 class Client:
@@ -70,10 +64,10 @@ class Client:
         poll_interval: float = 0.2,
         clock: Clock | None = None,
     ) -> None:
-        self.db = os.fspath(db) if db is not None else os.environ.get("JOBTRAIL_DB", "jobtrail.db")
-        self.data_dir = Path(data_dir) if data_dir is not None else _default_data_dir(self.db)
-        self.results = results or os.environ.get("JOBTRAIL_RESULTS") or None
-        self.actor = actor or os.environ.get("JOBTRAIL_ACTOR") or f"python:{_user()}"
+        self.db = defaults.ledger_url(os.fspath(db) if db is not None else None)
+        self.data_dir = Path(data_dir) if data_dir is not None else defaults.data_dir_for(self.db)
+        self.results = defaults.results_url(results)
+        self.actor = actor or defaults.actor("python")
         key = audit_key if audit_key is not None else os.environ.get("JOBTRAIL_AUDIT_KEY")
         if isinstance(key, str):
             key = key.encode("utf-8")
@@ -195,8 +189,6 @@ class Client:
     ) -> Operation:
         """Record the intent to cancel. The job stops only when the provider says so; it may
         still succeed or fail first. Follow it with `wait`."""
-        if not reason.strip():
-            raise InvalidInput("give a reason for the cancel; it is recorded with the intent")
         rt = self._opened
         op = await rt.ledger.cancel(
             operation_id, actor=actor or self.actor, reason=reason, expected_effect=expected_effect
@@ -266,20 +258,15 @@ class Client:
     async def explain(self, operation_id: str) -> str:
         """The operation's story, as `jobtrail explain` tells it."""
         rt = self._opened
-        op = await rt.ledger.get(operation_id)
-        store = rt.ledger.store
-        return explain_text(
-            op,
-            await store.history(operation_id),
-            await store.attempts(operation_id),
-            await store.observations(operation_id),
-            rt.ledger.clock(),
-            missing=(
-                "not available to this client: pass its module in provider_modules, or install it"
-                if op.provider_kind is ProviderKind.CODE
-                and op.provider not in rt.providers.code_names()
-                else None
-            ),
+        story = await read_story(rt.ledger, await rt.ledger.get(operation_id))
+        missing = story.op.provider_kind is ProviderKind.CODE and (
+            story.op.provider not in rt.providers.code_names()
+        )
+        return story.text(
+            missing="not available to this client: pass its module in provider_modules, or "
+            "install it"
+            if missing
+            else None
         )
 
     # -- human decisions -----------------------------------------------------------------
@@ -296,28 +283,13 @@ class Client:
         """A recorded decision for an operation in needs_human: "adopt" (a remote job id:
         `job_id`), "mark-failed", or "retry-as-new". Returns the operation to follow: the
         same one, or for retry-as-new the new operation (same request, new token)."""
-        choice = _DECISIONS.get(decision.replace("-", "_"))
-        if choice is None:
-            raise InvalidInput(
-                f"unknown decision {decision!r}; use adopt, mark-failed or retry-as-new"
-            )
         rt = self._opened
         who = actor or self.actor
-        human = o.HumanDecision(
-            decision=choice,
-            actor=who,
-            reason=reason,
-            job_id=job_id,
-            request_id=short_id("req_", rt.ledger.rand),
+        done = await decisions.resolve(
+            rt.ledger, rt.providers, operation_id, decision, actor=who, reason=reason, job_id=job_id
         )
-        if choice is o.Decision.ADOPT:
-            op = await adopt(rt.ledger, rt.providers, operation_id, human)
-        else:
-            op = await rt.ledger.decide(operation_id, human)
-        if choice is o.Decision.RETRY_AS_NEW:
-            op = await rt.ledger.resubmit(op, actor=who, reason=reason)
         rt.worker.wake()
-        return op
+        return done.replaced_by or done.op
 
     async def extend(
         self,
@@ -332,17 +304,17 @@ class Client:
         cancellation_unconfirmed (`cancel_deadline`): the new deadline is now + duration."""
         if (result_deadline is None) == (cancel_deadline is None):
             raise InvalidInput("give exactly one of result_deadline or cancel_deadline")
-        duration = _duration(result_deadline or cancel_deadline)
-        assert duration is not None
+        by = _duration(result_deadline or cancel_deadline)
+        assert by is not None
         rt = self._opened
-        human = o.HumanDecision(
-            decision=o.Decision.EXTEND,
+        op = await decisions.extend(
+            rt.ledger,
+            operation_id,
+            deadline="result" if result_deadline is not None else "cancel",
+            by=by,
             actor=actor or self.actor,
             reason=reason,
-            new_deadline=rt.ledger.clock() + duration,
-            request_id=short_id("req_", rt.ledger.rand),
         )
-        op = await rt.ledger.decide(operation_id, human)
         rt.worker.wake()
         return op
 
@@ -361,17 +333,3 @@ def _duration(value: Duration | None) -> timedelta | None:
     if value is None or isinstance(value, timedelta):
         return value
     return parse_duration(value)
-
-
-def _default_data_dir(db: str) -> Path:
-    if os.environ.get("JOBTRAIL_DATA"):
-        return Path(os.environ["JOBTRAIL_DATA"])
-    base = Path.cwd() if db.startswith(("postgresql://", "postgres://")) else Path(db).parent
-    return base / "jobtrail-data"
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"

@@ -11,7 +11,7 @@ from pathlib import Path
 from jobtrail.core.model import ItemCounts, Operation
 from jobtrail.core.states import State
 from jobtrail.errors import ResultCorrupted, ResultError
-from jobtrail.results import Results
+from jobtrail.results import Results, ResultStore
 from jobtrail.worker.blobs import BlobStore, changed, is_file_location, read_checked
 
 
@@ -57,28 +57,57 @@ class Result:
         return self.read_bytes().decode(encoding)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Stored:
+    """A result's content as read back now: a file on this machine (its path, size and
+    first bytes) or the content from its result store, whole; `problem` when it cannot be
+    read or is no longer what was validated."""
+
+    path: Path | None = None
+    content: bytes | None = None
+    head: bytes = b""
+    size: int | None = None
+    problem: str | None = None
+
+
+async def read_back(
+    location: str,
+    sha256: str | None,
+    results: ResultStore | None,
+    data_dir: Path | None = None,
+    *,
+    keep: int = 0,
+) -> Stored:
+    """The content at a recorded `location`, re-hashed against `sha256` (None: a file's own
+    content address), keeping a file's first `keep` bytes. A file is found under `data_dir`
+    when its location is an older, relative one; any other location is read through
+    `results` (which re-checks its hash), or as a path when there is none. The Client, the
+    agent tools and the CLI read results only through here."""
+    if results is None or is_file_location(location):
+        path = BlobStore(data_dir).locate(location) if data_dir else Path(location)
+        try:
+            read = await asyncio.to_thread(read_checked, path, sha256, keep)
+        except OSError as exc:
+            unreadable = f"the stored result cannot be read at {path} ({exc.strerror or exc})"
+            return Stored(path=path, problem=unreadable)
+        return Stored(path=path, head=read.head, size=read.size, problem=read.problem)
+    try:
+        content = await results.read(location)
+    except ResultError as exc:
+        return Stored(problem=str(exc))
+    return Stored(content=content, head=content[:keep], size=len(content))
+
+
 async def read_result(op: Operation, results: Results, data_dir: Path) -> Result:
     """The operation's result summary, its content located and re-hashed. The caller has
     checked that a summary exists."""
     summary = op.result
     assert summary is not None
-    path: Path | None = None
-    content: bytes | None = None
-    problem: str | None = None
     location = summary.location
-    if location and is_file_location(location):
-        path = BlobStore(data_dir).locate(location)
-        try:
-            problem = (await asyncio.to_thread(read_checked, path, summary.sha256)).problem
-        except OSError as exc:
-            problem = f"the stored result cannot be read at {path} ({exc.strerror or exc})"
-    elif location:
-        try:
-            content = await results.read(location)
-        except ResultError as exc:
-            problem = str(exc)
-    if problem:  # never handed out as valid: what was validated is not what is stored now
-        path, content = None, None
+    stored = await read_back(location, summary.sha256, results, data_dir) if location else None
+    problem = stored.problem if stored else None
+    # never handed out when invalid: what was validated is not what is stored now
+    kept = stored if stored and not problem else Stored()
     return Result(
         operation_id=op.operation_id,
         state=op.state,
@@ -91,6 +120,6 @@ async def read_result(op: Operation, results: Results, data_dir: Path) -> Result
         records=summary.records,
         items=summary.items,
         location=location,
-        path=path,
-        content=content,
+        path=kept.path,
+        content=kept.content,
     )

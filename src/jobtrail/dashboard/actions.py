@@ -8,10 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from string import Template
 
-from jobtrail.adoption import adopt
-from jobtrail.core import outcomes as o
+from jobtrail import decisions
 from jobtrail.core.durations import parse_duration
-from jobtrail.core.ids import short_id
 from jobtrail.core.model import Operation
 from jobtrail.core.states import REMOTE_MAY_RUN, State
 from jobtrail.dashboard.html import Html, join, path, render
@@ -47,7 +45,6 @@ async def perform(
     if not reason:
         raise InvalidInput("every action needs a reason: say why, it goes into the audit log")
     before = await ledger.get(operation_id)
-    request_id = short_id("req_", ledger.rand)
     if action == "cancel":
         after = await ledger.cancel(operation_id, actor=actor, reason=reason)
         intent = after.cancel_intent
@@ -59,17 +56,11 @@ async def perform(
             f"keeps observing; state now {after.state}",
         )
     if action == "extend":
-        which = form.get("deadline", "result")
-        decision = o.Decision.EXTEND_CANCEL if which == "cancel" else o.Decision.EXTEND
+        which: decisions.Deadline = "cancel" if form.get("deadline") == "cancel" else "result"
         duration = parse_duration(form.get("duration", "").strip() or "1h")
-        human = o.HumanDecision(
-            decision=decision,
-            actor=actor,
-            reason=reason,
-            new_deadline=ledger.clock() + duration,
-            request_id=request_id,
+        after = await decisions.extend(
+            ledger, operation_id, deadline=which, by=duration, actor=actor, reason=reason
         )
-        after = await ledger.decide(operation_id, human)
         return Done(
             before=before,
             after=after,
@@ -77,31 +68,22 @@ async def perform(
         )
     if action != "resolve":
         raise InvalidInput(f"no action {action!r}; actions are {', '.join(ACTIONS)}")
-    try:
-        choice = o.Decision(form.get("decision", "").replace("-", "_"))
-    except ValueError:
-        raise InvalidInput("decision must be adopt, mark_failed or retry_as_new") from None
-    if choice not in (o.Decision.ADOPT, o.Decision.MARK_FAILED, o.Decision.RETRY_AS_NEW):
-        raise InvalidInput("decision must be adopt, mark_failed or retry_as_new")
-    human = o.HumanDecision(
-        decision=choice,
+    choice = form.get("decision", "")
+    done = await decisions.resolve(
+        ledger,
+        providers,
+        operation_id,
+        choice,
         actor=actor,
         reason=reason,
         job_id=form.get("job_id", "").strip() or None,
-        request_id=request_id,
     )
-    if choice is o.Decision.ADOPT:
-        after = await adopt(ledger, providers, operation_id, human)
-    else:
-        after = await ledger.decide(operation_id, human)
-    replaced = None
-    if choice is o.Decision.RETRY_AS_NEW:
-        replaced = (await ledger.resubmit(after, actor=actor, reason=reason)).operation_id
+    replaced = done.replaced_by.operation_id if done.replaced_by else None
     return Done(
         before=before,
-        after=after,
-        message=f"decision {choice.value} recorded; state now {after.state}"
-        + (f"; submitted again as {replaced}" if replaced else ""),
+        after=done.op,
+        message=f"decision {decisions.resolution(choice).value} recorded; state now "
+        f"{done.op.state}" + (f"; submitted again as {replaced}" if replaced else ""),
         replaced_by=replaced,
     )
 

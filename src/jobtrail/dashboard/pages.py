@@ -10,11 +10,12 @@ from datetime import datetime
 from string import Template
 from typing import Any
 
-from jobtrail.core.model import Attempt, Observation, Operation, Transition
+from jobtrail.core.model import Attempt, Operation
 from jobtrail.core.states import State
 from jobtrail.dashboard.html import Html, join, path, query, relative, render, when
 from jobtrail.store.finding import OperationPage, OperationQuery
-from jobtrail.views import escalation_bundle, timeline, waiting_for
+from jobtrail.story import Story
+from jobtrail.views import timeline, waiting_for
 
 ATTENTION = (
     State.CREATE_UNKNOWN,
@@ -180,15 +181,6 @@ def _page_link(form: dict[str, str], number: int, label: str) -> Html:
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class Story:
-    op: Operation
-    history: list[Transition]
-    attempts: list[Attempt]
-    observations: list[Observation]
-    audit: list[dict[str, Any]]
-
-
 def facts(story: Story, now: datetime) -> Html:
     op = story.op
     rows: list[tuple[str, object]] = [
@@ -299,9 +291,7 @@ def story_sections(story: Story, now: datetime) -> Html:
     audit = join(_audit_row(entry) for entry in story.audit)
     request = op.request
     body = json.dumps(request.body, indent=2, ensure_ascii=False, sort_keys=True, default=str)
-    bundle = json.dumps(
-        escalation_bundle(op, story.history, story.attempts, now), indent=2, ensure_ascii=False
-    )
+    bundle = json.dumps(story.escalation(), indent=2, ensure_ascii=False)
     return render(
         Template(
             '<h2>Timeline</h2><ol class="timeline">$lines</ol>'

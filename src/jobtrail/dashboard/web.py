@@ -23,7 +23,6 @@ from jobtrail.dashboard.html import Html, page, render
 from jobtrail.dashboard.pages import (
     ATTENTION,
     Attention,
-    Story,
     attention_page,
     facts,
     list_page,
@@ -34,7 +33,7 @@ from jobtrail.ledger import Ledger
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results
 from jobtrail.store.finding import OperationQuery
-from jobtrail.views import escalation_bundle
+from jobtrail.story import Story, read_story
 
 log = logging.getLogger("jobtrail.dashboard")
 PAGE_SIZE = 50
@@ -205,16 +204,7 @@ class Dashboard:
         return self._html(page("Operations", body, self._who(who)))
 
     async def _story(self, operation_id: str) -> Story:
-        store = self.ledger.store
-        op = await self.ledger.get(operation_id)
-        rows = await store.audit_rows(operation_id)
-        return Story(
-            op=op,
-            history=await store.history(operation_id),
-            attempts=await store.attempts(operation_id),
-            observations=await store.observations(operation_id),
-            audit=[json.loads(row.entry) for row in rows],
-        )
+        return await read_story(self.ledger, await self.ledger.get(operation_id), audit=True)
 
     async def operation(
         self, request: web.Request, who: Principal, notice: Html | None = None, status: int = 200
@@ -252,7 +242,7 @@ class Dashboard:
 
     async def escalation(self, request: web.Request, who: Principal) -> web.StreamResponse:
         story = await self._story(request.match_info["id"])
-        bundle = escalation_bundle(story.op, story.history, story.attempts, self.now())
+        bundle = story.escalation()
         return web.json_response(bundle, dumps=lambda d: json.dumps(d, indent=2, default=str))
 
     async def act(self, request: web.Request, who: Principal) -> web.StreamResponse:
