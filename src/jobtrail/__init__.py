@@ -24,8 +24,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from jobtrail.core.model import ItemCounts, Operation, ResultSummary
-from jobtrail.core.states import State
 from jobtrail.errors import (
     ActionRefused,
     ClientClosed,
@@ -47,6 +45,8 @@ from jobtrail.errors import (
 
 if TYPE_CHECKING:
     from jobtrail.client import Client, Result, SyncClient
+    from jobtrail.core.model import ItemCounts, Operation, ResultSummary
+    from jobtrail.core.states import State
     from jobtrail.providers.spec import ProviderSpec
 
 __all__ = [
@@ -82,6 +82,12 @@ _LAZY = {
     "SyncClient": "jobtrail.client",
     "Result": "jobtrail.client",
     "ProviderSpec": "jobtrail.providers.spec",
+    # The record types too: `jobtrail.cli` (a subpackage) runs this module, and
+    # `jobtrail --version` should not pay for the core's dataclasses.
+    "ItemCounts": "jobtrail.core.model",
+    "Operation": "jobtrail.core.model",
+    "ResultSummary": "jobtrail.core.model",
+    "State": "jobtrail.core.states",
 }
 
 

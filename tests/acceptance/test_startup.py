@@ -12,8 +12,9 @@ from cliutil import Workspace
 HEAVY = ("aiohttp", "psycopg", "mcp", "jsonschema")
 
 
-def imported(ws: Workspace, *args: str) -> set[str]:
-    """The top-level packages `jobtrail ARGS` imports, from `python -X importtime`."""
+def imported(ws: Workspace, *args: str, whole: bool = False) -> set[str]:
+    """The top-level packages `jobtrail ARGS` imports, from `python -X importtime` (with
+    `whole`, the full module names)."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "jobtrail.cli.main", *args],
         cwd=ws.root,
@@ -24,7 +25,7 @@ def imported(ws: Workspace, *args: str) -> set[str]:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     names = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*([\w.]+)$", done.stderr, re.M)
-    return {name.split(".")[0] for name in names}
+    return set(names) if whole else {name.split(".")[0] for name in names}
 
 
 def test_version_imports_no_heavy_package(ws: Workspace) -> None:
@@ -33,6 +34,17 @@ def test_version_imports_no_heavy_package(ws: Workspace) -> None:
     modules = imported(ws, "--version")
     assert "click" in modules  # the parse above saw the imports
     assert set(HEAVY) & modules == set()
+
+
+def test_version_imports_no_record_types_nor_tables(ws: Workspace) -> None:
+    """`jobtrail --version` loads neither rich (tables) nor the core's record types, the
+    store interface or the views: only click, the command group and the settings."""
+    modules = imported(ws, "--version", whole=True)
+    assert "jobtrail.cli.context" in modules  # the parse above saw jobtrail's imports
+    unwanted = {"rich", "jobtrail.core", "jobtrail.store.base", "jobtrail.views"}
+    assert {
+        m for m in modules if m in unwanted or m.startswith(("rich.", "jobtrail.core."))
+    } == set()
 
 
 def test_status_on_sqlite_imports_no_heavy_package(ws: Workspace) -> None:

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 import click
-from rich.text import Text
 
 from jobtrail.defaults import actor, data_dir_for, ledger_url, results_url
 from jobtrail.errors import JobtrailError
 from jobtrail.store.urls import MASK, shown_url, url_passwords
-from jobtrail.views import json_text, shown, shown_lines
 
 if TYPE_CHECKING:  # imported where used: `jobtrail --version` needs none of them
+    from rich.text import Text
+
     from jobtrail.ledger import Ledger
 
 P = ParamSpec("P")
@@ -89,6 +89,8 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
+    from jobtrail.views import shown_lines
+
     click.echo(f"error: {shown_lines(without_db_password(message))}", err=True)
     sys.exit(code)
 
@@ -106,16 +108,24 @@ def without_db_password(text: str) -> str:
 
 
 def emit_json(document: Any) -> None:
+    from jobtrail.views import json_text
+
     click.echo(json_text(document))
 
 
 def say(text: str, *, err: bool = False) -> None:
     """Print text for people; whatever a provider put in it cannot drive the terminal."""
+    from jobtrail.views import shown_lines
+
     click.echo(shown_lines(text), err=err)
 
 
 def cell(value: object) -> Text:
     """A table cell for people: neutralized (`shown`) and never read as rich markup."""
+    from rich.text import Text
+
+    from jobtrail.views import shown
+
     return Text(shown(value))
 
 

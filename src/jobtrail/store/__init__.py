@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from jobtrail.errors import StoreError
-from jobtrail.store.base import Change, Claim, CommitResult, Lease, Store
 from jobtrail.store.urls import shown_url
+
+if TYPE_CHECKING:
+    from jobtrail.store.base import Change, Claim, CommitResult, Lease, Store
 
 __all__ = ["Change", "Claim", "CommitResult", "Lease", "Store", "open_store", "shown_url"]
 
@@ -31,3 +34,13 @@ async def open_store(url: str, *, audit_key: bytes | None = None, create: bool =
     from jobtrail.store.sqlite import SqliteStore
 
     return await SqliteStore.open(url, audit_key=audit_key, create=create)
+
+
+def __getattr__(name: str) -> Any:
+    """The interface's names, imported on first use: `jobtrail.store.urls` (masking a
+    ledger URL, which every command does) must not load the record types."""
+    if name in {"Change", "Claim", "CommitResult", "Lease", "Store"}:
+        from jobtrail.store import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module 'jobtrail.store' has no attribute {name!r}")
