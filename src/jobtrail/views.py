@@ -328,9 +328,14 @@ def explain_text(
             f"  unreadable: the provider's status answers were unreadable (no state could be "
             f"read from them): {op.refused_reads} in a row since {iso(op.refused_since)}"
         )
-    elif op.refused_reads:
+    elif op.refused_reads and op.state is State.NEEDS_HUMAN:
         lines.append(
             f"  refused:    {op.refused_reads} status reads in a row since {iso(op.refused_since)}"
+        )
+    elif op.refused_reads:
+        lines.append(
+            f"  not read:   {op.refused_reads} status reads in a row refused or unreadable "
+            f"since {iso(op.refused_since)}"
         )
     if op.cancel_intent:
         ci = op.cancel_intent

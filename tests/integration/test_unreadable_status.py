@@ -13,6 +13,7 @@ from datetime import timedelta
 
 import pytest
 
+from jobtrail.agent.tools import AgentTools
 from jobtrail.core.model import Attempt, AttemptKind, Operation
 from jobtrail.core.states import Evidence, State
 from jobtrail.views import escalation_bundle, explain_text
@@ -56,7 +57,9 @@ async def test_unreadable_status_answers_end_in_needs_human(rig: Harness, body: 
     attempts = await rig.rt.ledger.store.attempts(op.operation_id)
     text = explain_text(op, history, attempts, [], op.created_at)
     assert "the provider's status answers were unreadable" in text
-    assert "5 in a row" in text
+    assert "5 in a row" in text and "-> ambiguous HTTP 200: the status answer" in text
+    told = await AgentTools(rig.rt.ledger, worker_running=False).explain_job(op.operation_id)
+    assert "the provider's status answers were unreadable" in told.explanation
     bundle = escalation_bundle(op, history, attempts, op.created_at)
     assert "nothing readable as a state" in bundle["summary"]
     assert len([r for r in bundle["request_history"] if r["kind"] == "status"]) == 5

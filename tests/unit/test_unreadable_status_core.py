@@ -20,6 +20,7 @@ from jobtrail.core.schedule import Refusals
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.providers import parse
 from jobtrail.providers.config import parse_provider
+from jobtrail.views import escalation_bundle, explain_text
 
 from factories import T0, make_op
 
@@ -165,3 +166,24 @@ def test_an_unknown_state_word_is_readable() -> None:
     outcome = parse.parse_status(SPEC, 200, {}, b'{"state": "warming_up"}')
     assert isinstance(outcome, o.Observed)
     assert outcome.remote_status is RemoteStatus.UNKNOWN
+
+
+# -- what people are told -----------------------------------------------------------------
+
+
+def test_explain_names_the_kind_of_stop() -> None:
+    """A run stopped by unreadable answers is explained as such; a live run as either."""
+    op = observing()
+    for i in range(3):
+        op = run(op, unreadable(f"at_{i}"), T0 + timedelta(seconds=i))
+    assert "not read:   3 status reads in a row refused or unreadable" in explain_text(
+        op, [], [], [], T0
+    )
+    applied = apply(op, unreadable("at_3"), T0 + timedelta(seconds=9), actor="w", policy=POLICY)
+    stopped, history = applied.operation, list(applied.transitions)
+    assert stopped.state is State.NEEDS_HUMAN
+    text = explain_text(stopped, history, [], [], T0)
+    assert "unreadable: the provider's status answers were unreadable" in text
+    assert "refused:" not in text
+    summary = escalation_bundle(stopped, history, [], T0)["summary"]
+    assert "nothing readable as a state" in summary
