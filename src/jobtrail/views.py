@@ -11,7 +11,7 @@ from typing import Any
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import Attempt, Observation, Operation, ProviderKind, Transition
 from jobtrail.core.plan import Nothing, Wait, plan
-from jobtrail.core.states import EVIDENCE_MEANING, REMOTE_MAY_RUN, State
+from jobtrail.core.states import EVIDENCE_MEANING, REMOTE_MAY_RUN, Evidence, State
 
 
 def shown(value: object) -> str:
@@ -323,9 +323,19 @@ def explain_text(
         lines.append(
             f"  conflict:   provider tied this operation to {', '.join(op.conflicting_job_ids)}"
         )
-    if op.refused_reads:
+    if op.refused_reads and _stopped_unreadable(op, history):
+        lines.append(
+            f"  unreadable: the provider's status answers were unreadable (no state could be "
+            f"read from them): {op.refused_reads} in a row since {iso(op.refused_since)}"
+        )
+    elif op.refused_reads and op.state is State.NEEDS_HUMAN:
         lines.append(
             f"  refused:    {op.refused_reads} status reads in a row since {iso(op.refused_since)}"
+        )
+    elif op.refused_reads:
+        lines.append(
+            f"  not read:   {op.refused_reads} status reads in a row refused or unreadable "
+            f"since {iso(op.refused_since)}"
         )
     if op.cancel_intent:
         ci = op.cancel_intent
@@ -437,11 +447,21 @@ def escalation_bundle(
         "provider_request_ids": [a.provider_request_id for a in attempts if a.provider_request_id],
         "request_history": [attempt_json(a) for a in attempts],
         "transitions": [transition_json(t) for t in history],
-        "summary": _escalation_summary(op),
+        "summary": _escalation_summary(op, history),
     }
 
 
-def _escalation_summary(op: Operation) -> str:
+def _stopped_unreadable(op: Operation, history: list[Transition]) -> bool:
+    """Whether automation stopped on status answers that could not be read as a state."""
+    stops = [t for t in history if t.to_state is State.NEEDS_HUMAN]
+    return (
+        op.state is State.NEEDS_HUMAN
+        and bool(stops)
+        and stops[-1].evidence is Evidence.READS_UNREADABLE
+    )
+
+
+def _escalation_summary(op: Operation, history: list[Transition]) -> str:
     match op.state:
         case State.CANCELLATION_UNCONFIRMED:
             return (
@@ -453,6 +473,14 @@ def _escalation_summary(op: Operation) -> str:
                 f"{op.provider} tied one idempotency token / client reference to several "
                 f"jobs ({', '.join(op.conflicting_job_ids)}). Automation stopped; decide "
                 "which job is ours."
+            )
+        case State.NEEDS_HUMAN if op.refused_reads and _stopped_unreadable(op, history):
+            return (
+                f"{op.provider} answered {op.refused_reads} status reads of job "
+                f"{op.remote_job_id} in a row with nothing readable as a state (no body, no "
+                "state field, JSON cut short or not JSON; the answers are in request_history). "
+                "Automation stopped; check the job, then adopt it to resume polling or "
+                "mark the operation failed."
             )
         case State.NEEDS_HUMAN if op.refused_reads:
             return (

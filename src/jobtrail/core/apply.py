@@ -165,6 +165,10 @@ def _on_ambiguous(draft: Draft, out: o.Outcome) -> None:
             draft.schedule_poll(None)
         else:
             draft.schedule_retry(retry_after, 0)
+    elif isinstance(out, o.Ambiguous) and out.unreadable and op.state in _WATCHING:
+        # The provider answered, but with nothing readable as a state: counted like a
+        # refusal, so that a provider that keeps doing it stops for a person.
+        refused.on_refused_read(draft, out)
     else:
         draft.schedule_poll(retry_after)
 

@@ -68,6 +68,10 @@ class Ambiguous:
     http_status: int | None = None
     request_id: str | None = None
     ref: str | None = None
+    # The provider answered (2xx, or a code its file declares) but the answer states nothing
+    # readable: no body, `{}`, JSON cut short, not JSON. Not a transport failure: the core
+    # counts a run of them as a contract breach (see core/refused.py).
+    unreadable: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -33,7 +33,7 @@ class PollDefaults:
     max: float = 3600.0  # ceiling of every wait, hints included (`[poll] max`)
     lowest_min: float = 0.001  # a smaller `[poll] min` would let `Retry-After: 0` spin
     not_found_grace: float = 30.0  # `[poll] not_found_grace`
-    max_refused_reads: int = 5  # `[poll] max_refused_reads`
+    max_refused_reads: int = 5  # `[poll] max_refused_reads` (refused or unreadable reads)
     retry_initial: float = 1.0  # retries of a create or a cancel back off faster...
     retry_cap: float = 30.0  # ...and give up waiting longer sooner than polls
 
@@ -73,11 +73,12 @@ class Bounds:
 
 @dataclass(frozen=True, kw_only=True)
 class Refusals:
-    """What refused status reads (4xx other than 408/425/429) lead to.
+    """What refused status reads (4xx other than 408/425/429), and status answers that
+    cannot be read as a state, lead to (see core/refused.py).
 
     A 404 while no status read has succeeded yet, within `not_found_grace` seconds of the
     first refusal, means "not visible yet" (providers answer 404 for a moment after a
-    create) and does not count. Otherwise `limit` refusals in a row stop automation."""
+    create) and does not count. Otherwise `limit` of them in a row stop automation."""
 
     not_found_grace: float = POLL_DEFAULTS.not_found_grace
     limit: int = POLL_DEFAULTS.max_refused_reads

@@ -104,6 +104,7 @@ class Evidence(StrEnum):
     CANCEL_DEADLINE_PASSED = "cancel_deadline_passed"
     HUMAN_DECISION = "human_decision"
     READS_REFUSED = "reads_refused"
+    READS_UNREADABLE = "reads_unreadable"
 
 
 EVIDENCE_MEANING: dict[Evidence, str] = {
@@ -136,6 +137,9 @@ EVIDENCE_MEANING: dict[Evidence, str] = {
     Evidence.HUMAN_DECISION: "a recorded human decision (actor and reason)",
     Evidence.READS_REFUSED: "status reads refused (4xx) as many times in a row as the "
     "provider file's [poll] max_refused_reads",
+    Evidence.READS_UNREADABLE: "status answers that could not be read as a state (no body, "
+    "no state field, JSON cut short, not JSON), with any refused ones, as many times in a "
+    "row as the provider file's [poll] max_refused_reads",
 }
 
 S, E = State, Evidence
@@ -186,7 +190,7 @@ for _from in _OBSERVING:
     TRANSITIONS[(_from, S.CANCELLED)] = frozenset({E.OBSERVED_CANCELLED})
     TRANSITIONS[(_from, S.RESULT_TIMED_OUT)] = frozenset({E.RESULT_DEADLINE_PASSED})
     TRANSITIONS[(_from, S.CANCEL_REQUESTED)] = frozenset({E.CANCEL_INTENT})
-    TRANSITIONS[(_from, S.NEEDS_HUMAN)] = frozenset({E.READS_REFUSED})
+    TRANSITIONS[(_from, S.NEEDS_HUMAN)] = frozenset({E.READS_REFUSED, E.READS_UNREADABLE})
 for _from in _CANCELLING:
     TRANSITIONS[(_from, S.CANCELLED)] = frozenset({E.OBSERVED_CANCELLED})
     TRANSITIONS[(_from, S.RESULT_COLLECTING)] = _PARTIAL

@@ -345,6 +345,8 @@ class HttpProvider:
         if kind is AttemptKind.RESULT and not linked and (rule.source != "path" or rule.link):
             return self._result_in_status(status, headers, body, detail)
         reply = self._read(kind, status, headers, body, detail, req.url, operation_id, via)
+        if isinstance(reply.outcome, o.Ambiguous) and reply.outcome.unreadable:
+            detail["error"] = reply.outcome.reason  # why the kept answer says no state
         if kind is not AttemptKind.RESULT and _may_say_why(status, reply.outcome):
             # read only when there is a failure to explain: a running poll parses once
             failure = parse.provider_error(self.spec, status, body)

@@ -269,8 +269,12 @@ def parse_status(
     if not 200 <= status < 300 and reading is None:
         return error_outcome(status, headers, body, what="status", req=req)
     document, problem = read_json(body) if body.strip() or reading is None else (None, None)
+    # From here on the provider answered: an answer that states nothing readable is
+    # marked unreadable, a fact the core weighs (core/refused.py), not a lost answer.
     if problem is not None and reading in (None, Reading.BODY):
-        return o.Ambiguous(reason=f"status {problem}", http_status=status, request_id=req)
+        why = "the status answer is empty" if not body.strip() else problem
+        why = why.replace("the answer", "the status answer", 1)
+        return o.Ambiguous(reason=why, http_status=status, request_id=req, unreadable=True)
     if problem is not None:
         document = None
     read = reading_.read_state(rule, spec.states, status, document)
@@ -279,6 +283,7 @@ def parse_status(
             reason=f"the status answer has no state text at `{'` or `'.join(rule.paths)}`",
             http_status=status,
             request_id=req,
+            unreadable=True,
         )
     word, mapped = read
     if mapped is RemoteStatus.SUCCEEDED and _counted(document, rule.cancelled_count):

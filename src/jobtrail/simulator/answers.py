@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from jobtrail.simulator.faults import Throttle
+from jobtrail.simulator.faults import UNREADABLE_BODIES, Throttle
 
 # one encoder for every answer: json.dumps(..., separators=...) builds a new one per call
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
@@ -70,3 +70,18 @@ def drop_connection(request: web.Request) -> web.Response:
         transport.close()
     # aiohttp's write to the closed transport fails quietly (ConnectionError is expected there)
     return web.Response(status=500)
+
+
+async def unreadable(request: web.Request, body: str) -> web.StreamResponse:
+    """A 200 whose body states nothing readable; `short` sends half of a body and closes the
+    connection before its Content-Length is reached (a transport failure, for contrast)."""
+    content = UNREADABLE_BODIES[body]
+    if body != "short":
+        return web.Response(status=200, body=content, content_type="application/json")
+    response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+    response.content_length = len(content)
+    await response.prepare(request)
+    await response.write(content[: len(content) // 2])
+    if request.transport is not None:
+        request.transport.close()
+    return response

@@ -14,6 +14,7 @@ from jobtrail.simulator.answers import (
     server_error,
     throttled,
     unauthorized,
+    unreadable,
 )
 from jobtrail.simulator.faults import HOSTILE_HEADER_TEXT
 from jobtrail.simulator.lifecycle import request_cancel
@@ -42,10 +43,11 @@ class JobEndpoints:
         job = st.jobs.get(job_id)
         return now, auth, job if job is not None else not_found(job_id)
 
-    async def status(self, request: web.Request) -> web.Response:
+    async def status(self, request: web.Request) -> web.StreamResponse:
         st = self.state
         now, auth, job = self._find(request, "status")
         job_id = request.match_info["job_id"]
+        response: web.StreamResponse
         if isinstance(job, web.Response):
             response = job
         else:
@@ -56,6 +58,9 @@ class JobEndpoints:
             if refusal is not None and (refusal.times is None or job.status_reads <= refusal.times):
                 # a refused read is not an observation either
                 response = error(refusal.status, "refused", f"status of {job_id} refused")
+            elif faults.unreadable_status and faults.unreadable_status.applies(job.status_reads):
+                # nothing readable as a state: not an observation, the job does not advance
+                response = await unreadable(request, faults.unreadable_status.body)
             elif throttle is not None and job.status_throttled < throttle.times:
                 # a throttled read is not an observation: the job does not advance
                 job.status_throttled += 1

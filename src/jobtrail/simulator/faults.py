@@ -91,6 +91,34 @@ class Refusal:
     times: int | None = None
 
 
+# What an `unreadable_status` answer's 200 carries, by name: each states nothing that can be
+# read as a state. `short` is the transport case for contrast: a body cut short of its
+# Content-Length (the connection closes mid-body), which a client sees as a broken call.
+UNREADABLE_BODIES = {
+    "empty": b"",
+    "no_state": b"{}",
+    "cut": b'{"job_id": "job", "state": "runn',
+    "not_json": b"<html><body>Service temporarily overloaded</body></html>",
+    "short": b'{"job_id": "job", "state": "running"}',
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Unreadable:
+    """Answer status reads 200 with ``UNREADABLE_BODIES[body]``: the first ``times`` reads,
+    or every ``every``-th read (2 = every other read), or every read when both are None.
+    An unreadable read is not an observation: the job does not advance."""
+
+    body: str
+    times: int | None = None
+    every: int | None = None
+
+    def applies(self, read: int) -> bool:
+        if self.every is not None:
+            return read % self.every == 0
+        return self.times is None or read <= self.times
+
+
 def _hint(name: str, raw: Any) -> Hint | None:
     if raw is None:
         return None
@@ -111,6 +139,22 @@ def _refusal(name: str, raw: Any) -> Refusal | None:
     if status in (408, 425, 429):
         raise FaultError(f"{name}.status {status} means 'later', not a refusal")
     return Refusal(status=status, times=_optional_int(f"{name}.times", raw.get("times")))
+
+
+def _unreadable(name: str, raw: Any) -> Unreadable | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or set(raw) - {"body", "times", "every"}:
+        raise FaultError(f"{name} must be an object with body, times and every")
+    body = raw.get("body")
+    if body not in UNREADABLE_BODIES:
+        raise FaultError(f"{name}.body must be one of {sorted(UNREADABLE_BODIES)}, got {body!r}")
+    every = raw.get("every")
+    return Unreadable(
+        body=body,
+        times=_optional_int(f"{name}.times", raw.get("times")),
+        every=None if every is None else _int(f"{name}.every", every, low=1),
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -165,13 +209,15 @@ class Faults:
     # hostile schedules (issue 9, items 4-6): see Hint and Refusal
     status_hint: Hint | None = None
     refuse_status: Refusal | None = None
+    # a provider that breaks its status contract: 200s that state nothing (see Unreadable)
+    unreadable_status: Unreadable | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form, for the admin endpoints."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, Throttle | Rejection | Hint | Refusal):
+            if isinstance(value, Throttle | Rejection | Hint | Refusal | Unreadable):
                 value = {k.name: getattr(value, k.name) for k in fields(value)}
             out[f.name] = value
         return out
@@ -355,4 +401,5 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "retry_malformed": _flag,
     "status_hint": _hint,
     "refuse_status": _refusal,
+    "unreadable_status": _unreadable,
 }
