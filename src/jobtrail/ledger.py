@@ -166,7 +166,7 @@ class Ledger:
         check_request(
             headers,
             body,
-            provider.redactor.extended(values=provider.secret_values()),
+            self._redactors.extended(provider.redactor, provider.secret_values()),
             own=_own_headers(provider),
         )
         values = checked(provider.create_placeholders, path)
