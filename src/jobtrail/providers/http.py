@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import time
 import uuid
@@ -32,6 +33,8 @@ from jobtrail.providers.placement import place
 from jobtrail.providers.protocol import Fetched, Reply
 from jobtrail.providers.spec import Cookies, SourceKind
 from jobtrail.providers.tracing import call_span
+
+_ORIGINS_KEPT = 8192  # status URLs resolved and remembered (about one per operation in flight)
 
 _KEEP_HEADERS = (
     "content-type",
@@ -63,6 +66,7 @@ class HttpProvider:
         self._rand = secrets.SystemRandom()
         self._base_origin = URL(spec.base_url).origin()
         self._redactors: dict[tuple[str, ...], Redactor] = {}
+        self._origins: dict[tuple[str, str], str | None] = {}
         # the session keeps no cookies; only a provider file that asks gets them, per operation
         self._cookies = OperationCookies() if spec.cookies is Cookies.PER_OPERATION else None
         # answer headers kept in the record: the usual ones and those naming request ids
@@ -123,7 +127,16 @@ class HttpProvider:
         it is a reference in the answer to that request), if it stays on the provider's
         origin (scheme, host, port) and carries no user info."""
         create_url = self.spec.base_url + pathvalues.fill(self.spec.create_path, op.request.path)
-        return reading.same_origin(self.spec.base_url, create_url, reference)
+        # A poll asks this three times (the recorded request, the sent one, the header that
+        # named the URL) and every poll of an operation asks it again: the answer is a pure
+        # function of the two URLs, worked out once per pair.
+        key = (create_url, reference)
+        if key in self._origins:
+            return self._origins[key]
+        if len(self._origins) >= _ORIGINS_KEPT:
+            self._origins.clear()
+        url = self._origins[key] = reading.same_origin(self.spec.base_url, create_url, reference)
+        return url
 
     def _prepare(self, kind: AttemptKind, op: Operation) -> Prepared | str:
         """The request to send, or why it cannot be sent."""
@@ -496,7 +509,7 @@ def _named(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _uuid4(rand: secrets.SystemRandom) -> str:
+def _uuid4(rand: random.Random) -> str:
     return str(uuid.UUID(bytes=rand.randbytes(16), version=4))
 
 
