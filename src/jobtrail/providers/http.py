@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import secrets
 import time
 import uuid
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from jobtrail.providers.placement import place
 from jobtrail.providers.protocol import Fetched, Reply
 from jobtrail.providers.spec import Cookies, SourceKind
 from jobtrail.providers.tracing import call_span
+from jobtrail.randomness import PooledSystemRandom
 
 _ORIGINS_KEPT = 8192  # status URLs resolved and remembered (about one per operation in flight)
 
@@ -63,7 +63,7 @@ class HttpProvider:
         self.spec, self.session = spec, session
         self.name: str = spec.name
         self.capabilities: Capabilities = spec.capabilities
-        self._rand = secrets.SystemRandom()
+        self._rand = PooledSystemRandom()
         self._base_origin = URL(spec.base_url).origin()
         self._redactors: dict[tuple[str, ...], Redactor] = {}
         self._origins: dict[tuple[str, str], str | None] = {}
