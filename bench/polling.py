@@ -116,7 +116,8 @@ async def run(quick: bool) -> Report:
         f"{n} operations observing, poll every {POLL}, concurrency {CONCURRENCY}: the worker "
         f"made {worker['claimed']} claims ({stats['calls']['status']} status calls reached the "
         f"simulator), {rate:.0f}/s over {worker['measured_seconds']:.1f}s after "
-        f"{warmup:.0f}s warmup; worker RSS {worker['rss_peak_mb']:.0f} MB"
+        f"{warmup:.0f}s warmup; worker CPU {worker['cpu_ms_per_claim']:.2f} ms per poll; "
+        f"worker RSS {worker['rss_peak_mb']:.0f} MB"
     )
     report.add(
         Figure(

@@ -8,7 +8,6 @@ MCP, worker, webhooks) call these methods and hold no rules of their own.
 from __future__ import annotations
 
 import random
-import secrets
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -50,6 +49,7 @@ from jobtrail.policy import Action, ActionPolicy, kind_of
 from jobtrail.providers.code import CodeSpec, stored_spec
 from jobtrail.providers.config import ProviderSpec, parse_provider, poll_rules
 from jobtrail.providers.pathvalues import checked
+from jobtrail.randomness import PooledSystemRandom
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
@@ -74,7 +74,7 @@ class Ledger:
         self.store = store
         self.actions = actions or ActionPolicy.default()
         self.clock: Now = clock or SystemClock().now
-        self.rand = rand or secrets.SystemRandom()
+        self.rand = rand or PooledSystemRandom()
         self._group = GroupCommitter(store) if group_commit else None
         self._policies: dict[tuple[tuple[str, str], ...], Policy] = {}
         self._redactors = Redactors()
@@ -166,7 +166,7 @@ class Ledger:
         check_request(
             headers,
             body,
-            provider.redactor.extended(values=provider.secret_values()),
+            self._redactors.extended(provider.redactor, provider.secret_values()),
             own=_own_headers(provider),
         )
         values = checked(provider.create_placeholders, path)

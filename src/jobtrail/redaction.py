@@ -49,6 +49,7 @@ class Redactors:
         # The records of one operation share its provider document: its shape is worked out
         # once per document object (the document is kept, so its id is not reused).
         self._shapes: dict[int, tuple[Any, str]] = {}
+        self._extended: dict[tuple[Redactor, tuple[str, ...]], Redactor] = {}
 
     def for_operation(self, op: Operation) -> Redactor:
         doc = op.provider_config if isinstance(op.provider_config, dict) else {}
@@ -80,6 +81,16 @@ class Redactors:
             redactor = self._built[(shape, values)] = base.extended(values=values)
         return redactor
 
+    def extended(self, base: Redactor, values: Iterable[str]) -> Redactor:
+        """`base.extended(values=values)`, built once per base and values (a submit's check)."""
+        key = (base, tuple(values))
+        redactor = self._extended.get(key)
+        if redactor is None:
+            if len(self._extended) >= _SHAPES_KEPT:
+                self._extended.clear()
+            redactor = self._extended[key] = base.extended(values=key[1])
+        return redactor
+
 
 def _base(doc: dict[str, Any]) -> tuple[Redactor, tuple[str, ...]]:
     """The provider's redactor without values, and the environment variables holding them."""
@@ -101,7 +112,12 @@ def _base(doc: dict[str, Any]) -> tuple[Redactor, tuple[str, ...]]:
 
 def redacted(change: Change, r: Redactor) -> Change:
     """`change` with every recorded value passed through `r`. The submitted request is left
-    as it is: it was refused at submit if it held a secret, and it must stay resendable."""
+    as it is: it was refused at submit if it held a secret, and it must stay resendable.
+
+    Most changes hold nothing to redact: one look at all their recorded values together
+    returns such a change as it is, and only a change with something in sight is walked."""
+    if r.leaves_unchanged(_recorded_values(change)):
+        return change
     return evolve(
         change,
         operation=_operation(change.operation, r),
@@ -112,6 +128,42 @@ def redacted(change: Change, r: Redactor) -> Change:
         safe_read=_attempt(change.safe_read, r),
         audit=redacted_entries(change.audit, r),
     )
+
+
+def _recorded_values(change: Change) -> list[Any]:
+    """Every value `redacted` passes through the redactor, as one JSON document (a value
+    this leaves out would escape the look that lets a clean change through unwalked)."""
+    op = change.operation
+    values: list[Any] = [
+        op.remote_state,
+        op.remote_job_id,
+        op.candidate_job_id,
+        op.status_url,
+        op.conflicting_job_ids,
+        op.progress,
+    ]
+    if op.result is not None:
+        items = op.result.items
+        values += [op.result.content_type, op.result.checks, op.result.problems]
+        values.append(items.failed_refs if isinstance(items, ItemCounts) else items)
+    for t in change.transitions:
+        values += [t.cause, t.remote_job_id]
+    for o in change.observations:
+        values += [
+            o.remote_state,
+            o.progress,
+            o.provider_updated_at,
+            o.ref,
+            o.event_id,
+            o.request_id,
+            o.last_progress,
+        ]
+    for a in (change.attempt_started, change.attempt_finished, change.safe_read):
+        if a is not None:
+            values += [a.request, a.outcome, a.provider_request_id, a.detail]
+    for e in change.audit:
+        values += [e.data, e.actor]
+    return values
 
 
 def redacted_entries(entries: Iterable[AuditEntry], r: Redactor) -> list[AuditEntry]:
@@ -190,16 +242,31 @@ def redacted_outcome(outcome: OutcomeT, r: Redactor) -> OutcomeT:
     are handled where they are stored)."""
     if not is_dataclass(outcome):
         return outcome
-    changes: dict[str, Any] = {}
+    texts: dict[str, Any] = {}
     for f in fields(outcome):
         value = getattr(outcome, f.name)
-        new: Any = value
-        if isinstance(value, str) and not isinstance(value, Enum):
+        if _redactable(value):
+            texts[f.name] = value
+    if r.leaves_unchanged(list(texts.values())):
+        return outcome  # the common case, told by one look at all its texts
+    changes: dict[str, Any] = {}
+    for name, value in texts.items():
+        new: Any
+        if isinstance(value, str):
             new = r.text(value)
-        elif isinstance(value, dict | list):
-            new = r.json(value)
-        elif isinstance(value, tuple) and all(isinstance(v, str) for v in value):
+        elif isinstance(value, tuple):
             new = tuple(r.text(v) for v in value)
+        else:
+            new = r.json(value)
         if new != value:
-            changes[f.name] = new
+            changes[name] = new
     return evolve(outcome, **changes) if changes else outcome
+
+
+def _redactable(value: Any) -> bool:
+    """An outcome field that `redacted_outcome` passes: a text, a JSON document or texts."""
+    if isinstance(value, str):
+        return not isinstance(value, Enum)
+    if isinstance(value, tuple):
+        return all(isinstance(v, str) for v in value)
+    return isinstance(value, dict | list)

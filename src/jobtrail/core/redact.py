@@ -65,7 +65,8 @@ class Redactor:
     # one search for them all lets the common case (no secret in sight) cost one C call.
     _suspect: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _suspects: tuple[str, ...] = field(init=False, repr=False, compare=False)
-    _quoted_fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    # A sensitive field's key in JSON text whose value is not already `REDACTED`.
+    _open_field: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _json_text_shows_secrets: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -78,12 +79,13 @@ class Redactor:
         object.__setattr__(self, "_windows", frozenset(windows))
         object.__setattr__(self, "_suspect", re.compile(suspect) if suspect else None)
         object.__setattr__(self, "_suspects", tuple(sorted(probes | starts)))
-        object.__setattr__(self, "_quoted_fields", tuple(f'"{f}"' for f in sorted(self.fields)))
-        # JSON text shows a secret as it is unless encoding escapes one of its characters.
-        plain = not any(c in v for v in self.values for c in '"\\') and all(
-            v.isprintable() for v in self.values
-        )
+        # JSON text shows a secret or a field name as it is unless encoding escapes one of its
+        # characters; with the encoder's separators, a key is always followed by '": '.
+        plain = all(_shown_as_is(v) for v in (*self.values, *self.fields))
         object.__setattr__(self, "_json_text_shows_secrets", plain)
+        keys = "|".join(re.escape(f) for f in sorted(self.fields, key=len, reverse=True))
+        open_field = f'"(?:{keys})": (?!"{re.escape(REDACTED)}"[,}}])' if keys else None
+        object.__setattr__(self, "_open_field", re.compile(open_field) if open_field else None)
 
     def extended(
         self,
@@ -158,11 +160,19 @@ class Redactor:
     def json(self, value: Any) -> Any:
         """A JSON value with sensitive fields and secret values replaced: a copy, or the value
         itself when it holds neither (one encoding and two searches tell, in C)."""
-        if isinstance(value, dict | list | tuple) and self._clean(value):
+        if not value or value is True:
+            return value  # None, False, 0, "", {}, []: nothing to hide
+        if isinstance(value, int | float):
+            return value
+        if isinstance(value, dict | list | tuple) and self.leaves_unchanged(value):
             return value
         return self._json(value)
 
-    def _clean(self, value: Any) -> bool:
+    def leaves_unchanged(self, value: Any) -> bool:
+        """True when `json(value)` is sure to equal `value`: its JSON text holds nothing a rule
+        could touch (no beginning or probe of a secret, no sensitive key whose value is not
+        already redacted). False means "walk it", never "it is dirty". One encoding and two
+        searches, in C, so a caller can ask this of a whole record at once."""
         if not self._json_text_shows_secrets:
             return False
         try:
@@ -172,8 +182,7 @@ class Redactor:
         for suspect in self._suspects:
             if suspect in text:
                 return False
-        low = text.lower()
-        return all(name not in low for name in self._quoted_fields)
+        return self._open_field is None or not self._open_field.search(text.lower())
 
     def _json(self, value: Any) -> Any:
         if isinstance(value, dict):
@@ -188,6 +197,10 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         return value
+
+
+def _shown_as_is(text: str) -> bool:
+    return '"' not in text and "\\" not in text and text.isprintable()
 
 
 DEFAULT_REDACTOR = Redactor()

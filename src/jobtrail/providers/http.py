@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
+import random
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -32,6 +32,9 @@ from jobtrail.providers.placement import place
 from jobtrail.providers.protocol import Fetched, Reply
 from jobtrail.providers.spec import Cookies, SourceKind
 from jobtrail.providers.tracing import call_span
+from jobtrail.randomness import PooledSystemRandom
+
+_ORIGINS_KEPT = 8192  # status URLs resolved and remembered (about one per operation in flight)
 
 _KEEP_HEADERS = (
     "content-type",
@@ -60,9 +63,11 @@ class HttpProvider:
         self.spec, self.session = spec, session
         self.name: str = spec.name
         self.capabilities: Capabilities = spec.capabilities
-        self._rand = secrets.SystemRandom()
+        self._rand = PooledSystemRandom()
         self._base_origin = URL(spec.base_url).origin()
         self._redactors: dict[tuple[str, ...], Redactor] = {}
+        self._origins: dict[tuple[str, str], str | None] = {}
+        self._described: dict[str, tuple[AttemptKind, Operation, Prepared]] = {}
         # the session keeps no cookies; only a provider file that asks gets them, per operation
         self._cookies = OperationCookies() if spec.cookies is Cookies.PER_OPERATION else None
         # answer headers kept in the record: the usual ones and those naming request ids
@@ -123,7 +128,16 @@ class HttpProvider:
         it is a reference in the answer to that request), if it stays on the provider's
         origin (scheme, host, port) and carries no user info."""
         create_url = self.spec.base_url + pathvalues.fill(self.spec.create_path, op.request.path)
-        return reading.same_origin(self.spec.base_url, create_url, reference)
+        # A poll asks this three times (the recorded request, the sent one, the header that
+        # named the URL) and every poll of an operation asks it again: the answer is a pure
+        # function of the two URLs, worked out once per pair.
+        key = (create_url, reference)
+        if key in self._origins:
+            return self._origins[key]
+        if len(self._origins) >= _ORIGINS_KEPT:
+            self._origins.clear()
+        url = self._origins[key] = reading.same_origin(self.spec.base_url, create_url, reference)
+        return url
 
     def _prepare(self, kind: AttemptKind, op: Operation) -> Prepared | str:
         """The request to send, or why it cannot be sent."""
@@ -183,6 +197,11 @@ class HttpProvider:
         prepared = self._prepare(kind, op)
         if isinstance(prepared, str):
             return {"unsendable": prepared}
+        # The call that follows (a safe read is made on this very record) sends this request
+        # rather than building it again; a changed record builds its own.
+        if len(self._described) >= _ORIGINS_KEPT:
+            self._described.clear()
+        self._described[op.operation_id] = (kind, op, prepared)
         headers = dict(prepared.headers)
         if self.spec.auth:
             headers[self.spec.auth.header] = "[redacted]"
@@ -195,7 +214,12 @@ class HttpProvider:
     # -- making calls -----------------------------------------------------------------
 
     async def call(self, kind: AttemptKind, op: Operation) -> Reply:
-        prepared = self._prepare(kind, op)
+        described = self._described.pop(op.operation_id, None)
+        prepared: Prepared | str
+        if described is not None and described[0] is kind and described[1] is op:
+            prepared = replace(described[2], headers=dict(described[2].headers))
+        else:
+            prepared = self._prepare(kind, op)
         if isinstance(prepared, str):
             return Reply(outcome=o.Rejected(reason=prepared), detail={"error": prepared})
         auth = self.spec.auth
@@ -498,7 +522,7 @@ def _named(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _uuid4(rand: secrets.SystemRandom) -> str:
+def _uuid4(rand: random.Random) -> str:
     return str(uuid.UUID(bytes=rand.randbytes(16), version=4))
 
 

@@ -13,7 +13,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from opentelemetry import trace
-from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    NoOpTracerProvider,
+    ProxyTracerProvider,
+    SpanContext,
+    SpanKind,
+    TraceFlags,
+)
 
 from jobtrail.core.ids import span_id
 
@@ -25,6 +32,11 @@ def call_span(
     name: str, trace_id: str, attributes: dict[str, str], rand: random.Random
 ) -> Iterator[str]:
     """Run the body inside a client span; yields the `traceparent` header value."""
+    if isinstance(trace.get_tracer_provider(), ProxyTracerProvider | NoOpTracerProvider):
+        # No SDK configured: the span would record nothing and carry the parent's ids, so
+        # the header is written directly (checked per call: an SDK set up later is used).
+        yield f"00-{int(trace_id, 16):032x}-{span_id(rand)}-01"
+        return
     parent = SpanContext(
         trace_id=int(trace_id, 16),
         span_id=int(span_id(rand), 16),
