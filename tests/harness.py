@@ -54,16 +54,7 @@ class Harness:
 
     async def tick(self) -> int:
         """One round by hand: jump the clock to the next due time, claim, drive once each."""
-        ledger = self.rt.ledger
-        due = await ledger.next_due()
-        if due is None:
-            return 0
-        if due > self.clock.now():
-            self.clock.advance((due - self.clock.now()).total_seconds())
-        claims = await ledger.claim("worker-1", 100, self.rt.runner.lease_for)
-        for claim in claims:
-            await self.rt.runner.drive(claim.operation)
-        return len(claims)
+        return await tick(self.rt, self.clock)
 
     async def until(self, operation: Operation, *states: State, rounds: int = 50) -> Operation:
         """Tick until the operation is in one of `states`."""
@@ -97,6 +88,20 @@ class Harness:
             if (c.client_reference == operation.operation_id or c.job_id in jobs)
             and (kind is None or c.kind == kind)
         ]
+
+
+async def tick(rt: Runtime, clock: VirtualClock) -> int:
+    """One worker round by hand: jump `clock` to the next due time, claim what is due and
+    drive each operation once; the number driven (0: nothing is due)."""
+    due = await rt.ledger.next_due()
+    if due is None:
+        return 0
+    if due > clock.now():
+        clock.advance((due - clock.now()).total_seconds())
+    claims = await rt.ledger.claim("worker-1", 100, rt.runner.lease_for)
+    for claim in claims:
+        await rt.runner.drive(claim.operation)
+    return len(claims)
 
 
 @asynccontextmanager

@@ -77,16 +77,9 @@ class Rig:
 
     async def tick(self) -> int:
         """One round: jump the clock to the next due time, claim, drive each once."""
-        ledger = self.rt.ledger
-        due = await ledger.next_due()
-        if due is None:
-            return 0
-        if due > self.clock.now():
-            self.clock.advance((due - self.clock.now()).total_seconds())
-        claims = await ledger.claim("worker-1", 100, self.rt.runner.lease_for)
-        for claim in claims:
-            await self.rt.runner.drive(claim.operation)
-        return len(claims)
+        from harness import tick  # here: this file also runs as a script (the SIGKILL case)
+
+        return await tick(self.rt, self.clock)
 
     async def until(self, operation: Operation, *states: State, within: float = 30.0) -> Operation:
         """Drive the worker until the operation is in one of `states`. The remote side runs
