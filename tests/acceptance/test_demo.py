@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -49,3 +50,6 @@ def test_the_demo_command_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "audit log intact" in done.stdout and "needs_human" in done.stdout
+    # Every operation id is printed whole (piped, at the default width): none is cut.
+    shown = re.findall(r"\bop_[0-9A-Z]+(…?)", done.stdout)
+    assert len(shown) >= len(EXPECTED) and "…" not in shown

@@ -9,7 +9,7 @@ from datetime import datetime
 import click
 from rich.console import Console
 from rich.live import Live
-from rich.table import Table
+from rich.table import Column, Table
 
 from jobtrail.cli.context import (
     Settings,
@@ -233,11 +233,14 @@ async def demo(settings: Settings) -> None:
             status.update(" ".join(f"{state}={n}" for state, n in sorted(counts.items())))
 
         rows, verdict = await run_demo(db, data, progress, results=settings.results)
+    # Ids are never cut (a cut id cannot be pasted back): their columns are as wide as the
+    # longest one; the prose columns wrap instead.
+    ids = [r.op.operation_id for r in rows], [r.op.remote_job_id or "-" for r in rows]
     table = Table(
         "scenario",
-        "operation",
+        Column("operation", no_wrap=True, min_width=max(map(len, ids[0]))),
         "state",
-        "remote job",
+        Column("remote job", no_wrap=True, min_width=max(map(len, ids[1]))),
         "attempts",
         "status calls",
         "outcome",
