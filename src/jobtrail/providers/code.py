@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, ClassVar, Protocol
 
@@ -39,13 +39,12 @@ from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Capabilities, Operation, ProviderKind
 from jobtrail.core.redact import Redactor
 from jobtrail.errors import InvalidInput, ProviderConfigError
-from jobtrail.providers.config import DEFAULT_DEADLINES, poll_rules
+from jobtrail.providers.config import DEFAULT_DEADLINES, POLL_KEYS, poll_rules
 from jobtrail.providers.protocol import Provider
-from jobtrail.providers.spec import ResultSpec
+from jobtrail.providers.spec import DEFAULT_TIMEOUT, ResultSpec
 
 ENTRY_POINT_GROUP = "jobtrail.providers"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
-DEFAULT_TIMEOUT = timedelta(seconds=30)  # as a provider file's `timeout`
 _FILE_KEYS = frozenset({"code", "settings", "deadlines", "poll"})
 
 
@@ -187,7 +186,7 @@ def checked_poll(table: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(table, Mapping):
         raise InvalidInput("`poll` must be a table of the provider file's [poll] keys")
     poll = {str(k): v for k, v in table.items()}
-    unknown = set(poll) - {"initial", "cap", "min", "max", "not_found_grace", "max_refused_reads"}
+    unknown = set(poll) - POLL_KEYS
     if unknown:
         raise InvalidInput(f"unknown [poll] key {sorted(unknown)[0]!r}")
     poll_rules(poll)
@@ -212,17 +211,10 @@ def with_file(spec: CodeSpec, doc: Mapping[str, Any], where: str) -> CodeSpec:
             f"{', '.join(sorted(_FILE_KEYS))}"
         )
     try:
-        own = {k: f"{v.total_seconds():g}s" for k, v in spec.deadlines.items()}
-        return CodeSpec(
-            name=spec.name,
-            version=spec.version,
-            capabilities=spec.capabilities,
-            settings=spec.settings,
-            deadlines=deadlines({**own, **_table(doc, "deadlines")}),
+        return replace(
+            spec,
+            deadlines=deadlines({**spec.deadlines, **_table(doc, "deadlines")}),
             poll=checked_poll({**spec.poll, **_table(doc, "poll")}),
-            timeout=spec.timeout,
-            secret_env=spec.secret_env,
-            redact_fields=spec.redact_fields,
         )
     except InvalidInput as exc:
         raise ProviderConfigError(f"{where}: {exc}") from None
@@ -262,7 +254,7 @@ def stored_document(
         settings=dict(doc.get("settings") or {}),
         deadlines=deadlines(doc.get("deadlines") or {}),
         poll=dict(doc.get("poll") or {}),
-        timeout=parse_duration(doc.get("timeout", "30s")),
+        timeout=parse_duration(doc["timeout"]) if "timeout" in doc else DEFAULT_TIMEOUT,
         secret_env=tuple(doc.get("secret_env") or ()),
         redact_fields=tuple((doc.get("redact") or {}).get("fields") or ()),
     )

@@ -21,6 +21,7 @@ from jobtrail.profiles import profile_names, shipped_profile
 from jobtrail.providers import conventions as cv
 from jobtrail.providers.pathvalues import placeholders
 from jobtrail.providers.spec import (
+    DEFAULT_TIMEOUT,
     Auth,
     Cookies,
     ItemsRule,
@@ -42,6 +43,8 @@ __all__ = [
 ]
 
 DEFAULT_DEADLINES = {"create": "2m", "result": "1h", "cancel": "10m"}
+# The [poll] table's keys, for a provider file and a code provider's `poll` alike.
+POLL_KEYS = frozenset({"initial", "cap", "min", "max", "not_found_grace", "max_refused_reads"})
 _SIZE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2}
 
 
@@ -182,7 +185,7 @@ _KEYS: dict[str, frozenset[str]] = {
             "timestamp_header",
         }
     ),
-    "poll": frozenset({"initial", "cap", "min", "max", "not_found_grace", "max_refused_reads"}),
+    "poll": POLL_KEYS,
 }
 
 
@@ -254,7 +257,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         auth=auth,
         trace_header=r.text("trace_header", None),
         **cv.request_ids(r.table("request_ids")),
-        timeout=parse_duration(doc.get("timeout", "30s")),
+        timeout=parse_duration(doc["timeout"]) if "timeout" in doc else DEFAULT_TIMEOUT,
         max_response_bytes=_size(doc.get("max_response_bytes", "1MB")),
         headers={str(k): str(v) for k, v in headers.items()},
         cookies=_cookies(doc.get("cookies", Cookies.IGNORE.value)),

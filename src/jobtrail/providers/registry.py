@@ -13,12 +13,11 @@ import aiohttp
 
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.errors import ProviderMissing
-from jobtrail.providers.code import DEFAULT_TIMEOUT
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.providers.http import HttpProvider
 from jobtrail.providers.plugins import Plugins
 from jobtrail.providers.protocol import Provider
-from jobtrail.providers.spec import ResultSpec
+from jobtrail.providers.spec import DEFAULT_TIMEOUT, ResultSpec
 
 
 class ProviderRegistry:

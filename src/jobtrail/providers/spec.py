@@ -14,6 +14,9 @@ from jobtrail.core.redact import Redactor
 from jobtrail.core.schedule import Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
 
+# The longest one call may take unless the provider says otherwise (file or code provider).
+DEFAULT_TIMEOUT = timedelta(seconds=30)
+
 
 class Cookies(StrEnum):
     """What happens to cookies a provider sets (`cookies` in the provider file)."""
@@ -181,7 +184,7 @@ class ProviderSpec:
     request_id_headers: tuple[str, ...] = ("X-Request-ID", "Request-Id")
     # a header carrying a fresh UUID of ours on every call ([request_ids] send)
     client_request_id_header: str | None = None
-    timeout: timedelta = timedelta(seconds=30)
+    timeout: timedelta = DEFAULT_TIMEOUT
     max_response_bytes: int = 1000**2
     headers: dict[str, str] = field(default_factory=dict)
     cookies: Cookies = Cookies.IGNORE
