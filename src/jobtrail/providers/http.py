@@ -13,7 +13,7 @@ import os
 import random
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -67,7 +67,6 @@ class HttpProvider:
         self._base_origin = URL(spec.base_url).origin()
         self._redactors: dict[tuple[str, ...], Redactor] = {}
         self._origins: dict[tuple[str, str], str | None] = {}
-        self._described: dict[str, tuple[AttemptKind, Operation, Prepared]] = {}
         # the session keeps no cookies; only a provider file that asks gets them, per operation
         self._cookies = OperationCookies() if spec.cookies is Cookies.PER_OPERATION else None
         # answer headers kept in the record: the usual ones and those naming request ids
@@ -197,11 +196,6 @@ class HttpProvider:
         prepared = self._prepare(kind, op)
         if isinstance(prepared, str):
             return {"unsendable": prepared}
-        # The call that follows (a safe read is made on this very record) sends this request
-        # rather than building it again; a changed record builds its own.
-        if len(self._described) >= _ORIGINS_KEPT:
-            self._described.clear()
-        self._described[op.operation_id] = (kind, op, prepared)
         headers = dict(prepared.headers)
         if self.spec.auth:
             headers[self.spec.auth.header] = "[redacted]"
@@ -214,12 +208,7 @@ class HttpProvider:
     # -- making calls -----------------------------------------------------------------
 
     async def call(self, kind: AttemptKind, op: Operation) -> Reply:
-        described = self._described.pop(op.operation_id, None)
-        prepared: Prepared | str
-        if described is not None and described[0] is kind and described[1] is op:
-            prepared = replace(described[2], headers=dict(described[2].headers))
-        else:
-            prepared = self._prepare(kind, op)
+        prepared = self._prepare(kind, op)
         if isinstance(prepared, str):
             return Reply(outcome=o.Rejected(reason=prepared), detail={"error": prepared})
         auth = self.spec.auth
