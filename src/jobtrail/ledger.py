@@ -163,14 +163,15 @@ class Ledger:
         nothing new was recorded). `path` fills the create path's placeholders."""
         await self.permit(Action.SUBMIT, actor, None, subject=key)
         headers = dict(headers or {})
+        in_use = provider.secret_values()  # read from the environment once per submit
         check_request(
             headers,
             body,
-            self._redactors.extended(provider.redactor, provider.secret_values()),
+            self._redactors.extended(provider.redactor, in_use),
             own=_own_headers(provider),
         )
         values = checked(provider.create_placeholders, path)
-        if any(s in value for s in provider.secret_values() if s for value in values.values()):
+        if any(s in value for s in in_use if s for value in values.values()):
             raise InvalidInput("a path value holds a secret in use; credentials go in `auth`")
         request = JobRequest(
             method=provider.create_method,
