@@ -17,7 +17,7 @@ from jobtrail.audit import AuditEntry
 from jobtrail.clock import SystemClock
 from jobtrail.core import outcomes as o
 from jobtrail.core.admission import check_request
-from jobtrail.core.apply import Applied, Policy, apply
+from jobtrail.core.apply import Applied, Policy, apply, judged
 from jobtrail.core.canonical import canonical_json, fingerprint
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
 from jobtrail.core.model import (
@@ -564,6 +564,11 @@ class Ledger:
         what it changed in the transitions."""
         now = self.clock()
         outcome = evolve(outcome, ref=attempt.attempt_id)  # every cause names its attempt
+        judged_ = judged(outcome, op)  # the core's word on what the answer proves
+        if judged_ is not outcome:
+            if isinstance(judged_, o.Ambiguous) and "error" not in detail:
+                detail = {**detail, "error": judged_.reason}
+            outcome = judged_  # type: ignore[assignment]
         finished = evolve(
             attempt,
             finished_at=now,
