@@ -1,36 +1,27 @@
 """A durable Pydantic AI agent (DBOS on SQLite) whose one tool starts a report through
-jobtrail, run as a script by tests/integration/test_pydantic_ai_crash.py:
+jobtrail: the block of docs/agents.md that defines it, run as written, with a FunctionModel
+(no network) that calls `build_report` once, then answers with what the tool returned. Run
+as a script by tests/integration/test_pydantic_ai_crash.py:
 
     python tests/pydantic_agent.py LEDGER DBOS_DB WORKFLOW_ID
 
-The model is a FunctionModel (no network): it calls `build_report` once, then answers with
-what the tool returned. The tool takes its operation key from the framework's stable
-identity for that one call (`tool_call_key`), so a workflow that DBOS recovers after a crash
-calls the tool again and follows the operation its first run recorded. A separate
-`jobtrail worker` drives the operation; this process only records and waits. It prints one
-JSON line per event: {"submitted": ...} from the tool, {"answer": ...} at the end."""
+It starts the workflow WORKFLOW_ID, or, when DBOS knows it already (a crash left it
+pending: `DBOS.launch()` recovers it), waits for it; then prints {"answer": ...}."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
-from typing import Any
+from pathlib import Path
 
 from dbos import DBOS, SetWorkflowID
-from pydantic_ai import Agent, RunContext
-from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-import jobtrail
-from jobtrail.integrations.pydantic_ai import tool_call_key
-
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "agents.md"
 LEDGER, DBOS_DB, WORKFLOW_ID = sys.argv[1:4]
-
-
-def say(**event: Any) -> None:
-    print(json.dumps(event), flush=True)
 
 
 def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -47,32 +38,13 @@ def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     )
 
 
-agent = Agent(FunctionModel(model), name="reports", capabilities=[DBOSDurability()])
-
-
-@agent.tool
-async def build_report(ctx: RunContext[None], account: str, month: str) -> str:
-    """Build the monthly report (long-running; safe to call again)."""
-    # Opened per call: DBOS runs a recovered workflow on an event loop of its own.
-    async with jobtrail.Client(LEDGER, worker=False, actor="agent:reports") as jt:
-        op = await jt.submit(
-            "reports",
-            {"account": account, "month": month, "_sim": {"duration_seconds": 3}},
-            key=tool_call_key(ctx),
-            reason=f"build_report({account}, {month})",
-        )
-        say(submitted=op.operation_id, key=op.key)
-        op = await jt.wait(op.operation_id, timeout=120)
-        if op.state is not jobtrail.State.SUCCEEDED:
-            return f"no report ({op.state})"
-        result = await jt.result(op.operation_id)
-        return result.text()
-
-
-@DBOS.workflow()
-async def report_workflow(prompt: str) -> str:
-    result = await agent.run(prompt)
-    return result.output
+MODEL = FunctionModel(model)
+(_BLOCK,) = [
+    block
+    for block in re.findall(r"^```python\n(.*?)^```", DOCS.read_text(encoding="utf-8"), re.M | re.S)
+    if "DBOSDurability()" in block
+]
+exec(compile(_BLOCK, str(DOCS), "exec"))  # defines agent, build_report, report_workflow
 
 
 async def main() -> None:
@@ -81,10 +53,11 @@ async def main() -> None:
     try:
         if await DBOS.get_workflow_status_async(WORKFLOW_ID) is None:
             with SetWorkflowID(WORKFLOW_ID):
-                handle = await DBOS.start_workflow_async(report_workflow, "February report")
+                start = DBOS.start_workflow_async(report_workflow, "February report")  # noqa: F821
+                handle = await start
         else:
             handle = await DBOS.retrieve_workflow_async(WORKFLOW_ID)
-        say(answer=await handle.get_result())
+        print(json.dumps({"answer": await handle.get_result()}), flush=True)
     finally:
         DBOS.destroy()
 
