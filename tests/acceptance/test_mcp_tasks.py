@@ -18,6 +18,12 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, Implementation
+from mcp_types import (
+    Result,
+    SubscriptionFilter,
+    SubscriptionsListenRequest,
+    SubscriptionsListenRequestParams,
+)
 
 from jobtrail.simulator import SimulatorThread
 
@@ -178,6 +184,13 @@ async def test_wait_job_as_a_task_and_a_failed_job(tmp_path: Path, sim: Simulato
     assert not ended.is_error and structured(ended)["state"] == "failed"  # no task: it ended
 
 
+def _listen_for(task_id: str) -> SubscriptionsListenRequest:
+    notifications = SubscriptionFilter.model_validate({"taskIds": [task_id]})
+    return SubscriptionsListenRequest(
+        params=SubscriptionsListenRequestParams(notifications=notifications)
+    )
+
+
 async def _op_of(c: Client, key: str) -> str:
     listed = structured(await c.call_tool("list_jobs", {}))
     (op_id,) = [j["operation_id"] for j in listed["jobs"] if j["key"] == key]
@@ -201,13 +214,20 @@ async def test_errors_of_the_task_methods(tmp_path: Path, sim: SimulatorThread) 
         answer = await plain.call_tool("submit_job", submit({"a": 2}, "e2"))
         with pytest.raises(MCPError) as undeclared:
             await API.get_task(plain.session, created.task_id)
+        with pytest.raises(MCPError) as listen:
+            await plain.session.send_request(_listen_for(created.task_id), Result)
+        advertised = plain.server_capabilities.extensions or {}
     async with client(tmp_path, "--no-worker", mode="legacy") as legacy:
         old = await legacy.call_tool("submit_job", submit({"a": 3}, "e3"))
     assert unknown.value.error.code == -32602 and "not found" in unknown.value.error.message
     assert expired.value.error.code == -32602 and "expired" in expired.value.error.message
     assert cancel_expired.value.error.code == -32602
     assert structured(answer)["state"] == "create_pending"
-    assert undeclared.value.error.code == -32021
+    assert undeclared.value.error.code == -32021 and listen.value.error.code == -32021
+    assert undeclared.value.error.data == {
+        "requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    }
+    assert advertised == {"io.modelcontextprotocol/tasks": {}}
     assert structured(old)["state"] == "create_pending"
     pruned = subprocess.run(
         [

@@ -30,7 +30,7 @@ from jobtrail.agent.shapes import (
     Submitted,
     WaitedJob,
 )
-from jobtrail.agent.tasks import DEFAULT_TTL, LedgerTasks
+from jobtrail.agent.tasks import DEFAULT_TTL, LedgerTasks, listen_guard
 from jobtrail.agent.tools import WAIT_CAP_SECONDS, AgentTools
 from jobtrail.core.states import State
 from jobtrail.errors import JobtrailError
@@ -103,6 +103,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         log_level="WARNING",
         extensions=[LedgerTasks(tools, identity, ttl=task_ttl)],
+        middleware=[listen_guard],
     )
 
     def who(ctx: Context[Any, Any]) -> str:

@@ -229,6 +229,19 @@ class LedgerTasks(Extension):
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
+async def listen_guard(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Server middleware: a `subscriptions/listen` asking for task notifications from a
+    client that did not declare the extension is refused with -32021, as the extension
+    requires. Task notifications are not sent (they are optional): the acknowledgement of
+    a declaring client lists no task ids, and it polls `tasks/get`."""
+    params = ctx.params or {}
+    wanted = params.get("notifications") if isinstance(params, dict) else None
+    asks_for_tasks = isinstance(wanted, dict) and "taskIds" in wanted
+    if ctx.method == "subscriptions/listen" and asks_for_tasks and not _declared(ctx):
+        _refuse_undeclared()
+    return await call_next(ctx)
+
+
 # An operation whose automation ended but that a person may still move on: a task on it
 # stays open (input_required) rather than being answered by the plain tool at once.
 _STILL_OPEN = REMOTE_MAY_RUN
