@@ -77,14 +77,17 @@ def serving(tmp_path: Path, db: str, name: str) -> Iterator[tuple[str, subproces
 
 
 @asynccontextmanager
-async def agent(url: str, token: str, *, tasks: bool = True) -> AsyncIterator[Client]:
+async def agent(
+    url: str, token: str, *, tasks: bool = True, mode: str = "auto"
+) -> AsyncIterator[Client]:
     http = httpx2.AsyncClient(
         headers={"Authorization": f"Bearer {token}"},
         timeout=httpx2.Timeout(30, read=300),
     )
     async with http:
         transport = streamable_http_client(f"{url}/mcp", http_client=http)
-        async with Client(transport, extensions=[API.Tasks()] if tasks else None) as client:
+        extensions = [API.Tasks()] if tasks else None
+        async with Client(transport, extensions=extensions, mode=mode) as client:
             yield client
 
 
@@ -215,7 +218,8 @@ async def test_any_serve_process_goes_on_with_a_task_after_a_sigkill(
 
 async def test_mcp_http_serves_the_tools_alone(tmp_path: Path, sim: SimulatorThread) -> None:
     """`jobtrail mcp --http HOST:0` serves /mcp by itself, for the agents of
-    JOBTRAIL_AGENT_TOKENS, recording each as itself; a plain client gets plain answers."""
+    JOBTRAIL_AGENT_TOKENS, recording each as itself; a plain client, and a client of the
+    2025 handshake protocol even with the extension, get plain answers."""
     env = {
         **os.environ,
         "JOBTRAIL_PROVIDERS": str(tmp_path / "providers"),
@@ -231,9 +235,12 @@ async def test_mcp_http_serves_the_tools_alone(tmp_path: Path, sim: SimulatorThr
         url = log.read_text().split("serving ", 1)[1].split()[0].removesuffix("/mcp")
         async with agent(url, BETA, tasks=False) as beta:
             sent = await beta.call_tool("submit_job", submit({"account": "m1"}, "m1"))
+        async with agent(url, BETA, mode="legacy") as legacy:  # a 2025 client: no tasks
+            old = await legacy.call_tool("submit_job", submit({"account": "m2"}, "m2"))
         assert post(url, envelope("tools/list", {}), {})[0] == 401
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
     assert (sent.structured_content or {})["state"] == "create_pending"
+    assert (old.structured_content or {})["state"] == "create_pending"
     assert _actors(tmp_path / "l.db") == {"agent:beta"}
