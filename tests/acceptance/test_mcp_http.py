@@ -130,14 +130,17 @@ def modern(method: str, token: str, **headers: str) -> dict[str, str]:
 
 async def test_tasks_over_http_are_the_agents_own(tmp_path: Path, sim: SimulatorThread) -> None:
     """Without a valid token /mcp answers 401; with one, a task runs to its result and to a
-    confirmed cancel, recorded as that agent's; another agent's token cannot see the task,
-    and a tasks/get whose Mcp-Name names another task is refused."""
+    confirmed cancel, recorded as that agent's (a request of 400 KB too); another agent's
+    token cannot see the task, and a tasks/get whose Mcp-Name names another task is
+    refused."""
     with serving(tmp_path, str(tmp_path / "l.db"), "serve-a") as (url, _):
         listing = envelope("tools/list", {})
         assert post(url, listing, {})[0] == 401
         assert post(url, listing, {"Authorization": "Bearer not-a-token-0123456789"})[0] == 401
         async with agent(url, ALPHA) as alpha:
             done = await alpha.call_tool("submit_job", submit({"account": "h1"}, "h1"))
+            # past the webhook receiver's body limit, within what a job's request may be
+            big = await alpha.call_tool("submit_job", submit({"notes": "n" * 400_000}, "h3"))
             endless = submit({"a": 2, "_sim": {"never_finish": True}}, "h2")
             created = await alpha.session.call_tool("submit_job", endless, allow_claimed=True)
             assert isinstance(created, API.CreatedTask)
@@ -157,7 +160,7 @@ async def test_tasks_over_http_are_the_agents_own(tmp_path: Path, sim: Simulator
         routed = post(url, get, modern("tasks/get", ALPHA, **{"Mcp-Name": created.task_id}))
     answer = done.structured_content or {}
     assert answer["state"] == "succeeded" and answer["result"]["valid"] is True
-    assert cancelled.status == "cancelled"
+    assert cancelled.status == "cancelled" and not big.is_error
     assert foreign.value.error.code == -32602 and foreign_cancel.value.error.code == -32602
     assert misrouted[0] == 400 and misrouted[1]["error"]["code"] == -32020
     assert routed[0] == 200 and routed[1]["result"]["status"] == "cancelled"

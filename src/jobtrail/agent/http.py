@@ -64,16 +64,29 @@ class McpHttp:
                 status=401,
                 headers={"WWW-Authenticate": 'Bearer realm="jobtrail"'},
             )
-        if request.content_length is not None and request.content_length > MAX_BODY:
-            return web.json_response({"error": "request body too large"}, status=413)
-        return await _asgi(self.manager, request, agent)
+        body = await _body(request)
+        if body is None:
+            return web.json_response({"error": "request body over 4 MiB"}, status=413)
+        return await _asgi(self.manager, request, agent, body)
+
+
+async def _body(request: web.Request) -> bytes | None:
+    """The request's body up to MAX_BODY (None past it), whatever the app's own limit (the
+    webhook receiver's, in `serve`, is far smaller than a job's request may be)."""
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        return None
+    body = bytearray()
+    async for chunk in request.content.iter_chunked(64 * 1024):
+        body += chunk
+        if len(body) > MAX_BODY:
+            return None
+    return bytes(body)
 
 
 async def _asgi(
-    manager: StreamableHTTPSessionManager, request: web.Request, agent: Agent
+    manager: StreamableHTTPSessionManager, request: web.Request, agent: Agent, body: bytes
 ) -> web.StreamResponse:
     """Run one aiohttp request through the SDK's ASGI handler, streaming its answer back."""
-    body = await request.read()
     host, port = _server_address(request)
     scope: dict[str, Any] = {
         "type": "http",
