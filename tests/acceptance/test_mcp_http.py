@@ -158,12 +158,15 @@ async def test_tasks_over_http_are_the_agents_own(tmp_path: Path, sim: Simulator
         get = envelope("tasks/get", {"taskId": created.task_id})
         misrouted = post(url, get, modern("tasks/get", ALPHA, **{"Mcp-Name": "task_other"}))
         routed = post(url, get, modern("tasks/get", ALPHA, **{"Mcp-Name": created.task_id}))
+        proxied = modern("tasks/get", ALPHA, **{"Mcp-Name": created.task_id})
+        behind_proxy = post(url, get, proxied | {"Host": "jobs.example.com"})
     answer = done.structured_content or {}
     assert answer["state"] == "succeeded" and answer["result"]["valid"] is True
     assert cancelled.status == "cancelled" and not big.is_error
     assert foreign.value.error.code == -32602 and foreign_cancel.value.error.code == -32602
     assert misrouted[0] == 400 and misrouted[1]["error"]["code"] == -32020
     assert routed[0] == 200 and routed[1]["result"]["status"] == "cancelled"
+    assert behind_proxy[0] == 200  # a reverse proxy's Host header is not refused
     actors = _actors(tmp_path / "l.db")
     assert actors == {"agent:alpha"}
 

@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 from mcp.server import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 
 from jobtrail.agent.identity import SCOPE_KEY
 from jobtrail.dashboard.access import Agent, match_token
@@ -37,7 +38,12 @@ class McpHttp:
 
     def __init__(self, server: MCPServer[Any], agents: list[Agent], *, host: str) -> None:
         self._agents = [(agent.token_hash, agent) for agent in agents]
-        server.streamable_http_app(stateless_http=True, host=host)
+        # No Host/Origin allow-list (the SDK's DNS-rebinding guard, on by default for a
+        # loopback address): every request needs an agent's bearer token, which a page a
+        # browser was tricked into loading cannot attach, and a reverse proxy in front of a
+        # loopback `serve` would be refused by it for its public Host header.
+        unguarded = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        server.streamable_http_app(stateless_http=True, host=host, transport_security=unguarded)
         self.manager: StreamableHTTPSessionManager = server.session_manager
 
     def add_routes(self, app: web.Application) -> None:
