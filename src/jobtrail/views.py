@@ -12,6 +12,7 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.model import Attempt, Observation, Operation, ProviderKind, Transition
 from jobtrail.core.plan import Nothing, Wait, plan
 from jobtrail.core.states import EVIDENCE_MEANING, REMOTE_MAY_RUN, Evidence, State
+from jobtrail.core.words import iso, progress_text, when
 
 
 def shown(value: object) -> str:
@@ -55,53 +56,6 @@ def _json_escaped(c: str) -> str:
         return f"\\u{code:04x}"
     code -= 0x10000
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
-
-
-def iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat().replace("+00:00", "Z")
-
-
-def relative(at: datetime, now: datetime) -> str:
-    """`at` as a person reads it next to `now`: "in 12 s", "3 min ago"."""
-    seconds = (at - now).total_seconds()
-    size = abs(seconds)
-    if size < 1:
-        return "now"
-    if size < 60:
-        span = f"{size:.0f} s"
-    elif size < 3600:
-        span = f"{size // 60:.0f} min"
-    elif size < 2 * 86400:
-        span = f"{size / 3600:.0f} h"
-    else:
-        span = f"{size // 86400:.0f} d"
-    return f"in {span}" if seconds > 0 else f"{span} ago"
-
-
-def when(at: datetime | None, now: datetime) -> str:
-    """Relative time with the absolute one beside it: "in 12 s (2026-12-01T10:00:12Z)"."""
-    return "none" if at is None else f"{relative(at, now)} ({iso(at)})"
-
-
-def progress_text(progress: object) -> str:
-    """A provider's progress as a person reads it: {"completed": 146, "total": 500} is
-    "146/500"; anything else is shown as the provider wrote it."""
-    if progress is None:
-        return "-"
-    if isinstance(progress, dict):
-        done = next((progress[k] for k in _DONE if k in progress), None)
-        total = progress.get("total")
-        if _count(done) and _count(total):
-            return f"{done}/{total}"
-        return json.dumps(progress, ensure_ascii=False)
-    return str(progress)
-
-
-_DONE = ("completed", "done", "processed", "succeeded", "current")
-
-
-def _count(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def waiting_for(op: Operation, now: datetime) -> str:

@@ -47,8 +47,9 @@ from jobtrail.agent.tools import AgentTools
 from jobtrail.core.model import Operation
 from jobtrail.core.states import REMOTE_MAY_RUN
 from jobtrail.core.tasks import TaskHandle, TaskStatus, ended_in_error, poll_interval, task_status
+from jobtrail.core.words import iso
 from jobtrail.errors import ActionRefused, JobtrailError, NotFound, NotPermitted
-from jobtrail.views import iso, waiting_for
+from jobtrail.views import waiting_for
 
 TASKS = "io.modelcontextprotocol/tasks"
 TASK_TOOLS = frozenset({"submit_job", "wait_job"})

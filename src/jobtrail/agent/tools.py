@@ -31,13 +31,14 @@ from jobtrail.agent.shapes import (
 )
 from jobtrail.core.model import Operation, Transition
 from jobtrail.core.states import REMOTE_MAY_RUN, State
+from jobtrail.core.words import iso
 from jobtrail.errors import InvalidInput, NotFound
 from jobtrail.ledger import Ledger
 from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec, find_provider_named
 from jobtrail.results import ResultStore
 from jobtrail.story import read_story
-from jobtrail.views import iso, operation_json, transition_json, waiting_for
+from jobtrail.views import operation_json, transition_json, waiting_for
 
 WAIT_CAP_SECONDS = 120.0
 WAIT_POLL_SECONDS = 0.25

@@ -29,16 +29,10 @@ from jobtrail.cli.context import (
 )
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.states import State
+from jobtrail.core.words import iso, progress_text, relative
 from jobtrail.errors import InvalidInput
 from jobtrail.providers.credentials import unset_credentials
-from jobtrail.views import (
-    driver,
-    iso,
-    operation_json,
-    progress_text,
-    relative,
-    transition_json,
-)
+from jobtrail.views import driver, operation_json, transition_json
 from jobtrail.worker.blobs import is_file_location
 
 console = Console(highlight=False)

@@ -123,7 +123,8 @@ def archive() -> None:
 async def archive_show(file: Path, operation_id: str, as_json: bool) -> None:
     """Tell an archived operation's story, as `explain` does for a live one."""
     from jobtrail.archive import read
-    from jobtrail.views import explain_text, iso, operation_json, timeline
+    from jobtrail.core.words import iso
+    from jobtrail.views import explain_text, operation_json, timeline
 
     found = read(file)
     item = found.get(operation_id)

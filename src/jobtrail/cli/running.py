@@ -30,10 +30,11 @@ from jobtrail.cli.stopping import Stopper, log_steps, warn_unset_credentials
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.states import State
+from jobtrail.core.words import iso, progress_text
 from jobtrail.providers.registry import missing_message
 from jobtrail.runtime import runtime
 from jobtrail.store.urls import shown_url
-from jobtrail.views import iso, operation_json, progress_text, waiting_for
+from jobtrail.views import operation_json, waiting_for
 
 
 @click.command()

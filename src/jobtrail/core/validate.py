@@ -20,6 +20,7 @@ from typing import Any
 
 from jobtrail.core.canonical import canonical_json
 from jobtrail.core.evidence import is_nothing
+from jobtrail.core.lookup import find
 from jobtrail.core.model import ItemCounts, ResultSummary
 
 MAX_FAILED_REFS = 1000
@@ -169,10 +170,7 @@ def _json_records(text: str, rules: Rules, report: _Report) -> tuple[int | None,
         _body_checksum(document, rules.checksum_field, report)
     if rules.schema is not None:
         _schema(document, rules.schema, report)
-    listed: Any = document
-    if rules.items_path:
-        for part in rules.items_path.split("."):
-            listed = listed.get(part) if isinstance(listed, dict) else None
+    listed: Any = find(document, rules.items_path) if rules.items_path else document
     if not isinstance(listed, list):
         return None, None
     rows = [item for item in listed if isinstance(item, dict)]
@@ -210,7 +208,7 @@ def _items(rows: Sequence[dict[str, Any]], rules: Rules, report: _Report) -> Ite
     failed_refs: list[str] = []
     succeeded = 0
     for index, row in enumerate(rows, 1):
-        found = _at(row, rules.item_status)
+        found = find(row, rules.item_status)
         status = "" if found is None else str(found).strip()
         outcomes[status] += 1
         if status in rules.item_success:
@@ -227,16 +225,7 @@ def _items(rows: Sequence[dict[str, Any]], rules: Rules, report: _Report) -> Ite
 
 def _ref(row: Any, paths: str | tuple[str, ...]) -> Any:
     for path in (paths,) if isinstance(paths, str) else paths:
-        found = _at(row, path)
+        found = find(row, path)
         if found is not None:
             return found
     return None
-
-
-def _at(row: Any, path: str) -> Any:
-    """The value at a dotted path (`result.type`, `response.status_code`) of an item."""
-    if isinstance(row, dict) and path in row:
-        return row[path]
-    for part in path.split("."):
-        row = row.get(part) if isinstance(row, dict) else None
-    return row

@@ -14,7 +14,8 @@ from datetime import datetime
 from string import Template
 from urllib.parse import quote, urlencode
 
-from jobtrail.views import iso, shown_lines
+from jobtrail.core.words import iso, relative
+from jobtrail.views import shown_lines
 
 
 class Html(str):
@@ -59,22 +60,6 @@ def when(value: datetime | None, now: datetime) -> Html:
         exact=exact,
         relative=relative(value, now),
     )
-
-
-def relative(value: datetime, now: datetime) -> str:
-    seconds = (value - now).total_seconds()
-    size = abs(seconds)
-    if size < 1:
-        return "now"
-    if size < 90:
-        amount = f"{size:.0f} s"
-    elif size < 90 * 60:
-        amount = f"{size / 60:.0f} min"
-    elif size < 36 * 3600:
-        amount = f"{size / 3600:.0f} h"
-    else:
-        amount = f"{size / 86400:.0f} days"
-    return f"in {amount}" if seconds > 0 else f"{amount} ago"
 
 
 PAGE = Template("""<!doctype html>

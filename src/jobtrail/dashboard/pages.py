@@ -12,7 +12,8 @@ from typing import Any
 
 from jobtrail.core.model import Attempt, Operation
 from jobtrail.core.states import State
-from jobtrail.dashboard.html import Html, join, path, query, relative, render, when
+from jobtrail.core.words import relative
+from jobtrail.dashboard.html import Html, join, path, query, render, when
 from jobtrail.store.finding import OperationPage, OperationQuery
 from jobtrail.story import Story
 from jobtrail.views import timeline, waiting_for

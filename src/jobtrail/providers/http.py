@@ -21,6 +21,7 @@ import aiohttp
 from yarl import URL
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.lookup import MISSING, find, header
 from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSummary, evolve
 from jobtrail.core.redact import Redactor
 from jobtrail.core.states import RemoteStatus
@@ -259,7 +260,7 @@ class HttpProvider:
         assert reply.fetched is not None
         document, _ = parse.read_json(reply.fetched.content)
         rule = self.spec.result
-        values = [v for v in (reading.find(document, f) for f in rule.link) if v]
+        values = [v for v in (find(document, f) for f in rule.link) if v]
         values = [v for v in values if isinstance(v, str)][: len(rule.link) if rule.merge else 1]
         if not values:
             reason = f"the status answer names no result at `{'` or `'.join(rule.link)}`"
@@ -408,13 +409,13 @@ class HttpProvider:
         if reply.fetched is None:
             return reply
         document, problem = parse.read_json(body)
-        named = problem is None and any(_named(reading.find(document, p)) for p in rule.link)
+        named = problem is None and any(_named(find(document, p)) for p in rule.link)
         if named or (rule.link and rule.source == "path"):
             return reply
         detail["result_from"] = "status"
         field = rule.field
-        part = parse.lookup(document, field) if problem is None and field is not None else document
-        if problem is not None or part is parse.NOT_FOUND:
+        part = find(document, field, MISSING) if problem is None and field is not None else document
+        if problem is not None or part is MISSING:
             where = f"at `{field}`" if field else "as JSON"
             reason = f"the final status answer holds no result {where}"
             return Reply(outcome=o.ResultMissing(reason=reason, http_status=status), detail=detail)
@@ -447,7 +448,7 @@ class HttpProvider:
                 outcome = o.ResultMissing(reason=failed.reason, http_status=status)
             return Reply(outcome=outcome, detail=detail)
         rule = self.spec.result
-        count = parse.header(headers, rule.count_header) if rule.count_header else None
+        count = header(headers, rule.count_header) if rule.count_header else None
         lines = rule.items if items else None
         if rule.jsonl and lines is not None:
             errors, failed_items = reading.item_errors(
@@ -459,8 +460,8 @@ class HttpProvider:
                 )
         fetched = Fetched(
             content=body,
-            content_type=parse.header(headers, "Content-Type"),
-            checksum=parse.header(headers, rule.checksum_header) if rule.checksum_header else None,
+            content_type=header(headers, "Content-Type"),
+            checksum=header(headers, rule.checksum_header) if rule.checksum_header else None,
             record_count=int(count)
             if count and count.strip().isascii() and count.strip().isdigit()
             else None,

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.lookup import MISSING, find, header
 from jobtrail.core.outcomes import Basis, Body
 from jobtrail.core.states import RemoteStatus
 from jobtrail.providers import reading as reading_
@@ -23,20 +24,6 @@ MAX_URL_LENGTH = 2048
 # Characters that end or split a URL path segment: an id holding one would address
 # another resource once substituted into a status, cancel or result URL.
 _SEGMENT_BREAKERS = frozenset("/\\?#")
-_NOT_FOUND = NOT_FOUND = object()
-
-
-def lookup(document: Any, path: str) -> Any:
-    """The value at a dotted path ("data.job_id"), or _NOT_FOUND."""
-    node = document
-    for part in path.split("."):
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return _NOT_FOUND
-    return node
 
 
 def _not_json(word: str) -> Any:
@@ -73,8 +60,8 @@ def read_body(body: bytes) -> tuple[Any, Body]:
 def job_id_at(document: Any, path: str, *, slashes: bool = False) -> tuple[str | None, str | None]:
     """A job id at `path`; with `slashes`, a resource name (`operations/123`) whose every
     segment is a safe URL path segment."""
-    value = lookup(document, path)
-    if value is _NOT_FOUND or value is None:
+    value = find(document, path, MISSING)
+    if value is MISSING or value is None:
         return None, f"the answer has no job id at `{path}`"
     if not isinstance(value, str):
         return None, f"the job id at `{path}` is {type(value).__name__}, not text"
@@ -121,13 +108,6 @@ def remote_status(spec: ProviderSpec, word: Any) -> tuple[str | None, RemoteStat
     if not isinstance(word, str):
         return None, RemoteStatus.UNKNOWN
     return word, spec.states.get(word, RemoteStatus.UNKNOWN)
-
-
-def header(headers: Mapping[str, str], name: str) -> str | None:
-    for key, value in headers.items():
-        if key.lower() == name.lower():
-            return value
-    return None
 
 
 def request_id(spec: ProviderSpec, headers: Mapping[str, str]) -> str | None:
@@ -192,8 +172,8 @@ def parse_create(
             reason=f"create answered {status} but {problem}", http_status=status, request_id=req
         )
     inline = spec.result.inline_field
-    if inline is not None and lookup(document, inline) is not _NOT_FOUND:
-        value = lookup(document, inline)
+    if inline is not None and find(document, inline, MISSING) is not MISSING:
+        value = find(document, inline, MISSING)
         content = value.encode() if isinstance(value, str) else json.dumps(value).encode()
         job_id, _ = job_id_at(document, spec.create_job_id)
         return o.SyncResult(
@@ -215,8 +195,8 @@ def parse_create(
     if spec.result.at_create and mapped is RemoteStatus.SUCCEEDED:
         # The answer is the result: its field, or all of it (nothing at all reads as JSON
         # null, which the core accepts only from a code declared done without a body).
-        part = document if spec.result.field is None else lookup(document, spec.result.field)
-        if shape is Body.ABSENT or (document is not None and part is not _NOT_FOUND):
+        part = document if spec.result.field is None else find(document, spec.result.field, MISSING)
+        if shape is Body.ABSENT or (document is not None and part is not MISSING):
             return o.SyncResult(
                 job_id=job_id,
                 content=json.dumps(part, ensure_ascii=False).encode("utf-8"),
@@ -309,12 +289,12 @@ def parse_status(
         and mapped is RemoteStatus.SUCCEEDED
         and shape not in (Body.CUT, Body.NOT_JSON)
     )
-    progress = lookup(document, spec.status_progress) if spec.status_progress else None
-    updated = lookup(document, spec.status_updated_at) if spec.status_updated_at else None
+    progress = find(document, spec.status_progress, MISSING) if spec.status_progress else None
+    updated = find(document, spec.status_updated_at, MISSING) if spec.status_updated_at else None
     return o.Observed(
         remote_state=word,
         remote_status=mapped,
-        progress=None if progress is _NOT_FOUND else _small(progress),
+        progress=None if progress is MISSING else _small(progress),
         provider_updated_at=updated if isinstance(updated, str) else None,
         retry_after=header(headers, "Retry-After"),
         http_status=status,
@@ -325,7 +305,7 @@ def parse_status(
         content=json.dumps(document, ensure_ascii=False).encode("utf-8") if kept else None,
         partial_result=mapped in (RemoteStatus.FAILED, RemoteStatus.CANCELLED)
         and spec.result.partial
-        and any(_text(reading_.find(document, p)) for p in spec.result.link),
+        and any(_text(find(document, p)) for p in spec.result.link),
         basis=basis,
         body=shape,
         unread=f"no state text at `{'` or `'.join(rule.paths)}`" if basis is Basis.NONE else None,
@@ -336,7 +316,7 @@ def _counted(document: Any, path: str | None) -> bool:
     """Whether the count at `path` is a number above zero."""
     if path is None:
         return False
-    value = reading_.find(document, path)
+    value = find(document, path)
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
@@ -366,7 +346,7 @@ def parse_list(
     document, problem = read_json(body)
     if problem is not None:
         return o.Ambiguous(reason=f"lookup {problem}", http_status=status, request_id=req)
-    items = lookup(document, listing.items)
+    items = find(document, listing.items, MISSING)
     if not isinstance(items, list):
         return o.Ambiguous(
             reason=f"the lookup answer has no list at `{listing.items}`",
@@ -377,7 +357,7 @@ def parse_list(
     # a provider that names its jobs by resource name lists them by that name too
     names = any(source.kind is SourceKind.NAME for source in spec.identity)
     for item in items:
-        other = listing.match is not None and reading_.find(item, listing.match) != reference
+        other = listing.match is not None and find(item, listing.match) != reference
         if other and reference is not None:
             continue  # another job: the list is filtered here, not by the provider
         job_id, problem = job_id_at(item, listing.job_id, slashes=names)

@@ -14,6 +14,7 @@ from typing import Any
 
 from yarl import URL
 
+from jobtrail.core.lookup import find, header
 from jobtrail.core.outcomes import Basis
 from jobtrail.core.states import RemoteStatus
 from jobtrail.providers.spec import Reading, Source, SourceKind, StateRule
@@ -26,19 +27,6 @@ _READ: dict[Reading, RemoteStatus] = {
     Reading.CANCELLED: RemoteStatus.CANCELLED,
 }
 _ABSENT = object()
-
-
-def find(document: Any, path: str) -> Any:
-    """The value at a dotted path, or None when any part of it is missing."""
-    node = document
-    for part in path.split("."):
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
 
 
 def word_status(states: Mapping[str, RemoteStatus], word: str, ignore_case: bool) -> RemoteStatus:
@@ -154,13 +142,6 @@ def same_origin(base_url: str, against: str, reference: str) -> str | None:
     return str(url)
 
 
-def header(headers: Mapping[str, str], name: str) -> str | None:
-    for key, value in headers.items():
-        if key.lower() == name.lower():
-            return value
-    return None
-
-
 def status_url_from(
     sources: tuple[Source, ...], headers: Mapping[str, str], document: Any, request_url: str
 ) -> tuple[str | None, str | None]:
@@ -197,7 +178,7 @@ def item_errors(
             continue
         if not isinstance(row, Mapping):
             continue
-        outcome = find(row, status) if status not in row else row[status]
+        outcome = find(row, status)
         if outcome is not None and str(outcome).strip() in success:
             continue
         failed += 1

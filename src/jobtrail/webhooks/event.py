@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobtrail.core.canonical import canonical_json
+from jobtrail.core.lookup import find
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput
 from jobtrail.providers import parse
@@ -43,7 +44,7 @@ def read_event(spec: ProviderSpec, delivery: Delivery) -> Event:
             problem = "the event is not plain JSON"
     if problem is not None:
         raise WebhookRefused(Refusal.MALFORMED, f"the event is unreadable: {problem}")
-    event_id = _text(parse.lookup(document, hooks.event_id))
+    event_id = _text(find(document, hooks.event_id))
     if event_id is None and hooks.signing == "standard":
         event_id = delivery.delivery_id  # signed too, and stable across the sender's retries
     if event_id is None:
@@ -51,7 +52,7 @@ def read_event(spec: ProviderSpec, delivery: Delivery) -> Event:
     job_id, problem = parse.job_id_at(document, hooks.job_id)
     if job_id is None:
         raise WebhookRefused(Refusal.MALFORMED, f"the event is unreadable: {problem}")
-    word = _text(parse.lookup(document, hooks.state))
+    word = _text(find(document, hooks.state))
     if word is None:
         raise WebhookRefused(Refusal.MALFORMED, f"the event has no state at `{hooks.state}`")
     _, remote_status = parse.remote_status(spec, word)
@@ -61,7 +62,7 @@ def read_event(spec: ProviderSpec, delivery: Delivery) -> Event:
         job_id=job_id,
         remote_state=word,
         remote_status=remote_status,
-        provider_updated_at=_text(parse.lookup(document, updated_at_path(spec))),
+        provider_updated_at=_text(find(document, updated_at_path(spec))),
         document=document,
     )
 

@@ -26,8 +26,8 @@ from enum import StrEnum
 
 from standardwebhooks import Webhook
 
+from jobtrail.core.lookup import header
 from jobtrail.errors import JobtrailError
-from jobtrail.providers.parse import header
 from jobtrail.providers.spec import WebhookSpec
 
 _MAX_TIMESTAMP_DIGITS = 12

@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.lookup import find
 from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary, evolve
 from jobtrail.core.plan import Call, Nothing, Settle, Wait, plan
 from jobtrail.core.redact import REDACTED
@@ -177,10 +178,8 @@ def _collects_locally(op: Operation) -> bool:
 
 def _rules(op: Operation, rule: ResultSpec) -> Rules:
     expected = None
-    if rule.expected_items_from_request and isinstance(op.request.body, dict):
-        value: Any = op.request.body
-        for part in rule.expected_items_from_request.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
+    if rule.expected_items_from_request:
+        value = find(op.request.body, rule.expected_items_from_request)
         if isinstance(value, list):
             expected = len(value)
         elif isinstance(value, int) and not isinstance(value, bool):
