@@ -9,7 +9,6 @@ the decision in one transaction. A job that cannot be read is refused and nothin
 from __future__ import annotations
 
 from jobtrail.core import outcomes as o
-from jobtrail.core.ids import short_id
 from jobtrail.core.local import seen_job_ids
 from jobtrail.core.model import Attempt, AttemptKind, Operation, evolve
 from jobtrail.core.states import State
@@ -42,36 +41,22 @@ async def adopt(
 async def read_job(
     ledger: Ledger, providers: ProviderRegistry, op: Operation, job_id: str, actor: str
 ) -> tuple[Attempt, o.CallOutcome]:
-    """One status read of `job_id` through `op`'s provider, as a finished attempt (not yet
-    stored) and its outcome. A status read is safe: no intent is recorded before it."""
+    """One status read of `job_id` through `op`'s provider, through the ledger's call verbs
+    as every reader makes one: a finished attempt (not yet stored: it is recorded with the
+    decision) and its outcome as the core judges it. A status read is safe: no intent is
+    recorded before it."""
     probe = evolve(
         op, remote_job_id=job_id, status_url=None, status_via=None
     )  # never the old job's URL
     provider = providers.for_operation(op)
     request = provider.describe(AttemptKind.STATUS, probe)
-    started = ledger.clock()
+    _, attempt = await ledger.begin_call(probe, AttemptKind.STATUS, request, actor)
     reply = await guarded_call(
         provider, ledger.redactor(op), AttemptKind.STATUS, probe, limit=providers.call_limit(op)
     )
-    attempt_id = short_id("at_", ledger.rand)
     outcome: o.CallOutcome = (
         reply.outcome
         if reply.outcome is not None
         else o.Ambiguous(reason="the status read answered with no status")
     )
-    outcome = evolve(outcome, ref=attempt_id)
-    attempt = Attempt(
-        attempt_id=attempt_id,
-        operation_id=op.operation_id,
-        kind=AttemptKind.STATUS,
-        fence=op.fence,
-        actor=actor,
-        started_at=started,
-        request=request,
-        finished_at=ledger.clock(),
-        outcome=type(outcome).__name__,
-        http_status=getattr(outcome, "http_status", None),
-        provider_request_id=getattr(outcome, "request_id", None),
-        detail=reply.detail,
-    )
-    return attempt, outcome
+    return ledger.finished(probe, attempt, outcome, reply.detail)

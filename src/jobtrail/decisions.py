@@ -1,25 +1,36 @@
 """The human decisions as every surface records them: resolving an operation that waits for
-a person (adopt a job id, mark it failed, retry it as new) and extending a deadline.
+a person (adopt a job id, mark it failed, retry it as new; for a result that failed
+validation: mark it failed, accept it as it is, collect it again) and extending a deadline.
 
 The Client, the CLI and the dashboard parse their own input and call these two verbs, so a
-decision means the same, and is recorded the same, whichever way a person gives it."""
+decision means the same, and is recorded the same, whichever way a person gives it. An
+operation is named by its id or its key."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal
 
 from jobtrail.adoption import adopt
 from jobtrail.core import outcomes as o
+from jobtrail.core.allows import Deadline
 from jobtrail.core.ids import short_id
 from jobtrail.core.model import Operation
 from jobtrail.errors import InvalidInput
 from jobtrail.ledger import Ledger
 from jobtrail.providers.registry import ProviderRegistry
 
-RESOLUTIONS = ("adopt", "mark-failed", "retry-as-new")
-Deadline = Literal["result", "cancel"]
+_RESOLVING = (
+    o.Decision.ADOPT,
+    o.Decision.MARK_FAILED,
+    o.Decision.RETRY_AS_NEW,
+    o.Decision.ACCEPT_AS_IS,
+    o.Decision.COLLECT_AGAIN,
+)
+RESOLUTIONS = tuple(d.spoken for d in _RESOLVING)
+COLLECT_FOR = timedelta(hours=1)  # collect-again: the result deadline is at least now + this
+
+__all__ = ["RESOLUTIONS", "Deadline", "Resolved", "extend", "resolution", "resolve"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,7 +42,7 @@ class Resolved:
 
 
 def resolution(name: str) -> o.Decision:
-    """`adopt`, `mark-failed` or `retry-as-new` (`_` for `-` too) as a Decision."""
+    """A decision's word (`adopt`, `mark-failed`, ...; `_` for `-` too) as a Decision."""
     wanted = name.strip().replace("_", "-")
     if wanted not in RESOLUTIONS:
         raise InvalidInput(f"unknown decision {name!r}; use {', '.join(RESOLUTIONS)}")
@@ -41,48 +52,56 @@ def resolution(name: str) -> o.Decision:
 async def resolve(
     ledger: Ledger,
     providers: ProviderRegistry,
-    operation_id: str,
+    ref: str,
     decision: str,
     *,
     actor: str,
     reason: str,
     job_id: str | None = None,
+    request_id: str | None = None,
 ) -> Resolved:
-    """Record `actor`'s decision for an operation in needs_human. Adopting a job id the
-    operation never saw reads it through `providers` first (jobtrail.adoption)."""
+    """Record `actor`'s decision for the operation `ref` (its id or key) that waits for a
+    person. Adopting a job id the operation never saw reads it through `providers` first
+    (jobtrail.adoption). `request_id` names the request: given again, nothing is done
+    twice."""
     choice = resolution(decision)
+    op = await ledger.find(ref)
     human = o.HumanDecision(
         decision=choice,
         actor=actor,
         reason=reason,
         job_id=job_id,
-        request_id=short_id("req_", ledger.rand),
+        new_deadline=ledger.clock() + COLLECT_FOR if choice is o.Decision.COLLECT_AGAIN else None,
+        request_id=request_id or short_id("req_", ledger.rand),
     )
     if choice is o.Decision.ADOPT:
-        return Resolved(op=await adopt(ledger, providers, operation_id, human))
-    op = await ledger.decide(operation_id, human)
+        return Resolved(op=await adopt(ledger, providers, op.operation_id, human))
+    decided = await ledger.decide(op.operation_id, human)
     if choice is not o.Decision.RETRY_AS_NEW:
-        return Resolved(op=op)
-    return Resolved(op=op, replaced_by=await ledger.resubmit(op, actor=actor, reason=reason))
+        return Resolved(op=decided)
+    again = await ledger.resubmit(decided, actor=actor, reason=reason)
+    return Resolved(op=decided, replaced_by=again)
 
 
 async def extend(
     ledger: Ledger,
-    operation_id: str,
+    ref: str,
     *,
     deadline: Deadline,
     by: timedelta,
     actor: str,
     reason: str,
+    request_id: str | None = None,
 ) -> Operation:
     """Resume automation until now + `by`: the result deadline of a result_timed_out
-    operation, or the cancel deadline of a cancellation_unconfirmed one (the ledger refuses
-    the other pairings)."""
+    operation, or the cancel deadline of a cancellation_unconfirmed one (the core refuses
+    the other pairings). `ref` is the operation's id or key."""
+    op = await ledger.find(ref)
     human = o.HumanDecision(
         decision=o.Decision.EXTEND_CANCEL if deadline == "cancel" else o.Decision.EXTEND,
         actor=actor,
         reason=reason,
         new_deadline=ledger.clock() + by,
-        request_id=short_id("req_", ledger.rand),
+        request_id=request_id or short_id("req_", ledger.rand),
     )
-    return await ledger.decide(operation_id, human)
+    return await ledger.decide(op.operation_id, human)

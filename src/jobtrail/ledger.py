@@ -17,6 +17,7 @@ from jobtrail.audit import AuditEntry
 from jobtrail.clock import SystemClock
 from jobtrail.core import outcomes as o
 from jobtrail.core.admission import check_request
+from jobtrail.core.allows import cancellability
 from jobtrail.core.apply import Applied, Policy, apply, judged
 from jobtrail.core.canonical import canonical_json, fingerprint
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
@@ -33,7 +34,7 @@ from jobtrail.core.model import (
 )
 from jobtrail.core.plan import Call, Settle, plan
 from jobtrail.core.redact import Redactor
-from jobtrail.core.states import REMOTE_MAY_RUN, State
+from jobtrail.core.states import State
 from jobtrail.core.tasks import TASK_PREFIX, TaskHandle, new_task_id, task_hash
 from jobtrail.errors import (
     ActionRefused,
@@ -338,42 +339,34 @@ class Ledger:
     # -- human and agent requests ------------------------------------------------------
 
     async def cancel(
-        self, operation_id: str, *, actor: str, reason: str, expected_effect: str | None = None
+        self,
+        operation_id: str,
+        *,
+        actor: str,
+        reason: str,
+        expected_effect: str | None = None,
+        request_id: str | None = None,
     ) -> Operation:
         """Record the intent to cancel. The lease owner sends the cancel; nothing here claims
-        that the remote job stopped."""
+        that the remote job stopped. `request_id` names the request (a form's, say): asked
+        again, a recorded cancel is answered as it stands."""
         if not reason.strip():
             raise InvalidInput("give a reason for the cancel; it is recorded with the intent")
         await self.permit(Action.CANCEL, actor, await self.get(operation_id))
         for _ in range(_MAX_RETRIES):
             op = await self.get(operation_id)
-            if op.state.ends_automation and op.state not in REMOTE_MAY_RUN:
-                # The same answer for every finished state, with or without an earlier intent.
-                raise ActionRefused(
-                    f"{operation_id} already ended ({op.state}); there is no running job to "
-                    "cancel and nothing was recorded"
-                )
-            if op.cancel_intent is not None:
-                return op
-            if not op.capabilities.cancel:
-                raise ActionRefused(
-                    f"provider {op.provider!r} declares no cancel endpoint, so {operation_id} "
-                    "cannot be cancelled through jobtrail; it will run to its end"
-                )
-            if op.state not in REMOTE_MAY_RUN | {State.CREATE_PENDING} or op.state in (
-                State.NEEDS_HUMAN,
-                State.CANCELLATION_UNCONFIRMED,
-            ):
-                raise ActionRefused(
-                    f"{operation_id} is {op.state}; there is no running job to cancel"
-                )
+            verdict = cancellability(op)  # the core's rule, as every surface shows it
+            if verdict.asked:
+                return op  # asked before: a repeat changes nothing
+            if not verdict.allowed:
+                raise ActionRefused(f"{verdict.why}; nothing was recorded")
             now = self.clock()
             intent = CancelIntent(
                 actor=actor,
                 reason=reason,
                 expected_effect=expected_effect or "stop the remote job; work already done stays",
                 requested_at=now,
-                request_id=short_id("req_", self.rand),
+                request_id=request_id or short_id("req_", self.rand),
             )
             entry = self._entry(op, now, "cancel.intent", actor, _intent_doc(intent))
             if op.state in (State.ACCEPTED, State.OBSERVING, State.RESULT_TIMED_OUT):
@@ -401,6 +394,8 @@ class Ledger:
         await self.permit(decision_action(decision), decision.actor, await self.get(operation_id))
         for _ in range(_MAX_RETRIES):
             op = await self.get(operation_id)
+            if await self.was_requested(op, decision.request_id):
+                return op  # this very decision was recorded before: nothing is done twice
             now = self.clock()
             applied = apply(op, decision, now, actor=decision.actor, policy=self.policy(op))
             reads = []
@@ -429,6 +424,16 @@ class Ledger:
             if result.verdict is Verdict.OK and result.operation is not None:
                 return result.operation
         raise ConcurrentUpdate(f"{operation_id} kept changing; try again")
+
+    async def was_requested(self, op: Operation, request_id: str) -> bool:
+        """Whether the request `request_id` (a cancel or a human decision) was recorded for
+        `op` already: its intent is the operation's, or a transition names it as cause."""
+        if not request_id:
+            return False
+        if op.cancel_intent is not None and op.cancel_intent.request_id == request_id:
+            return True
+        causes = {f"human_decision:{request_id}", f"human_request:{request_id}"}
+        return any(tr.cause in causes for tr in await self.store.history(op.operation_id))
 
     async def resubmit(self, op: Operation, *, actor: str, reason: str) -> Operation:
         """The same request as a new operation (new token), after a human gave up on `op`.
@@ -591,21 +596,8 @@ class Ledger:
         A safe read is recorded here for the first time, and its outcome is not audited: what
         it saw is in its observation run (sealed in the audit log when the run closes) and
         what it changed in the transitions."""
-        now = self.clock()
-        outcome = evolve(outcome, ref=attempt.attempt_id)  # every cause names its attempt
-        judged_ = judged(outcome, op)  # the core's word on what the answer proves
-        if judged_ is not outcome:
-            if isinstance(judged_, o.Ambiguous) and "error" not in detail:
-                detail = {**detail, "error": judged_.reason}
-            outcome = judged_  # type: ignore[assignment]
-        finished = evolve(
-            attempt,
-            finished_at=now,
-            outcome=outcome.word,
-            http_status=getattr(outcome, "http_status", None),
-            provider_request_id=getattr(outcome, "request_id", None),
-            detail=detail,
-        )
+        finished, outcome = self.finished(op, attempt, outcome, detail)
+        now, detail = finished.finished_at or self.clock(), finished.detail
         if attempt.kind.safe:
             return await self._apply_outcome(
                 op, outcome, now, actor, finished, None, release, safe=True
@@ -619,6 +611,28 @@ class Ledger:
             "detail": detail,
         }
         return await self._apply_outcome(op, outcome, now, actor, finished, entry_data, release)
+
+    def finished(
+        self, op: Operation, attempt: Attempt, outcome: o.CallOutcome, detail: dict[str, Any]
+    ) -> tuple[Attempt, o.CallOutcome]:
+        """`attempt` finished with `outcome` as the core judges it (what the answer proves,
+        core/evidence.py), its outcome stored as the outcome's word; not yet recorded (the
+        worker's `finish_call` records it, adoption with its decision)."""
+        outcome = evolve(outcome, ref=attempt.attempt_id)  # every cause names its attempt
+        judged_ = judged(outcome, op)  # the core's word on what the answer proves
+        if judged_ is not outcome:
+            if isinstance(judged_, o.Ambiguous) and "error" not in detail:
+                detail = {**detail, "error": judged_.reason}
+            outcome = judged_  # type: ignore[assignment]
+        finished = evolve(
+            attempt,
+            finished_at=self.clock(),
+            outcome=outcome.word,
+            http_status=getattr(outcome, "http_status", None),
+            provider_request_id=getattr(outcome, "request_id", None),
+            detail=detail,
+        )
+        return finished, outcome
 
     async def settle(
         self, op: Operation, outcome: o.LocalOutcome, actor: str, release: bool = False

@@ -4,13 +4,23 @@ the readable explanation (what we asked, which remote job, what we observed, wha
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.allows import cancellability
+from jobtrail.core.failure import failure_reason, provider_said
 from jobtrail.core.model import Attempt, Observation, Operation, ProviderKind, Transition
-from jobtrail.core.plan import Nothing, Wait, plan
+from jobtrail.core.nextstep import (
+    deadlines_shown,
+    driver,
+    needs_person,
+    next_step,
+    other_jobs,
+    other_jobs_text,
+)
 from jobtrail.core.states import EVIDENCE_MEANING, REMOTE_MAY_RUN, Evidence, State
 from jobtrail.core.words import iso, progress_text, when
 
@@ -58,35 +68,17 @@ def _json_escaped(c: str) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
-def waiting_for(op: Operation, now: datetime) -> str:
-    """What jobtrail will do next for this operation, in words."""
-    action = plan(op, now)
-    if isinstance(action, Nothing):
-        if op.state is State.RESULT_TIMED_OUT:
-            return (
-                "nothing: the result deadline passed and polling stopped; the remote job "
-                "may still be running (extend the deadline or cancel it)"
-            )
-        return f"nothing: {action.why}"
-    if isinstance(action, Wait):
-        return f"{action.then.describe()} {when(action.until, now)}"
-    if op.lease_owner:
-        return f"{action.describe()} (in progress on {op.lease_owner})"
-    if op.provider_kind is ProviderKind.CODE:
-        return f"{action.describe()} now (waiting for a worker that has {driver(op)})"
-    return f"{action.describe()} now (waiting for a worker)"
-
-
-def driver(op: Operation) -> str:
-    """Which provider drives `op`, in words: "the code provider 'sfn' 1.2.0"."""
-    if op.provider_kind is ProviderKind.CODE:
-        version = f" {op.provider_version}" if op.provider_version else ""
-        return f"the code provider {op.provider!r}{version}"
-    return f"the HTTP provider {op.provider!r}"
-
-
-def operation_json(op: Operation, now: datetime) -> dict[str, Any]:
-    return {
+def operation_json(
+    op: Operation,
+    now: datetime,
+    *,
+    attempts: Sequence[Attempt] | None = None,
+    observations: Sequence[Observation] = (),
+) -> dict[str, Any]:
+    """The one JSON shape of an operation; with its `attempts` (and observations), also
+    the provider's failure reason (`failure_reason`)."""
+    cancel = cancellability(op)
+    document = {
         "operation_id": op.operation_id,
         "key": op.key,
         "state": op.state.value,
@@ -109,7 +101,7 @@ def operation_json(op: Operation, now: datetime) -> dict[str, Any]:
         "result_deadline": iso(op.result_deadline),
         "cancel_deadline": iso(op.cancel_deadline),
         "next_poll_at": iso(op.next_poll_at) if not op.lease_owner else None,
-        "waiting_for": waiting_for(op, now),
+        "waiting_for": next_step(op, now),
         "cancel_intent": (
             asdict(op.cancel_intent) | {"requested_at": iso(op.cancel_intent.requested_at)}
             if op.cancel_intent
@@ -119,7 +111,14 @@ def operation_json(op: Operation, now: datetime) -> dict[str, Any]:
         "refused_reads": op.refused_reads,
         "result": asdict(op.result) if op.result else None,
         "remote_may_still_run": op.state in REMOTE_MAY_RUN,
+        "cancellable": cancel.allowed,
+        "cancel": cancel.why,
+        "needs_person": needs_person(op),
+        "other_jobs": list(other_jobs(op)),
     }
+    if attempts is not None:
+        document["failure_reason"] = failure_reason(op, attempts, observations)
+    return document
 
 
 def transition_json(tr: Transition) -> dict[str, Any]:
@@ -212,7 +211,7 @@ def _attempt_line(at: Attempt) -> str:
     reason = ""
     if isinstance(at.detail, dict) and at.detail.get("error"):
         reason = f": {at.detail['error']}"
-    why = provider_error_text(at)
+    why = provider_said(at)
     if why:
         reason += f" (provider error {why})"
     items = at.detail.get("item_errors") if isinstance(at.detail, dict) else None
@@ -223,18 +222,6 @@ def _attempt_line(at: Attempt) -> str:
             f" ({said})" if said else ""
         )
     return f"{what} ({at.attempt_id}) -> {at.outcome}{status}{reason}{request}"
-
-
-def provider_error_text(at: Attempt) -> str | None:
-    """The provider's own code and message for a failure, as read from its answer."""
-    found = at.detail.get("provider_error") if isinstance(at.detail, dict) else None
-    if not isinstance(found, dict):
-        return None
-    code, message = found.get("code"), found.get("message")
-    text = ": ".join(str(part) for part in (code, message) if part)
-    count = found.get("count")
-    more = f" (and {int(count) - 1} more)" if isinstance(count, int) and count > 1 else ""
-    return (text + more) or None
 
 
 def explain_text(
@@ -264,15 +251,11 @@ def explain_text(
         lines.append(f"  body:       {_body_line(body)}")
     lines += [
         f"  remote job: {op.remote_job_id or 'none known'}{seen}",
-        f"  deadlines:  create {when(op.create_deadline, now)}",
-        f"              result {when(op.result_deadline, now)}"
-        + (f"; cancel {when(op.cancel_deadline, now)}" if op.cancel_deadline else ""),
-        f"  next:       {waiting_for(op, now)}",
+        f"  deadlines:  {_deadlines_line(op, now)}",
+        f"  next:       {next_step(op, now)}",
     ]
     if op.provider_kind is ProviderKind.CODE:
         lines.append(f"  provider:   {driver(op)}" + (f" — {missing}" if missing else ""))
-    if (rejected := _rejection(attempts)) is not None:
-        lines.append(f"  rejected:   {rejected}")
     if op.conflicting_job_ids:
         lines.append(
             f"  conflict:   provider tied this operation to {', '.join(op.conflicting_job_ids)}"
@@ -303,15 +286,23 @@ def explain_text(
             )
     if op.result:
         lines.append(f"  result:     {_result_line(op)}")
-    why = next((t for t in map(provider_error_text, reversed(attempts)) if t), None)
-    if why and op.state in (State.FAILED, State.CANCELLED, State.RESULT_UNAVAILABLE):
+    if (why := failure_reason(op, attempts, observations)) is not None:
         lines.append(f"  why:        the provider said {why}")
+    if (others := other_jobs_text(op)) is not None:
+        lines.append(f"  other jobs: {others}")
     lines.append("")
     lines.append("Timeline")
     for at, text in timeline(op, history, attempts, observations):
         lines.append(f"  {at.strftime('%Y-%m-%d %H:%M:%S')}  {text}")
     # each entry is one line of ours: a provider's line break or escape inside it is shown
     return "\n".join(shown(line) for line in lines)
+
+
+def _deadlines_line(op: Operation, now: datetime) -> str:
+    shown = deadlines_shown(op)
+    if not shown:
+        return "none in force (the operation ended)"
+    return "; ".join(f"{name} {when(at, now)}" for name, at in shown)
 
 
 def _asked(op: Operation) -> str:
@@ -338,20 +329,6 @@ def _body_line(body: Any) -> str:
     if len(text) > _BODY_SHOWN:
         return f"{text[:_BODY_SHOWN]}… ({len(text)} characters; --json shows all)"
     return text
-
-
-def _rejection(attempts: list[Attempt]) -> str | None:
-    """The provider's own words for the last refused create, from its answer's body."""
-    for at in reversed(attempts):
-        if at.kind.value != "create" or at.outcome != o.Rejected.word:
-            continue
-        detail = at.detail if isinstance(at.detail, dict) else {}
-        words = detail.get("error") or detail.get("body")
-        status = f"HTTP {at.http_status}: " if at.http_status else ""
-        if words is None:
-            return f"{status}the provider gave no reason"
-        return status + (words if isinstance(words, str) else json.dumps(words))
-    return None
 
 
 def _result_line(op: Operation) -> str:

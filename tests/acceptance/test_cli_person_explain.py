@@ -31,20 +31,26 @@ def test_explain_shows_the_rejection_reason_and_the_body(ws: Workspace) -> None:
     # the request's target names where it went: the base URL and the create path
     asked = r"asked:      tester asked simulator for POST http://127\.0\.0\.1:\d+/v1/reports "
     assert re.search(asked + r"\(key closed-account\), authorized by alice: monthly report", text)
-    assert re.search(r"rejected:\s+HTTP 422: .*account acct_9 is closed", text), text
+    # the provider's code and message, as every surface says them (core/failure.py)
+    why = "why:        the provider said rejected: account acct_9 is closed (create answered HTTP 422)"
+    assert why in text, text
     assert '"account": "acct_9"' in text  # the body line
     document = ws.json("explain", op)
     assert document["request_body"]["account"] == "acct_9"
+    assert document["failure_reason"] == why.split("said ", 1)[1]
 
 
 def test_explain_shows_progress_and_relative_times(ws: Workspace) -> None:
     """Progress reads "3/3"; deadlines read "in …" with the ISO time beside them."""
     op = ws.json("submit", "simulator", "--body", '{"account": "p"}')["operation_id"]
+    pending = ws.run("explain", op).stdout
+    deadline = r"\d+ (s|min|h|days) \(\d{4}-\d\d-\d\dT[\d:.]+Z\)"
+    assert re.search(rf"deadlines:  create in {deadline}; result in {deadline}", pending)
     ws.run("run", op)
     text = ws.run("explain", op).stdout
     assert re.search(r"progress \d+/\d+", text), text
-    assert re.search(r"result in \d+ (s|min|h|d) \(\d{4}-\d\d-\d\dT[\d:.]+Z\)", text), text
-    assert re.search(r"create (in|\d+ (s|min) ago|now)", text), text
+    # finished: no deadline bears on it any more, so none is shown
+    assert "deadlines:  none in force (the operation ended)" in text, text
     assert "{'" not in text and '{"completed"' not in text
     status = ws.run("status", op).stdout
     assert re.search(r"created_at\s+\S+Z \((now|\d+ (s|min) ago)\)", status), status

@@ -180,8 +180,17 @@ class OperationLife(RuleBasedStateMachine):
 
     @invariant()
     def succeeded_only_after_validation(self) -> None:
+        """Succeeded needs a validated result, or a person's acceptance of one that failed
+        validation (the result then says so)."""
         into = [t for t in self.history if t.to_state is State.SUCCEEDED]
-        assert all(t.evidence is Evidence.RESULT_VALIDATED for t in into)
+        assert all(
+            t.evidence is Evidence.RESULT_VALIDATED
+            or (
+                t.from_state is State.RESULT_VALIDATION_FAILED
+                and t.evidence is Evidence.HUMAN_DECISION
+            )
+            for t in into
+        )
         if hasattr(self, "op") and self.op.state is State.SUCCEEDED:
             assert self.op.result is not None and self.op.result.valid
 

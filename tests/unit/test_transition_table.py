@@ -54,10 +54,14 @@ def test_failed_never_goes_back_to_observing() -> None:
             check_transition(State.FAILED, State.OBSERVING, evidence)
 
 
-def test_succeeded_needs_a_validated_result() -> None:
-    """The only way into succeeded is result_collecting with a validated result."""
+def test_succeeded_needs_a_validated_or_accepted_result() -> None:
+    """The only ways into succeeded are result_collecting with a validated result, and a
+    person's recorded acceptance of a result that failed validation."""
     into = {pair: ev for pair, ev in TRANSITIONS.items() if pair[1] is State.SUCCEEDED}
-    assert into == {(State.RESULT_COLLECTING, State.SUCCEEDED): {Evidence.RESULT_VALIDATED}}
+    assert into == {
+        (State.RESULT_COLLECTING, State.SUCCEEDED): {Evidence.RESULT_VALIDATED},
+        (State.RESULT_VALIDATION_FAILED, State.SUCCEEDED): {Evidence.HUMAN_DECISION},
+    }
 
 
 def test_cancelled_needs_a_remote_cancelled_observation() -> None:

@@ -36,7 +36,12 @@ class JobView:
     progress: Any
     next_poll_at: str | None
     waiting_for: str
+    needs_person: bool
     remote_may_still_run: bool
+    cancellable: bool
+    cancel_note: str  # why a cancel may (or may not) be asked for now
+    failure_reason: str | None  # the provider's own words for a failure
+    other_jobs: list[str]  # jobs the provider tied to it that jobtrail does not follow
     has_result: bool
     cancel_requested_by: str | None
     actor: str

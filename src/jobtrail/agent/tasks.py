@@ -45,11 +45,11 @@ from pydantic import Field, TypeAdapter
 from jobtrail.agent.identity import Identity
 from jobtrail.agent.tools import AgentTools
 from jobtrail.core.model import Operation
+from jobtrail.core.nextstep import next_step
 from jobtrail.core.states import REMOTE_MAY_RUN
 from jobtrail.core.tasks import TaskHandle, TaskStatus, ended_in_error, poll_interval, task_status
 from jobtrail.core.words import iso
 from jobtrail.errors import ActionRefused, JobtrailError, NotFound, NotPermitted
-from jobtrail.views import waiting_for
 
 TASKS = "io.modelcontextprotocol/tasks"
 TASK_TOOLS = frozenset({"submit_job", "wait_job"})
@@ -189,7 +189,7 @@ class LedgerTasks(Extension):
         doc: dict[str, Any] = {
             "taskId": task_id,
             "status": task_status(op.state).value,
-            "statusMessage": f"the operation is {op.state}; next: {waiting_for(op, now)}",
+            "statusMessage": f"the operation is {op.state}; next: {next_step(op, now)}",
             "createdAt": iso(handle.created_at),
             "lastUpdatedAt": iso(updated),
             "ttlMs": _ms(handle.ttl),

@@ -30,6 +30,7 @@ from jobtrail.agent.shapes import (
     WaitedJob,
 )
 from jobtrail.core.model import Operation, Transition
+from jobtrail.core.nextstep import next_step
 from jobtrail.core.states import REMOTE_MAY_RUN, State
 from jobtrail.core.words import iso
 from jobtrail.errors import InvalidInput, NotFound
@@ -38,7 +39,7 @@ from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec, find_provider_named
 from jobtrail.results import ResultStore
 from jobtrail.story import read_story
-from jobtrail.views import operation_json, transition_json, waiting_for
+from jobtrail.views import operation_json, transition_json
 
 WAIT_CAP_SECONDS = 120.0
 WAIT_POLL_SECONDS = 0.25
@@ -132,7 +133,7 @@ class AgentTools:
             step = f"automation has ended for this operation: it is {op.state}."
         else:
             step = (
-                f"the intent is recorded; jobtrail's next step: {waiting_for(op, now)}. The job "
+                f"the intent is recorded; jobtrail's next step: {next_step(op, now)}. The job "
                 "stops only when the provider confirms it, and it may still succeed or fail "
                 "first; follow it with wait_job."
             )
@@ -282,8 +283,14 @@ class AgentTools:
             ) from None
 
     async def _view(self, op: Operation) -> JobView:
-        doc = operation_json(op, self.ledger.clock())
-        history = await self.ledger.store.history(op.operation_id)
+        store = self.ledger.store
+        doc = operation_json(
+            op,
+            self.ledger.clock(),
+            attempts=await store.attempts(op.operation_id),
+            observations=await store.observations(op.operation_id),
+        )
+        history = await store.history(op.operation_id)
         intent = op.cancel_intent
         return JobView(
             operation_id=op.operation_id,
@@ -296,7 +303,12 @@ class AgentTools:
             progress=op.progress,
             next_poll_at=doc["next_poll_at"],
             waiting_for=doc["waiting_for"],
+            needs_person=doc["needs_person"],
             remote_may_still_run=doc["remote_may_still_run"],
+            cancellable=doc["cancellable"],
+            cancel_note=doc["cancel"],
+            failure_reason=doc["failure_reason"],
+            other_jobs=doc["other_jobs"],
             has_result=op.result is not None,
             cancel_requested_by=intent.actor if intent else None,
             actor=op.actor,
@@ -310,7 +322,7 @@ class AgentTools:
 def _ended_step(op: Operation, now: datetime) -> str:
     if op.state is State.SUCCEEDED:
         return "the job succeeded; `result` holds its collected result (get_result reads it again)"
-    return f"the operation is {op.state}: {waiting_for(op, now)}; explain_job tells its story"
+    return f"the operation is {op.state}: {next_step(op, now)}; explain_job tells its story"
 
 
 def _transition(tr: Transition) -> TransitionView:

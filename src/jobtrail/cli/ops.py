@@ -28,11 +28,12 @@ from jobtrail.cli.context import (
     say,
 )
 from jobtrail.core.durations import parse_duration
+from jobtrail.core.nextstep import driver
 from jobtrail.core.states import State
 from jobtrail.core.words import iso, progress_text, relative
 from jobtrail.errors import InvalidInput
 from jobtrail.providers.credentials import unset_credentials
-from jobtrail.views import driver, operation_json, transition_json
+from jobtrail.views import operation_json, transition_json
 from jobtrail.worker.blobs import is_file_location
 
 console = Console(highlight=False)
@@ -109,6 +110,8 @@ def show(document: dict[str, Any]) -> None:
         "remote_state",
         "progress",
         "waiting_for",
+        "failure_reason",
+        "other_jobs",
         "provider",
         "provider_missing",
         "key",
@@ -124,7 +127,9 @@ def show(document: dict[str, Any]) -> None:
         if field in ("created_at", "result_deadline") and isinstance(value, str):
             at = datetime.fromisoformat(value.replace("Z", "+00:00"))
             value = f"{value} ({relative(at, datetime.now(UTC))})"
-        if value is not None:
+        if field == "other_jobs" and value:
+            value = ", ".join(value)
+        if value is not None and value != []:
             table.add_row(field, cell(value if isinstance(value, str) else json.dumps(value)))
     result = document.get("result")
     if result:
@@ -243,7 +248,9 @@ async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
 
     async with opened(settings) as ledger:
         op = await ledger.find(operation_id)
-        document = operation_json(op, ledger.clock())
+        attempts = await ledger.store.attempts(op.operation_id)
+        observations = await ledger.store.observations(op.operation_id)
+        document = operation_json(op, ledger.clock(), attempts=attempts, observations=observations)
     missing = not_installed(op)
     if missing is not None:
         document["provider_missing"] = f"{driver(op)} is {missing}"
@@ -343,7 +350,7 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
         return
     events = timeline(op, story.history, story.attempts, story.observations)
     emit_json(
-        operation_json(op, story.now)
+        operation_json(op, story.now, attempts=story.attempts, observations=story.observations)
         | ({"provider_missing": f"{driver(op)} is {missing}"} if missing else {})
         | {
             "request_body": story.body,

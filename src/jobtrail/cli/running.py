@@ -29,12 +29,13 @@ from jobtrail.cli.exits import EXIT_HELP, RunExit, run_exit
 from jobtrail.cli.stopping import Stopper, log_steps, warn_unset_credentials
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Operation, ProviderKind
+from jobtrail.core.nextstep import next_step
 from jobtrail.core.states import State
 from jobtrail.core.words import iso, progress_text
 from jobtrail.providers.registry import missing_message
 from jobtrail.runtime import runtime
 from jobtrail.store.urls import shown_url
-from jobtrail.views import operation_json, waiting_for
+from jobtrail.views import operation_json
 
 
 @click.command()
@@ -110,7 +111,7 @@ def _panel(op: Operation, now: datetime) -> Table:
     table.add_row("remote job", cell(op.remote_job_id or "-"))
     table.add_row("remote state", cell(op.remote_state or "-"))
     table.add_row("progress", cell(progress_text(op.progress)))
-    table.add_row("next", cell(waiting_for(op, now)))
+    table.add_row("next", cell(next_step(op, now)))
     return table
 
 

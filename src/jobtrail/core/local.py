@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.allows import decision_refusal
 from jobtrail.core.draft import Draft
-from jobtrail.core.model import Operation
+from jobtrail.core.model import Operation, evolve
 from jobtrail.core.states import Evidence, State
 from jobtrail.errors import ActionRefused
 
@@ -73,12 +74,15 @@ def seen_job_ids(op: Operation) -> tuple[str, ...]:
 def on_decision(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.HumanDecision)
     op, cause = draft.op, f"human_decision:{out.request_id}"
-    match (out.decision, op.state):
-        case (o.Decision.ADOPT, State.NEEDS_HUMAN):
+    refusal = decision_refusal(op, out.decision, out.job_id)
+    if refusal is not None:
+        raise ActionRefused(refusal)
+    match out.decision:
+        case o.Decision.ADOPT:
             if not out.job_id:
-                raise ActionRefused("adopting needs the remote job id to adopt")
+                raise ActionRefused("adopting needs the remote job id to adopt (--job-id)")
             if out.job_id not in seen_job_ids(op) and out.read is None:
-                known = ", ".join(op.conflicting_job_ids) or "none recorded"
+                known = ", ".join(seen_job_ids(op)) or "none recorded"
                 raise ActionRefused(
                     f"{out.job_id!r} is not a job id this operation saw (seen: {known}), and "
                     "no status read of it was made; nothing was changed"
@@ -89,30 +93,32 @@ def on_decision(draft: Draft, out: o.Outcome) -> None:
             draft.move(State.ACCEPTED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
             draft.set(poll_count=0, refused_reads=0, refused_since=None)
             draft.now_next()
-        case (o.Decision.MARK_FAILED | o.Decision.RETRY_AS_NEW, State.NEEDS_HUMAN):
+        case o.Decision.MARK_FAILED | o.Decision.RETRY_AS_NEW:
             draft.move(State.FAILED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
             draft.set(next_poll_at=None)
-        case (o.Decision.EXTEND, State.RESULT_TIMED_OUT):
+        case o.Decision.ACCEPT_AS_IS:
+            result = op.result
+            if result is None:
+                raise ActionRefused(f"{op.operation_id} holds no result to accept")
+            # Valid on a person's word: what validation found stays in `problems`.
+            note = f"accepted_as_is: by {out.actor} ({out.request_id}) despite its problems"
+            draft.set(result=evolve(result, valid=True, checks=(*result.checks, note)))
+            draft.move(State.SUCCEEDED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
+            draft.set(next_poll_at=None)
+        case o.Decision.COLLECT_AGAIN:
+            if out.new_deadline is not None and out.new_deadline > op.result_deadline:
+                draft.set(result_deadline=out.new_deadline)
+            draft.move(State.RESULT_COLLECTING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
+            draft.now_next()
+        case o.Decision.EXTEND:
             if out.new_deadline is None or out.new_deadline <= draft.now:
                 raise ActionRefused("the new result deadline must be in the future")
             draft.set(result_deadline=out.new_deadline, poll_count=0)
             draft.move(State.OBSERVING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
             draft.now_next()
-        case (o.Decision.EXTEND_CANCEL, State.CANCELLATION_UNCONFIRMED):
+        case o.Decision.EXTEND_CANCEL:
             if out.new_deadline is None or out.new_deadline <= draft.now:
                 raise ActionRefused("the new cancel deadline must be in the future")
             draft.set(cancel_deadline=out.new_deadline, poll_count=0)
             draft.move(State.CANCELLING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
             draft.now_next()
-        case (o.Decision.EXTEND, State.CANCELLATION_UNCONFIRMED):
-            raise ActionRefused(
-                f"{op.operation_id} is cancellation_unconfirmed: it waits on the cancel "
-                "deadline, not the result deadline; extend that one (--cancel-deadline)"
-            )
-        case (o.Decision.EXTEND_CANCEL, State.RESULT_TIMED_OUT):
-            raise ActionRefused(
-                f"{op.operation_id} is result_timed_out: it waits on the result deadline, "
-                "not the cancel deadline; extend that one (--result-deadline)"
-            )
-        case _:
-            raise ActionRefused(f"the decision '{out.decision}' does not apply in state {op.state}")

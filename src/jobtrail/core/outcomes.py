@@ -255,6 +255,13 @@ class Decision(StrEnum):
     RETRY_AS_NEW = "retry_as_new"
     EXTEND = "extend"  # the result deadline, after result_timed_out
     EXTEND_CANCEL = "extend_cancel"  # the cancel deadline, after cancellation_unconfirmed
+    ACCEPT_AS_IS = "accept_as_is"  # a result that failed validation, taken as it is
+    COLLECT_AGAIN = "collect_again"  # a result that failed validation, fetched again
+
+    @property
+    def spoken(self) -> str:
+        """The word people type and read: `mark-failed`, `accept-as-is`."""
+        return self.value.replace("_", "-")
 
 
 @dataclass(frozen=True, kw_only=True)

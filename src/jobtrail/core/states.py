@@ -173,6 +173,11 @@ TRANSITIONS: dict[tuple[State, State], frozenset[Evidence]] = {
     (S.NEEDS_HUMAN, S.FAILED): frozenset({E.HUMAN_DECISION}),
     (S.CANCEL_REQUESTED, S.CANCELLING): frozenset({E.CANCEL_ACKNOWLEDGED}),
     (S.CANCELLATION_UNCONFIRMED, S.CANCELLING): frozenset({E.HUMAN_DECISION}),
+    # A result that failed validation: a person marks it failed, accepts it as it is, or
+    # has it collected again.
+    (S.RESULT_VALIDATION_FAILED, S.FAILED): frozenset({E.HUMAN_DECISION}),
+    (S.RESULT_VALIDATION_FAILED, S.SUCCEEDED): frozenset({E.HUMAN_DECISION}),
+    (S.RESULT_VALIDATION_FAILED, S.RESULT_COLLECTING): frozenset({E.HUMAN_DECISION}),
     (S.RESULT_COLLECTING, S.SUCCEEDED): frozenset({E.RESULT_VALIDATED}),
     (S.RESULT_COLLECTING, S.RESULT_VALIDATION_FAILED): frozenset({E.RESULT_INVALID}),
     (S.RESULT_COLLECTING, S.RESULT_UNAVAILABLE): frozenset(

@@ -10,13 +10,16 @@ from datetime import datetime
 from string import Template
 from typing import Any
 
+from jobtrail.core.allows import cancellability
+from jobtrail.core.failure import failure_reason
 from jobtrail.core.model import Attempt, Operation
+from jobtrail.core.nextstep import attention_reason, deadlines_shown, next_step, other_jobs_text
 from jobtrail.core.states import State
-from jobtrail.core.words import relative
+from jobtrail.core.words import progress_text, relative
 from jobtrail.dashboard.html import Html, join, path, query, render, when
 from jobtrail.store.finding import OperationPage, OperationQuery
 from jobtrail.story import Story
-from jobtrail.views import timeline, waiting_for
+from jobtrail.views import timeline
 
 ATTENTION = (
     State.CREATE_UNKNOWN,
@@ -52,7 +55,7 @@ def op_rows(ops: Sequence[Operation], now: datetime, why: dict[str, str] | None 
             key=op.key,
             actor=op.actor,
             created=when(op.created_at, now),
-            why=(why or {}).get(op.operation_id) or waiting_for(op, now),
+            why=(why or {}).get(op.operation_id) or next_step(op, now),
         )
         for op in ops
     )
@@ -68,7 +71,7 @@ class Attention:
 
 
 def attention_page(seen: Attention, now: datetime) -> Html:
-    why = {op.operation_id: _state_why(op) for op in seen.stuck}
+    why = {op.operation_id: attention_reason(op) for op in seen.stuck}
     why |= {
         op.operation_id: f"poll overdue since {_rel(op.next_poll_at, now)}; no worker took it"
         for op in seen.overdue
@@ -99,18 +102,6 @@ def attention_page(seen: Attention, now: datetime) -> Html:
         table=op_rows(ops, now, why),
         counts=counts,
     )
-
-
-def _state_why(op: Operation) -> str:
-    return {
-        State.CREATE_UNKNOWN: "create sent, outcome unknown: reconciling",
-        State.RECONCILIATION: "looking for the original job",
-        State.NEEDS_HUMAN: "waiting for a decision (resolve)",
-        State.CANCELLATION_UNCONFIRMED: "cancel not confirmed before its deadline",
-        State.RESULT_TIMED_OUT: "result deadline passed; the job may still run",
-        State.RESULT_UNAVAILABLE: "finished, but the result could not be collected",
-        State.RESULT_VALIDATION_FAILED: "finished, but the result failed validation",
-    }.get(op.state, op.state.value)
 
 
 def _rel(value: datetime | None, now: datetime) -> str:
@@ -157,6 +148,19 @@ def list_page(
         links.append(_page_link(form, asked.offset // asked.limit, "← newer"))
     if last < found.total:
         links.append(_page_link(form, asked.offset // asked.limit + 2, "older →"))
+    table = op_rows(found.operations, now)
+    if not found.operations and asked.offset > 0:
+        pages = max(1, -(-found.total // asked.limit))
+        table = render(
+            Template(
+                '<p class="empty past-end">Page $page is past the end: $total match, on '
+                "$pages page(s).</p>"
+            ),
+            page=asked.offset // asked.limit + 1,
+            total=found.total,
+            pages=pages,
+        )
+        links = [_page_link(form, pages, "← last page")]
     return render(
         Template(
             "<h1>Operations</h1>$filters"
@@ -169,7 +173,7 @@ def list_page(
         total=found.total,
         first=first,
         last=last,
-        table=op_rows(found.operations, now),
+        table=table,
         links=join(links, " "),
     )
 
@@ -184,31 +188,40 @@ def _page_link(form: dict[str, str], number: int, label: str) -> Html:
 
 def facts(story: Story, now: datetime) -> Html:
     op = story.op
+    cancel = cancellability(op)
     rows: list[tuple[str, object]] = [
         ("state", render(Template('<span class="state s-$s">$s</span>'), s=op.state.value)),
         ("key", op.key),
         ("provider", op.provider),
         ("remote job", op.remote_job_id or "none known"),
         ("remote state", op.remote_state or "—"),
-        ("progress", "—" if op.progress is None else json.dumps(op.progress, default=str)),
-        ("next", waiting_for(op, now)),
+        ("progress", progress_text(op.progress)),
+        ("next", render(Template('<span id="next">$t</span>'), t=next_step(op, now))),
+        ("cancel", render(Template('<span id="cancellable">$t</span>'), t=cancel.why)),
+    ]
+    if (why := failure_reason(op, story.attempts, story.observations)) is not None:
+        rows.append(("provider's reason", render(Template('<span id="failure">$t</span>'), t=why)))
+    if (others := other_jobs_text(op)) is not None:
+        rows.append(("other jobs", others))
+    rows += [
         ("next poll", when(op.next_poll_at, now) if not op.lease_owner else "—"),
         (
             "lease",
-            f"{op.lease_owner}, fence {op.fence}, expires"
-            if op.lease_owner
-            else f"none (fence {op.fence})",
+            f"{op.lease_owner}, fence {op.fence}" if op.lease_owner else f"none (fence {op.fence})",
         ),
-        ("lease expires", when(op.lease_expires_at, now)),
+    ]
+    if op.lease_owner:
+        rows.append(("lease expires", when(op.lease_expires_at, now)))
+    rows += [
         (
             "asked by",
             op.actor + (f", authorized by {op.authorized_by}" if op.authorized_by else ""),
         ),
         ("reason", op.reason or "—"),
         ("created", when(op.created_at, now)),
-        ("create deadline", when(op.create_deadline, now)),
-        ("result deadline", when(op.result_deadline, now)),
-        ("cancel deadline", when(op.cancel_deadline, now)),
+    ]
+    rows += [(f"{name} deadline", when(at, now)) for name, at in deadlines_shown(op)]
+    rows += [
         ("fingerprint", op.fingerprint),
         ("idempotency token", op.idempotency_token),
         ("trace id", op.trace_id),
@@ -222,28 +235,10 @@ def facts(story: Story, now: datetime) -> Html:
         rows.append(("conflicting jobs", ", ".join(op.conflicting_job_ids)))
     if op.result:
         rows.append(("result", result_section(op)))
-    if error := provider_error(story.attempts):
-        rows.append(("provider error", error))
     return render(
         Template('<dl class="facts">$rows</dl>'),
         rows=join(render(Template("<dt>$k</dt><dd>$v</dd>"), k=k, v=v) for k, v in rows),
     )
-
-
-def provider_error(attempts: list[Attempt]) -> str | None:
-    """The last error a provider gave, in its own words where it gave some."""
-    for at in reversed(attempts):
-        detail: dict[str, Any] = at.detail if isinstance(at.detail, dict) else {}
-        raw = detail.get("body")
-        body: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        failed = detail.get("error") or (at.http_status or 0) >= 400
-        if not failed:
-            continue
-        words = [str(w) for w in (detail.get("error"), body.get("error"), body.get("message")) if w]
-        return (
-            f"{at.kind.value} HTTP {at.http_status or '—'}: {'; '.join(words) or 'no reason given'}"
-        )
-    return None
 
 
 def attempts_table(attempts: list[Attempt], now: datetime) -> Html:
@@ -340,6 +335,11 @@ def _audit_row(entry: dict[str, Any]) -> Html:
 def result_section(op: Operation) -> Html:
     result = op.result
     if result is None:
+        if op.state.ends_automation:
+            return render(
+                Template('<p class="empty">No result: the operation ended $state.</p>'),
+                state=op.state.value,
+            )
         return Html('<p class="empty">No result yet.</p>')
     parts = [
         "valid" if result.valid else "INVALID",
@@ -360,9 +360,20 @@ def result_section(op: Operation) -> Html:
         else Html("")
     )
     problems = join(render(Template("<li>$p</li>"), p=p) for p in result.problems)
+    failed = Html("")
+    if result.items and result.items.failed_refs:
+        refs = result.items.failed_refs
+        failed = render(
+            Template('<p class="failed-items">failed items: $refs$more</p>'),
+            refs=", ".join(refs),  # as many as validation kept
+            more=f" and {result.items.failed - len(refs)} more"
+            if result.items.failed > len(refs)
+            else "",
+        )
     return render(
-        Template('<p>$summary $link</p><ul class="problems">$problems</ul>'),
+        Template('<p>$summary $link</p>$failed<ul class="problems">$problems</ul>'),
         summary=", ".join(p for p in parts if p),
         link=link,
+        failed=failed,
         problems=problems,
     )

@@ -121,6 +121,11 @@ def error_text(value: Any) -> dict[str, Any] | None:
 
 def error_in_body(document: Any) -> dict[str, Any] | None:
     """An error answer's code and message, whatever common envelope it uses."""
+    if isinstance(document, Mapping):
+        word, message = document.get("error"), document.get("message")
+        if isinstance(word, str) and word and isinstance(message, str) and message:
+            # {"error": "invalid_request", "message": "..."}: the word beside a message is a code
+            return error_text({"code": word, "message": message})
     for path in ("error", "errors"):
         found = error_of(StateRule(error=(path,)), document)
         if found is not None:
