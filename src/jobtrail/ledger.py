@@ -34,6 +34,7 @@ from jobtrail.core.model import (
 )
 from jobtrail.core.plan import Call, Settle, plan
 from jobtrail.core.redact import Redactor
+from jobtrail.core.retry import on_stale
 from jobtrail.core.states import State
 from jobtrail.core.tasks import TASK_PREFIX, TaskHandle, new_task_id, task_hash
 from jobtrail.errors import (
@@ -58,7 +59,6 @@ from jobtrail.store.group import GroupCommitter
 from jobtrail.store.retention import Keep, Pruned
 
 Now = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
-_MAX_RETRIES = 8
 MAX_BODY_BYTES = 1024 * 1024  # a request body, as canonical JSON (docs/guarantees.md)
 _EVERY = 2**62  # a list limit meaning "all"
 
@@ -288,15 +288,23 @@ class Ledger:
     async def _with_history(self, op: Operation) -> tuple[Operation, list[Transition]] | None:
         """The record and a history read at the same version (every step moves the version),
         so a live worker's step between the two reads is not taken for a forgery."""
-        for _ in range(_MAX_RETRIES):
+
+        async def once() -> tuple[Operation | None, list[Transition]] | None:
+            nonlocal op
             history = await self.store.history(op.operation_id)
             again = await self.store.get(op.operation_id)
             if again is None:
-                return None  # pruned meanwhile
+                return None, []  # pruned meanwhile
             if again.version == op.version:
                 return op, history
             op = again
-        return op, await self.store.history(op.operation_id)
+            return None
+
+        async def as_it_is() -> tuple[Operation | None, list[Transition]]:
+            return op, await self.store.history(op.operation_id)
+
+        found, history = await on_stale(once, as_it_is)
+        return None if found is None else (found, history)
 
     async def prune(self, older_than: timedelta, *, actor: str, keep: Keep) -> Pruned:
         """Move the operations that finished more than `older_than` ago out of the ledger,
@@ -353,7 +361,8 @@ class Ledger:
         if not reason.strip():
             raise InvalidInput("give a reason for the cancel; it is recorded with the intent")
         await self.permit(Action.CANCEL, actor, await self.get(operation_id))
-        for _ in range(_MAX_RETRIES):
+
+        async def once() -> Operation | None:
             op = await self.get(operation_id)
             verdict = cancellability(op)  # the core's rule, as every surface shows it
             if verdict.asked:
@@ -381,9 +390,10 @@ class Ledger:
                     observations=(),
                 )
             result = await self._commit(self._change(op, applied, None, [entry]))
-            if result.verdict is Verdict.OK and result.operation is not None:
-                return result.operation
-        raise ConcurrentUpdate(f"{operation_id} kept changing; try the cancel again")
+            return result.operation if result.verdict is Verdict.OK else None
+
+        changing = ConcurrentUpdate(f"{operation_id} kept changing; try the cancel again")
+        return await on_stale(once, changing)
 
     async def decide(
         self, operation_id: str, decision: o.HumanDecision, *, read: Attempt | None = None
@@ -392,7 +402,8 @@ class Ledger:
         `read` is the finished status call behind `decision.read` (adopting a job id the
         operation never saw): it is recorded with the decision, in the same transaction."""
         await self.permit(decision_action(decision), decision.actor, await self.get(operation_id))
-        for _ in range(_MAX_RETRIES):
+
+        async def once() -> Operation | None:
             op = await self.get(operation_id)
             if await self.was_requested(op, decision.request_id):
                 return op  # this very decision was recorded before: nothing is done twice
@@ -421,9 +432,9 @@ class Ledger:
             )
             change = self._change(op, applied, None, [*reads, entry], started=read)
             result = await self._commit(change)
-            if result.verdict is Verdict.OK and result.operation is not None:
-                return result.operation
-        raise ConcurrentUpdate(f"{operation_id} kept changing; try again")
+            return result.operation if result.verdict is Verdict.OK else None
+
+        return await on_stale(once, ConcurrentUpdate(f"{operation_id} kept changing; try again"))
 
     async def was_requested(self, op: Operation, request_id: str) -> bool:
         """Whether the request `request_id` (a cancel or a human decision) was recorded for
@@ -655,7 +666,9 @@ class Ledger:
         fence = op.fence
         # Redacted before it is applied, so the core compares stored words with clean ones.
         outcome = redacted_outcome(outcome, self._redactors.for_operation(op))
-        for _ in range(_MAX_RETRIES):
+
+        async def once() -> Operation | None:
+            nonlocal op
             applied = apply(op, outcome, now, actor=actor, policy=self.policy(op))
             audit = []
             if entry_data is not None:
@@ -674,7 +687,10 @@ class Ledger:
             if result.verdict is Verdict.FENCED_OUT or result.operation is None:
                 raise LostOwnership(f"lease on {op.operation_id} was taken over (fence {fence})")
             op = result.operation  # changed by someone else: apply the same outcome again
-        raise ConcurrentUpdate(f"{op.operation_id} kept changing under the worker")
+            return None
+
+        changing = ConcurrentUpdate(f"{op.operation_id} kept changing under the worker")
+        return await on_stale(once, changing)
 
     def _change(
         self,

@@ -28,6 +28,7 @@ from jobtrail.cli.context import (
 from jobtrail.cli.exits import EXIT_HELP, RunExit, run_exit
 from jobtrail.cli.stopping import Stopper, log_steps, warn_unset_credentials
 from jobtrail.core.durations import parse_duration
+from jobtrail.core.leases import lease_alive
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.nextstep import next_step
 from jobtrail.core.states import State
@@ -117,9 +118,7 @@ def _panel(op: Operation, now: datetime) -> Table:
 
 def _foreign_lease(op: Operation, actor: str, now: datetime) -> str | None:
     """Whose live lease keeps `run` from driving `op` now, in words; None if nobody's."""
-    if not op.lease_owner or op.lease_owner == actor:
-        return None
-    if op.lease_expires_at is not None and op.lease_expires_at <= now:
+    if op.lease_owner == actor or not lease_alive(op, now):
         return None
     until = f" until {iso(op.lease_expires_at)}" if op.lease_expires_at else ""
     return f"{op.lease_owner} (fence {op.fence}){until}"

@@ -10,13 +10,14 @@ that read (DESIGN rule 8). The operation's `remote_state` keeps the last *read* 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from jobtrail.audit import AuditEntry
 from jobtrail.core.canonical import canonical_json
+from jobtrail.core.events import StatusRead, asks_owner, read_at, status_read
 from jobtrail.core.model import Observation, Operation
+from jobtrail.core.retry import on_stale
 from jobtrail.errors import ConcurrentUpdate, NotFound
 from jobtrail.ledger import Ledger
 from jobtrail.providers.config import ProviderSpec
@@ -25,22 +26,12 @@ from jobtrail.webhooks.event import Event
 
 log = logging.getLogger("jobtrail.webhooks")
 
-_MAX_RETRIES = 8
 _MAX_AUDITED_EVENT = 4096  # bytes of canonical JSON kept in the audit entry
 
 
 class Recorded(StrEnum):
     ACCEPTED = "accepted"
     DUPLICATE = "duplicate"
-
-
-class StatusRead(StrEnum):
-    """What the event did to the operation's schedule."""
-
-    SCHEDULED = "scheduled_now"
-    ALREADY_DUE = "already_due"
-    LEFT_TO_OWNER = "left_to_lease_owner"  # a worker holds it and is acting on it now
-    NOT_NEEDED = "not_needed"  # automation ended for this operation
 
 
 def stored_event_id(spec: ProviderSpec, event: Event) -> str:
@@ -54,17 +45,15 @@ async def record_event(ledger: Ledger, spec: ProviderSpec, event: Event) -> str:
     Raises NotFound when no operation of this provider holds the job, and ConcurrentUpdate
     when the operation kept changing under us (the sender retries later)."""
     actor = f"webhook:{spec.name}"
-    for _ in range(_MAX_RETRIES):
+
+    async def once() -> str | None:
         op = await ledger.find_by_remote_job(spec.name, event.job_id)
         if op is None:
             raise NotFound(
                 f"no operation of provider {spec.name!r} holds remote job {event.job_id!r}"
             )
         now = ledger.clock()
-        read = _status_read(op, now)
-        # `now` even when leased: the store keeps a leased operation's poll time, and should
-        # the lease be given back before this commit, the read still happens now.
-        keep = read in (StatusRead.NOT_NEEDED, StatusRead.ALREADY_DUE)
+        read = status_read(op, now)  # the core's rule (core/events.py)
         observation = Observation(
             operation_id=op.operation_id,
             source="webhook",
@@ -83,11 +72,7 @@ async def record_event(ledger: Ledger, spec: ProviderSpec, event: Event) -> str:
             data=_audit_data(spec, event, read),
         )
         verdict = await ledger.record_webhook(
-            op,
-            observation,
-            entry,
-            read_at=None if keep else now,
-            request_poll=read is not StatusRead.NOT_NEEDED,
+            op, observation, entry, read_at=read_at(read, now), request_poll=asks_owner(read)
         )
         if verdict is Verdict.DUPLICATE_EVENT:
             log.info("webhook event seen before", extra=_fields(op, spec, event))
@@ -95,19 +80,12 @@ async def record_event(ledger: Ledger, spec: ProviderSpec, event: Event) -> str:
         if verdict is Verdict.OK:
             log.info("webhook event recorded: %s", read.value, extra=_fields(op, spec, event))
             return Recorded.ACCEPTED.value
-    raise ConcurrentUpdate(
+        return None  # the operation changed meanwhile: read it again
+
+    changing = ConcurrentUpdate(
         f"the operation holding remote job {event.job_id!r} kept changing; deliver again"
     )
-
-
-def _status_read(op: Operation, now: datetime) -> StatusRead:
-    if op.state.ends_automation:
-        return StatusRead.NOT_NEEDED
-    if op.lease_owner is not None and op.lease_expires_at is not None and op.lease_expires_at > now:
-        return StatusRead.LEFT_TO_OWNER
-    if op.next_poll_at is not None and op.next_poll_at <= now:
-        return StatusRead.ALREADY_DUE
-    return StatusRead.SCHEDULED
+    return await on_stale(once, changing)
 
 
 def _audit_data(spec: ProviderSpec, event: Event, read: StatusRead) -> dict[str, Any]:

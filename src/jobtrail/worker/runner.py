@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.leases import lease_left
 from jobtrail.core.lookup import find
 from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary, evolve
 from jobtrail.core.plan import Call, Nothing, Settle, Wait, plan
@@ -100,11 +101,10 @@ class Runner:
 
     async def _renew_if_short(self, op: Operation) -> Operation:
         """A call must finish inside the lease: renew first if less than its timeout is left."""
-        if op.lease_expires_at is None:
+        left = lease_left(op, self.ledger.clock())
+        if left is None:
             return op
-        now = self.ledger.clock()
         timeout = self.providers.timeout(op).total_seconds()
-        left = (op.lease_expires_at - now).total_seconds()
         if left < timeout + RENEW_MARGIN:
             return await self.ledger.renew(op, self.lease_for)
         return op
