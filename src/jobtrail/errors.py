@@ -17,6 +17,9 @@
         └── ResultCorrupted   the stored bytes no longer match their content hash
     ClientClosed              a jobtrail.Client used before opening or after closing
     WaitTimedOut              Client.wait gave up first (also a TimeoutError)
+    CredentialMissing         Client.wait: a provider's credential is not set, nothing is sent
+
+    MissingCredentialWarning  (a UserWarning) Client.submit: the same, said at submit
 
 Foreign errors (sqlite3, psycopg, aiohttp) are translated once, where they are caught.
 """
@@ -97,3 +100,13 @@ class ClientClosed(JobtrailError):
 
 class WaitTimedOut(JobtrailError, TimeoutError):
     """`wait` gave up before the operation settled; the operation itself carries on."""
+
+
+class CredentialMissing(JobtrailError):
+    """`wait` on an operation nothing can be sent for: its provider's credential variable
+    is not set where the worker runs. The operation waits (until its create deadline)."""
+
+
+class MissingCredentialWarning(UserWarning):
+    """`Client.submit` recorded an operation whose provider's credential variable is not set
+    here: nothing can be sent for it until it is."""

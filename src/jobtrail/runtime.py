@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from jobtrail.clock import Clock, SystemClock
+from jobtrail.core.states import State
 from jobtrail.ledger import Ledger
 from jobtrail.policy import ActionPolicy, policy_from_env
 from jobtrail.providers.code import CodeProvider, Factory
+from jobtrail.providers.credentials import Unset, unset_by_provider
 from jobtrail.providers.plugins import Plugin, load_plugins
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results, open_results
@@ -39,6 +41,19 @@ class Runtime:
     runner: Runner
     worker: Worker
     clock: Clock
+
+    async def unset_credentials(self, only: str | None = None) -> list[Unset]:
+        """The credential variables that open operations' providers read (only `only`'s,
+        if given) and that are not set in this process, once per provider."""
+        if only is not None:
+            op = await self.ledger.get(only)
+            ops = [] if op.state.ends_automation else [op]
+        else:
+            ops = await self.ledger.store.list_operations(states=_OPEN, limit=1000)
+        return unset_by_provider((op.provider, op.provider_config) for op in ops)
+
+
+_OPEN = [state for state in State if not state.ends_automation]
 
 
 @asynccontextmanager

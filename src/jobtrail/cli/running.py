@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from datetime import datetime
 
 import click
@@ -26,13 +25,14 @@ from jobtrail.cli.context import (
     worker_id_option,
 )
 from jobtrail.cli.exits import EXIT_HELP, RunExit, run_exit
+from jobtrail.cli.ops import print_table
 from jobtrail.cli.stopping import Stopper, log_steps, warn_unset_credentials
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.leases import lease_alive
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.nextstep import next_step
 from jobtrail.core.states import State
-from jobtrail.core.words import iso, progress_text
+from jobtrail.core.words import iso, progress_text, relative
 from jobtrail.providers.registry import missing_message
 from jobtrail.runtime import runtime
 from jobtrail.store.urls import shown_url
@@ -103,25 +103,69 @@ async def worker(
     )
 
 
+_REFRESH = 1.0  # seconds between looks at the operation while the worker drives it
+
+
+class _Shown:
+    """`run`'s panel: redrawn in place on a terminal (and wiped at the end with --json);
+    piped, printed once at the end, whole: no cursor moves, no cut label, ended lines."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        console = Console(highlight=False)
+        self.live: Live | None = None
+        if console.is_terminal:
+            self.live = Live(console=console, transient=quiet, auto_refresh=False)
+            self.live.start()
+
+    def update(self, table: Table) -> None:
+        if self.live is not None:
+            self.live.update(table, refresh=True)
+
+    def stop(self, table: Table) -> None:
+        if self.live is not None:
+            self.live.update(table, refresh=True)
+            self.live.stop()
+        elif not self.quiet:
+            print_table(table)
+
+
+_LABELS = ("operation", "state", "remote job", "remote state", "progress", "next")
+
+
 def _panel(op: Operation, now: datetime) -> Table:
+    """The operation as `run` shows it: the labels are never cut or wrapped, a long value
+    (an ARN) folds onto the next lines instead."""
     table = Table(show_header=False, box=None)
-    table.add_column(style="bold")
-    table.add_column(no_wrap=True, overflow="fold")
-    table.add_row("operation", cell(op.operation_id))
-    table.add_row("state", cell(op.state.value))
-    table.add_row("remote job", cell(op.remote_job_id or "-"))
-    table.add_row("remote state", cell(op.remote_state or "-"))
-    table.add_row("progress", cell(progress_text(op.progress)))
-    table.add_row("next", cell(next_step(op, now)))
+    table.add_column(style="bold", no_wrap=True, min_width=max(map(len, _LABELS)))
+    table.add_column(overflow="fold")
+    values = (
+        op.operation_id,
+        op.state.value,
+        op.remote_job_id or "-",
+        op.remote_state or "-",
+        progress_text(op.progress),
+        next_step(op, now),
+    )
+    for label, value in zip(_LABELS, values, strict=True):
+        table.add_row(label, cell(value))
     return table
 
 
-def _foreign_lease(op: Operation, actor: str, now: datetime) -> str | None:
-    """Whose live lease keeps `run` from driving `op` now, in words; None if nobody's."""
-    if op.lease_owner == actor or not lease_alive(op, now):
-        return None
-    until = f" until {iso(op.lease_expires_at)}" if op.lease_expires_at else ""
-    return f"{op.lease_owner} (fence {op.fence}){until}"
+def _lease_wait(op: Operation, actor: str, now: datetime) -> str:
+    """Whose live lease keeps `run` from driving `op` now, and until when, in words. A lease
+    in `run`'s own name that this run does not hold was left by an earlier run stopped with
+    its step abandoned: it is taken over, and that step settled, once it expires."""
+    expires = op.lease_expires_at or now
+    until = f" until {iso(expires)} ({relative(expires, now)})"
+    if op.lease_owner != actor:
+        held = f"{op.lease_owner} (fence {op.fence}) on {op.operation_id}"
+        return f"waiting for the lease held by {held}{until}"
+    return (
+        f"waiting for the lease an earlier `run` left on {op.operation_id} (fence {op.fence})"
+        f"{until}: its step was abandoned mid-call; then this run takes the operation over "
+        "and settles that call as interrupted"
+    )
 
 
 @click.command(epilog=EXIT_HELP)
@@ -163,36 +207,28 @@ async def run(
                 "again (nothing was sent)",
                 code=RunExit.PROVIDER_MISSING,
             )
-        steps: list[asyncio.Task[Operation | None]] = []
-
-        def abandon() -> None:
-            for step in steps:
-                step.cancel()
-
-        stopper = Stopper(
-            rt, lambda: [operation_id] if any(not s.done() for s in steps) else [], abandon
-        )
-        waited_for: str | None = None
-        with Live(_panel(op, rt.clock.now()), transient=as_json, auto_refresh=False) as live:
-            while not op.state.ends_automation and not rt.worker.stop.is_set():
-                claims = await rt.ledger.claim(
-                    actor, 1, rt.runner.lease_for, only=operation_id, code=drives
-                )
-                if claims:
-                    steps[:] = [asyncio.create_task(rt.runner.drive(claims[0].operation))]
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await steps[0]
+        stopper = Stopper(rt, rt.worker.in_flight, rt.worker.abandon)
+        # The worker's own loop drives it (Worker.run(only=...)); this only shows it.
+        driving = asyncio.create_task(rt.worker.run(only=operation_id))
+        said: tuple[str | None, int] | None = None
+        shown = _Shown(as_json)
+        shown.update(_panel(op, rt.clock.now()))
+        try:
+            while True:
+                done, _ = await asyncio.wait([driving], timeout=_REFRESH)
                 op = await rt.ledger.get(operation_id)
-                holder = None if claims else _foreign_lease(op, actor, rt.clock.now())
-                if holder is not None and holder != waited_for:
-                    say(f"waiting for the lease held by {holder} on {operation_id}", err=True)
-                waited_for = holder
-                live.update(_panel(op, rt.clock.now()), refresh=True)
-                due = op.next_poll_at
-                delay = 1.0 if due is None else (due - rt.clock.now()).total_seconds()
-                if not op.state.ends_automation and delay > 0:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(rt.worker.stop.wait(), timeout=min(delay, 1.0))
+                now = rt.clock.now()
+                ours = bool(rt.worker.in_flight())  # our own step holds it meanwhile
+                holder = None if ours or not lease_alive(op, now) else (op.lease_owner, op.fence)
+                if holder is not None and holder != said:
+                    say(_lease_wait(op, rt.runner.actor, now), err=True)
+                said = holder
+                shown.update(_panel(op, now))
+                if done:
+                    break
+        finally:
+            shown.stop(_panel(op, rt.clock.now()))
+        await driving  # its errors, if any
         await stopper.record(finished=int(op.state.ends_automation))
         if as_json:
             emit_json(operation_json(op, rt.clock.now()))

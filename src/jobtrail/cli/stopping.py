@@ -12,12 +12,9 @@ import sys
 from collections.abc import Callable
 
 from jobtrail.cli.context import say
-from jobtrail.core.states import ENDS_AUTOMATION, State
-from jobtrail.providers.credentials import Unset, unset_by_provider
+from jobtrail.providers.credentials import Unset
 from jobtrail.runtime import Runtime
 from jobtrail.views import shown
-
-_OPEN = [state for state in State if state not in ENDS_AUTOMATION]
 
 
 class Stopper:
@@ -65,12 +62,7 @@ class Stopper:
 async def warn_unset_credentials(rt: Runtime, only: str | None = None) -> list[Unset]:
     """Name, on stderr, every credential variable that open operations' providers read and
     that is not set (providers.credentials says what each missing one means)."""
-    if only is not None:
-        op = await rt.ledger.get(only)
-        ops = [] if op.state.ends_automation else [op]
-    else:
-        ops = await rt.ledger.store.list_operations(states=_OPEN, limit=1000)
-    missing = unset_by_provider((op.provider, op.provider_config) for op in ops)
+    missing = await rt.unset_credentials(only)
     for unset in missing:
         say(unset.at_start(), err=True)
     return missing

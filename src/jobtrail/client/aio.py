@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import logging
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from datetime import timedelta
@@ -23,14 +25,25 @@ from jobtrail.client.providers import ProviderRef, resolve_provider
 from jobtrail.client.result import Result, read_result
 from jobtrail.clock import Clock
 from jobtrail.core.durations import parse_duration
+from jobtrail.core.failure import failure_reason
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.states import State
-from jobtrail.errors import ActionRefused, ClientClosed, InvalidInput, WaitTimedOut
+from jobtrail.core.words import iso
+from jobtrail.errors import (
+    ActionRefused,
+    ClientClosed,
+    CredentialMissing,
+    InvalidInput,
+    MissingCredentialWarning,
+    WaitTimedOut,
+)
 from jobtrail.providers.code import CodeProvider
+from jobtrail.providers.credentials import unset_by_provider, unset_credentials
 from jobtrail.runtime import Runtime, runtime
 from jobtrail.story import read_story
 
 Duration = timedelta | str  # "90s", "2h", "1d" or a timedelta
+log = logging.getLogger("jobtrail.client")
 
 
 class Client:
@@ -104,6 +117,8 @@ class Client:
         self._rt = await stack.enter_async_context(self._runtime())
         self._stack = stack
         if self.worker:
+            for unset in await self._rt.unset_credentials():
+                log.warning("%s", unset.at_start())
             self._worker_task = asyncio.create_task(self._rt.worker.run())
 
     async def close(self) -> None:
@@ -163,6 +178,7 @@ class Client:
         of the provider's create path (`{"group": "rg1", "name": "w1"}`)."""
         rt = self._opened
         spec = resolve_provider(provider, rt.providers.plugins)
+        unset = unset_credentials(spec)
         op = await rt.ledger.submit(
             spec,
             body,
@@ -176,6 +192,10 @@ class Client:
             result_deadline=_duration(result_deadline),
             cancel_deadline=_duration(cancel_deadline),
         )
+        if unset is not None:  # said once it is recorded, as `jobtrail submit` says it
+            warnings.warn(unset.at_submit(), MissingCredentialWarning, stacklevel=2)
+            if self.worker:
+                log.warning("%s", unset.at_start())
         rt.worker.wake()
         return op
 
@@ -222,18 +242,24 @@ class Client:
     # do next, and the SyncClient's callers have no asyncio to time out with.
     async def wait(self, operation_id: str, timeout: float | None = None) -> Operation:  # noqa: ASYNC109
         """Wait until automation ends for the operation (a terminal state, or needs_human)
-        and return it. WaitTimedOut after `timeout` seconds; the operation carries on."""
+        and return it. WaitTimedOut after `timeout` seconds; the operation carries on.
+        CredentialMissing at once when this client's worker cannot send anything for it
+        (its provider's credential variable is not set here); WaitTimedOut names the
+        reason of its last failed call, if any."""
         loop = asyncio.get_running_loop()
         give_up = None if timeout is None else loop.time() + timeout
         op = await self.get(operation_id)
         while not op.state.ends_automation:
             self._check_worker()
+            self._check_credentials(op)
             left = None if give_up is None else give_up - loop.time()
             if left is not None and left <= 0:
+                why = await self._last_failure(op)
                 raise WaitTimedOut(
                     f"{operation_id} is still {op.state} after {timeout} s; it carries on "
                     "without you: wait again, or follow it with get"
                     + ("" if self.worker else " (is a `jobtrail worker` running on this ledger?)")
+                    + (f"; its last call failed: {why}" if why else "")
                 )
             await asyncio.sleep(
                 self.poll_interval if left is None else min(self.poll_interval, left)
@@ -319,6 +345,27 @@ class Client:
         return op
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _check_credentials(self, op: Operation) -> None:
+        """This client's worker stops every call of an HTTP provider whose credential is not
+        set before sending: waiting would only end at the create deadline. Say why now."""
+        if not self.worker:
+            return  # the worker runs elsewhere, with its own environment
+        for unset in unset_by_provider([(op.provider, op.provider_config)]):
+            if not unset.code:
+                deadline = iso(op.create_deadline) if op.state is State.CREATE_PENDING else None
+                raise CredentialMissing(
+                    unset.at_start().removeprefix("WARNING: ")
+                    + f" {op.operation_id} is still {op.state}"
+                    + (f" and fails at its create deadline ({deadline})" if deadline else "")
+                    + " unless it is set before; set it and wait again"
+                )
+
+    async def _last_failure(self, op: Operation) -> str | None:
+        """The provider's (or our) reason for `op`'s last failed call (core/failure.py)."""
+        store = self._opened.ledger.store
+        attempts = await store.attempts(op.operation_id)
+        return failure_reason(op, attempts, await store.observations(op.operation_id))
 
     def _check_worker(self) -> None:
         """A worker that died would leave `wait` waiting for nothing: say so instead."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from jobtrail.clock import Clock
+from jobtrail.core.leases import lease_alive
 from jobtrail.core.model import Operation
 from jobtrail.store.base import Claim
 from jobtrail.worker.runner import Runner
@@ -47,6 +48,7 @@ class Worker:
         self.stop = asyncio.Event()
         self._wake = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
+        self._only: str | None = None
 
     def wake(self) -> None:
         """Look for due work now (a submit or cancel in this process made some)."""
@@ -56,8 +58,12 @@ class Worker:
     def worker_id(self) -> str:
         return self.runner.actor
 
-    async def run(self, *, until_idle: bool = False) -> WorkerStats:
+    async def run(self, *, until_idle: bool = False, only: str | None = None) -> WorkerStats:
+        """Claim and drive due operations until stopped; with `until_idle`, until nothing is
+        left to do; with `only` (an operation id), that operation alone, until automation
+        ends for it (`jobtrail run`)."""
         ledger = self.runner.ledger
+        self._only = only
         stopper = asyncio.create_task(self.stop.wait())
         try:
             while not self.stop.is_set():
@@ -68,14 +74,18 @@ class Worker:
                         self.worker_id,
                         min(free, self.batch),
                         self.runner.lease_for,
+                        only=only,
                         code=self.runner.providers.code_names(),
                     )
                     for claim in claims:
                         self._start(claim)
-                if claims and len(claims) == min(free, self.batch):
+                if claims and len(claims) == min(free, self.batch) and only is None:
                     await asyncio.sleep(0)  # more may be due: claim again after a yield
                     continue
-                if until_idle and not self._inflight and await self._next_due() is None:
+                idle = not self._inflight
+                if idle and only is not None and (await ledger.get(only)).state.ends_automation:
+                    break
+                if until_idle and idle and await self._next_due() is None:
                     break
                 await self._wait(stopper)
         finally:
@@ -153,8 +163,15 @@ class Worker:
 
     async def _next_due(self) -> datetime | None:
         """When something this worker may claim is due: operations of code providers it
-        lacks are someone else's, and must neither keep it awake nor spinning."""
-        return await self.runner.ledger.next_due(self.runner.providers.code_names())
+        lacks are someone else's, and must neither keep it awake nor spinning. With `only`,
+        when that operation is: its poll time, or when the lease another holds expires."""
+        ledger = self.runner.ledger
+        if self._only is None:
+            return await ledger.next_due(self.runner.providers.code_names())
+        op = await ledger.get(self._only)
+        if op.state.ends_automation:
+            return None
+        return op.lease_expires_at if lease_alive(op, self.clock.now()) else op.next_poll_at
 
     async def _drain(self) -> None:
         """Let in-flight steps finish for a grace period; then abandon them. An abandoned call

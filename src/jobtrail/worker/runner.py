@@ -40,6 +40,7 @@ class Runner:
     ) -> None:
         self.ledger, self.providers, self.blobs = ledger, providers, blobs
         self.actor, self.lease_for = actor, lease_for
+        self._unsent: set[tuple[str, str]] = set()  # (provider, why) said once each
 
     async def drive(self, op: Operation) -> Operation | None:
         """Run `op` (leased by us) until it waits, ends or needs a human. Returns the last
@@ -88,6 +89,8 @@ class Runner:
             )
         outcome = await self._outcome(op, reply)
         detail = reply.detail
+        if isinstance(detail, dict) and detail.get("sent") is False:
+            self._say_unsent(op, str(detail.get("error", "")))
         if isinstance(outcome, o.ResultMissing) and reply.fetched is not None:
             detail = {**detail, "error": outcome.reason}  # fetched, but could not be stored
         after = await self.ledger.finish_call(op, attempt, outcome, detail=detail, actor=self.actor)
@@ -98,6 +101,14 @@ class Runner:
             extra=_fields(after) | {"attempt_id": attempt.attempt_id},
         )
         return after
+
+    def _say_unsent(self, op: Operation, why: str) -> None:
+        """A call stopped before sending (an unset credential, a refused connection) is
+        logged loudly once per provider and reason: it repeats until someone acts."""
+        if (op.provider, why) in self._unsent:
+            return
+        self._unsent.add((op.provider, why))
+        log.warning("nothing sent to provider %r: %s", op.provider, why, extra=_fields(op))
 
     async def _renew_if_short(self, op: Operation) -> Operation:
         """A call must finish inside the lease: renew first if less than its timeout is left."""
