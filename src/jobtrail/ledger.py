@@ -19,6 +19,7 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.admission import check_request
 from jobtrail.core.allows import cancellability
 from jobtrail.core.apply import Applied, Policy, apply, judged
+from jobtrail.core.bulk import BulkRecord, ItemOutcome
 from jobtrail.core.canonical import canonical_json, fingerprint
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
 from jobtrail.core.model import (
@@ -445,6 +446,38 @@ class Ledger:
             return True
         causes = {f"human_decision:{request_id}", f"human_request:{request_id}"}
         return any(tr.cause in causes for tr in await self.store.history(op.operation_id))
+
+    async def record_bulk(self, record: BulkRecord) -> None:
+        """Record a bulk action once its items were tried (jobtrail.bulk): one audit entry
+        for the whole action, one for each operation it skipped (the others have their verb's
+        own entry: the cancel intent, the decision, the policy's refusal), then its record."""
+        now, who = record.created_at, record.actor
+        whole = {
+            "bulk_id": record.bulk_id,
+            "action": record.action.value,
+            "reason": record.reason,
+            "asked": record.asked,
+            "counts": {outcome.value: record.count(outcome) for outcome in ItemOutcome},
+            "items": [[i.operation_id, i.outcome.value] for i in record.items],
+        }
+        entries = [self._entry_for(None, now, "bulk.action", who, whole)]
+        entries += [
+            self._entry_for(
+                item.operation_id,
+                now,
+                "bulk.skipped",
+                who,
+                {"bulk_id": record.bulk_id, "action": record.action.value, "why": item.why},
+            )
+            for item in record.items
+            if item.outcome is ItemOutcome.SKIPPED
+        ]
+        await self.store.append_audit(redacted_entries(entries, Redactor()))
+        await self.store.add_bulk(record)
+
+    async def bulk(self, bulk_id: str) -> BulkRecord | None:
+        """The bulk action recorded under `bulk_id`, or None."""
+        return await self.store.bulk(bulk_id)
 
     async def resubmit(self, op: Operation, *, actor: str, reason: str) -> Operation:
         """The same request as a new operation (new token), after a human gave up on `op`.

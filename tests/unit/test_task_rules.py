@@ -41,11 +41,17 @@ def test_ended_states_map_onto_the_extensions_words() -> None:
     provider's confirmation; what a person must decide is input_required; never `failed`."""
     assert task_status(State.SUCCEEDED) is TaskStatus.COMPLETED
     assert not ended_in_error(State.SUCCEEDED)
-    for state in (State.FAILED, State.RESULT_UNAVAILABLE, State.RESULT_VALIDATION_FAILED):
+    for state in (State.FAILED, State.RESULT_UNAVAILABLE):
         assert task_status(state) is TaskStatus.COMPLETED and ended_in_error(state)
     assert task_status(State.CANCELLED) is TaskStatus.CANCELLED
     assert task_status(State.CANCEL_REQUESTED) is TaskStatus.WORKING
-    for state in (State.NEEDS_HUMAN, State.RESULT_TIMED_OUT, State.CANCELLATION_UNCONFIRMED):
+    # a result that failed validation waits for a person too: mark failed, accept, collect again
+    for state in (
+        State.NEEDS_HUMAN,
+        State.RESULT_TIMED_OUT,
+        State.CANCELLATION_UNCONFIRMED,
+        State.RESULT_VALIDATION_FAILED,
+    ):
         assert task_status(state) is TaskStatus.INPUT_REQUIRED
     assert all(task_status(s) is not TaskStatus.FAILED for s in State)
 

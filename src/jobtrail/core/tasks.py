@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from jobtrail.core.model import Operation
+from jobtrail.core.nextstep import PERSON_STATES
 from jobtrail.core.states import State
 
 TASK_PREFIX = "task_"
@@ -33,11 +34,6 @@ class TaskStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
-# A person must decide before the operation goes on (resolve, extend, or accept the
-# escalation); the remote job may still run meanwhile.
-_NEEDS_A_PERSON = frozenset(
-    {State.NEEDS_HUMAN, State.RESULT_TIMED_OUT, State.CANCELLATION_UNCONFIRMED}
-)
 # Ended with a tool-level error: the job failed, or its result could not be had or trusted.
 _ENDED_IN_ERROR = frozenset(
     {State.FAILED, State.RESULT_UNAVAILABLE, State.RESULT_VALIDATION_FAILED}
@@ -80,7 +76,7 @@ def task_status(state: State) -> TaskStatus:
     only once the provider confirmed the cancel."""
     if state is State.CANCELLED:
         return TaskStatus.CANCELLED
-    if state in _NEEDS_A_PERSON:
+    if state in PERSON_STATES:  # a person must decide before the operation goes on
         return TaskStatus.INPUT_REQUIRED
     if state.ends_automation:
         return TaskStatus.COMPLETED

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from jobtrail.errors import InvalidInput
 
@@ -233,6 +233,24 @@ class Access:
         if expires <= now.timestamp():
             return None
         return Principal(operator=op, session=str(session))
+
+    def seal(self, principal: Principal, document: dict[str, Any]) -> str:
+        """`document` as a URL-safe value only this server can have made, for this session:
+        what an action did, carried to the page the browser is redirected to."""
+        body = base64.urlsafe_b64encode(json.dumps(document).encode()).decode().rstrip("=")
+        return f"{body}.{self._sign(f'notice|{principal.session}|{body}')}"
+
+    def unseal(self, principal: Principal, value: str) -> dict[str, Any] | None:
+        """What `seal` put in `value` for this session, or None (forged, another's, bad)."""
+        body, dot, signature = value.partition(".")
+        expected = self._sign(f"notice|{principal.session}|{body}")
+        if not dot or not hmac.compare_digest(signature, expected):
+            return None
+        try:
+            document = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        except ValueError:
+            return None
+        return document if isinstance(document, dict) else None
 
     def csrf(self, principal: Principal) -> str:
         return self._sign("csrf|" + principal.session)

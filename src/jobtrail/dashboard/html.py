@@ -69,6 +69,7 @@ PAGE = Template("""<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>$title · jobtrail</title>
 <link rel="stylesheet" href="/assets/dashboard.css">
+<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">
 <script src="/assets/dashboard.js" defer></script>
 </head>
 <body>

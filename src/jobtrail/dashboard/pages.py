@@ -31,23 +31,35 @@ ATTENTION = (
     State.RESULT_VALIDATION_FAILED,
 )
 _ROW = Template(
-    '<tr><td><a class="opid" href="$href">$id</a></td><td><span class="state s-$state">'
+    '<tr>$tick<td><a class="opid" href="$href">$id</a></td><td><span class="state s-$state">'
     "$state</span></td><td>$provider</td><td>$key</td><td>$actor</td><td>$created</td>"
     "<td>$why</td></tr>"
 )
 _TABLE = Template(
-    '<table class="ops"><thead><tr><th>operation</th><th>state</th><th>provider</th>'
+    '<table class="ops"><thead><tr>$tick<th>operation</th><th>state</th><th>provider</th>'
     "<th>key</th><th>actor</th><th>created</th><th>$last</th></tr></thead>"
     "<tbody>$rows</tbody></table>"
 )
+# A row's box belongs to the bulk form above the table (the `form` attribute).
+_TICK = Template(
+    '<td class="tick"><input type="checkbox" name="id" value="$id" form="bulk" '
+    'aria-label="select $id"></td>'
+)
 
 
-def op_rows(ops: Sequence[Operation], now: datetime, why: dict[str, str] | None = None) -> Html:
+def op_rows(
+    ops: Sequence[Operation],
+    now: datetime,
+    why: dict[str, str] | None = None,
+    *,
+    select: bool = False,
+) -> Html:
     if not ops:
         return Html('<p class="empty">None.</p>')
     rows = join(
         render(
             _ROW,
+            tick=render(_TICK, id=op.operation_id) if select else Html(""),
             href=path("operations", op.operation_id),
             id=op.operation_id,
             state=op.state.value,
@@ -59,7 +71,8 @@ def op_rows(ops: Sequence[Operation], now: datetime, why: dict[str, str] | None 
         )
         for op in ops
     )
-    return render(_TABLE, rows=rows, last="why" if why else "next")
+    tick = Html('<th class="tick"><span class="hint">bulk</span></th>') if select else Html("")
+    return render(_TABLE, rows=rows, last="why" if why else "next", tick=tick)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,8 +134,15 @@ _FILTERS = Template(
 
 
 def list_page(
-    found: OperationPage, asked: OperationQuery, form: dict[str, str], now: datetime
+    found: OperationPage,
+    asked: OperationQuery,
+    form: dict[str, str],
+    now: datetime,
+    *,
+    bulk: Html | None = None,
 ) -> Html:
+    """The filtered list; with `bulk` (the bulk action form, for an operator) a box on each
+    row to tick."""
     chosen = asked.states[0].value if asked.states else ""
     states = join(
         render(
@@ -148,7 +168,7 @@ def list_page(
         links.append(_page_link(form, asked.offset // asked.limit, "← newer"))
     if last < found.total:
         links.append(_page_link(form, asked.offset // asked.limit + 2, "older →"))
-    table = op_rows(found.operations, now)
+    table = op_rows(found.operations, now, select=bulk is not None)
     if not found.operations and asked.offset > 0:
         pages = max(1, -(-found.total // asked.limit))
         table = render(
@@ -163,12 +183,13 @@ def list_page(
         links = [_page_link(form, pages, "← last page")]
     return render(
         Template(
-            "<h1>Operations</h1>$filters"
+            "<h1>Operations</h1>$filters$bulk"
             '<div id="listing" data-live><p class="shown">$shown of $total'
             '<span class="range"> (showing $first–$last)</span></p>$table'
             '<nav class="pages">$links</nav></div>'
         ),
         filters=filters,
+        bulk=bulk or Html(""),
         shown=len(found.operations),
         total=found.total,
         first=first,

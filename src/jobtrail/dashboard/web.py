@@ -3,6 +3,11 @@
 Every page and action answers 401 without a valid operator (a bearer token or a session
 cookie); actions also need the operator role and the form's CSRF token. `/healthz`, the
 webhook endpoint and the static assets (no data in them) are not behind this gate.
+
+Actions answer by post/redirect/get: the browser is sent to the operation's page (or the
+bulk action's), which says whether the action took effect (a notice sealed for the session
+rides in the URL), so a reload reads the page again and never sends the action twice, and
+the page's live refresh reads a page that exists.
 """
 
 from __future__ import annotations
@@ -10,16 +15,20 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from importlib import resources
 from string import Template
 
 from aiohttp import web
 
+from jobtrail.core.ids import short_id
 from jobtrail.core.states import State
 from jobtrail.dashboard.access import COOKIE, SESSION_FOR, Access, Principal, Role
 from jobtrail.dashboard.actions import ACTIONS, action_forms, perform
-from jobtrail.dashboard.html import Html, page, render
+from jobtrail.dashboard.bulkpages import bulk_form
+from jobtrail.dashboard.bulkweb import BulkRoutes
+from jobtrail.dashboard.filters import filters_of, query_of
+from jobtrail.dashboard.html import Html, page, path, render
 from jobtrail.dashboard.pages import (
     ATTENTION,
     Attention,
@@ -28,7 +37,7 @@ from jobtrail.dashboard.pages import (
     list_page,
     story_sections,
 )
-from jobtrail.errors import InvalidInput, JobtrailError, NotFound, NotPermitted, ResultError
+from jobtrail.errors import InvalidInput, JobtrailError, NotFound, ResultError
 from jobtrail.ledger import Ledger
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results
@@ -36,9 +45,26 @@ from jobtrail.store.finding import OperationQuery
 from jobtrail.story import Story, read_story
 
 log = logging.getLogger("jobtrail.dashboard")
-PAGE_SIZE = 50
 LATE_AFTER = timedelta(seconds=30)  # a poll this late, or a lease expired this long, is shown
-ASSETS = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
+ASSETS = {
+    "dashboard.css": "text/css",
+    "dashboard.js": "text/javascript",
+    "favicon.svg": "image/svg+xml",
+}
+# A result downloads under the extension of its content type (it is always served as an
+# attachment of type application/octet-stream: never the provider's word, never a page).
+_EXTENSIONS = {
+    "application/json": "json",
+    "application/jsonl": "jsonl",
+    "application/x-ndjson": "jsonl",
+    "application/x-jsonlines": "jsonl",
+    "text/csv": "csv",
+    "text/plain": "txt",
+    "application/pdf": "pdf",
+    "application/zip": "zip",
+    "application/gzip": "gz",
+    "application/x-parquet": "parquet",
+}
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
     "img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
@@ -73,6 +99,10 @@ class Dashboard:
         r.add_get("/operations/{id}/result", self._gate(self.result))
         r.add_get("/operations/{id}/escalation.json", self._gate(self.escalation))
         r.add_post("/operations/{id}/{action}", self._gate(self.act, act=True))
+        bulk = BulkRoutes(self)
+        r.add_post("/bulk", self._gate(bulk.post, act=True))
+        r.add_get("/bulk/{id}", self._gate(bulk.show))
+        r.add_get("/favicon.ico", self.favicon)
         r.add_post("/login", self.login)
         r.add_post("/logout", self.logout)
         r.add_get("/assets/{name}", self.asset)
@@ -103,14 +133,14 @@ class Dashboard:
                 form = await request.post()
                 if not self.access.csrf_ok(who, str(form.get("csrf", ""))):
                     stale = "The form is stale or not ours (CSRF check failed); reload the page."
-                    return self._html(page("Refused", _notice(stale, False)), 403)
+                    return self.respond(page("Refused", notice(stale, False)), 403)
                 if who.operator.role is not Role.OPERATOR:
                     read_only = "Read-only access: actions need the operator role."
-                    return self._html(page("Refused", _notice(read_only, False)), 403)
+                    return self.respond(page("Refused", notice(read_only, False)), 403)
             try:
                 response = await handler(request, who)
             except NotFound as exc:
-                response = self._html(page("Not found", _notice(str(exc), False)), 404)
+                response = self.respond(page("Not found", notice(str(exc), False)), 404)
             response.headers.update(HEADERS)
             return response
 
@@ -118,7 +148,7 @@ class Dashboard:
 
     def _unauthorized(self, request: web.Request, why: str) -> web.Response:
         body = render(_LOGIN, why=why, next=request.path_qs if request.method == "GET" else "/")
-        response = self._html(page("Sign in", body), 401)
+        response = self.respond(page("Sign in", body), 401)
         response.headers["WWW-Authenticate"] = 'Bearer realm="jobtrail"'
         return response
 
@@ -150,6 +180,9 @@ class Dashboard:
         response.del_cookie(COOKIE, path="/")
         raise response
 
+    async def favicon(self, request: web.Request) -> web.StreamResponse:
+        raise web.HTTPMovedPermanently("/assets/favicon.svg")
+
     async def asset(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["name"]
         if name not in ASSETS:
@@ -164,12 +197,12 @@ class Dashboard:
     def now(self) -> datetime:
         return self.ledger.clock()
 
-    def _html(self, body: Html, status: int = 200) -> web.Response:
+    def respond(self, body: Html, status: int = 200) -> web.Response:
         response = web.Response(text=body, status=status, content_type="text/html", charset="utf-8")
         response.headers.update(HEADERS)
         return response
 
-    def _who(self, who: Principal) -> Html:
+    def who_line(self, who: Principal) -> Html:
         return render(
             Template(
                 '$name ($role) <form class="logout" method="post" action="/logout">'
@@ -191,40 +224,61 @@ class Dashboard:
             expired=[op for op in late.operations if op.lease_owner],
             counts=await store.count_by_state(),
         )
-        return self._html(page("Needs attention", attention_page(seen, now), self._who(who)))
+        return self.respond(page("Needs attention", attention_page(seen, now), self.who_line(who)))
 
     async def operations(self, request: web.Request, who: Principal) -> web.StreamResponse:
-        form = {k: v.strip() for k, v in request.query.items() if k in _FILTER_NAMES and v.strip()}
+        form = filters_of(request.query)
         try:
-            asked = _query(form)
+            asked = query_of(form)
         except InvalidInput as exc:
-            return self._html(page("Operations", _notice(str(exc), False), self._who(who)), 400)
+            return self.respond(
+                page("Operations", notice(str(exc), False), self.who_line(who)), 400
+            )
         found = await self.ledger.store.find_operations(asked)
-        body = list_page(found, asked, form, self.now())
-        return self._html(page("Operations", body, self._who(who)))
+        may_act = who.operator.role is Role.OPERATOR
+        bulk = (
+            bulk_form(form, found.total, self.access.csrf(who), short_id("bulk_", self.ledger.rand))
+            if may_act
+            else None
+        )
+        body = list_page(found, asked, form, self.now(), bulk=bulk)
+        told = Html(self.told(request, who) + body)
+        return self.respond(page("Operations", told, self.who_line(who)))
+
+    def told(self, request: web.Request, who: Principal) -> Html:
+        """The notice an action sealed for this session into the URL it redirected to."""
+        sealed = request.query.get("notice")
+        said = self.access.unseal(who, sealed) if sealed else None
+        if said is None:
+            return Html("")
+        return notice(str(said.get("m", "")), bool(said.get("ok")))
+
+    def redirect(self, who: Principal, where: str, message: str, ok: bool) -> web.HTTPSeeOther:
+        """See `where` next (post/redirect/get), which then says `message`."""
+        sealed = self.access.seal(who, {"m": message[:1500], "ok": ok})
+        joiner = "&" if "?" in where else "?"
+        return web.HTTPSeeOther(f"{where}{joiner}notice={sealed}", headers=HEADERS)
 
     async def _story(self, operation_id: str) -> Story:
         return await read_story(self.ledger, await self.ledger.get(operation_id), audit=True)
 
-    async def operation(
-        self, request: web.Request, who: Principal, notice: Html | None = None, status: int = 200
-    ) -> web.StreamResponse:
+    async def operation(self, request: web.Request, who: Principal) -> web.StreamResponse:
         story = await self._story(request.match_info["id"])
         now = self.now()
         may_act = who.operator.role is Role.OPERATOR
         body = render(
             Template(
                 '<h1 class="opid">$id</h1>$notice<div id="facts" data-live>$facts</div>'
-                '<h2>Actions</h2><div class="actions">$forms</div>'
+                '<h2>Actions</h2><div class="actions" id="actions" data-live>$forms</div>'
                 '<div id="story" data-live>$story</div>'
             ),
             id=story.op.operation_id,
-            notice=notice or Html(""),
+            notice=self.told(request, who),
             facts=facts(story, now),
-            forms=action_forms(story.op, self.access.csrf(who), may_act),
+            forms=action_forms(story.op, self.access.csrf(who), may_act, self.ledger.rand),
             story=story_sections(story, now),
         )
-        return self._html(page(story.op.operation_id, body, self._who(who)), status)
+        return self.respond(page(story.op.operation_id, body, self.who_line(who)))
 
     async def result(self, request: web.Request, who: Principal) -> web.StreamResponse:
         op = await self.ledger.get(request.match_info["id"])
@@ -234,10 +288,12 @@ class Dashboard:
             content = await self.results.read(op.result.location)  # re-checks the hash
         except ResultError as exc:
             return web.Response(text=f"not served: {exc}", status=409)
+        kind = (op.result.content_type or "").split(";")[0].strip().lower()
+        name = f"{op.operation_id}.{_EXTENSIONS.get(kind, 'result')}"
         return web.Response(
             body=content,
             content_type="application/octet-stream",  # never the provider's word: no HTML here
-            headers={"Content-Disposition": f'attachment; filename="{op.operation_id}.result"'},
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
         )
 
     async def escalation(self, request: web.Request, who: Principal) -> web.StreamResponse:
@@ -246,73 +302,34 @@ class Dashboard:
         return web.json_response(bundle, dumps=lambda d: json.dumps(d, indent=2, default=str))
 
     async def act(self, request: web.Request, who: Principal) -> web.StreamResponse:
-        action = request.match_info["action"]
+        action, operation_id = request.match_info["action"], request.match_info["id"]
         if action not in ACTIONS:
             raise web.HTTPNotFound()
         form = {k: str(v) for k, v in (await request.post()).items()}
-        actor = who.operator.actor
+        here = path("operations", operation_id)
         try:
             done = await perform(
-                self.ledger, self.providers, action, request.match_info["id"], form, actor
+                self.ledger, self.providers, action, operation_id, form, who.operator.actor
             )
         except NotFound:
             raise
         except JobtrailError as exc:
-            status = 403 if isinstance(exc, NotPermitted) else 409
             log.info(
                 "dashboard action refused", extra={"action": action, "operator": who.operator.name}
             )
-            return await self.operation(
-                request, who, _notice(f"{action} refused: {exc}", False), status
-            )
+            raise self.redirect(who, here, f"{action} refused: {exc}", False) from None
         log.info("dashboard action", extra={"action": action, "operator": who.operator.name})
         effect = "took effect" if done.took_effect else "changed nothing"
-        return await self.operation(
-            request, who, _notice(f"{action} {effect}: {done.message}", done.took_effect)
-        )
+        raise self.redirect(who, here, f"{action} {effect}: {done.message}", done.took_effect)
 
 
 # late, among those not already listed for their state
 _MOVING = tuple(s for s in State if not s.ends_automation and s not in ATTENTION)
-_FILTER_NAMES = ("state", "provider", "actor", "key", "from", "until", "page")
 
 
-def _notice(text: str, good: bool) -> Html:
+def notice(text: str, good: bool) -> Html:
     return render(
         Template('<p class="notice $kind" role="status">$text</p>'),
         kind="good" if good else "bad",
         text=text,
     )
-
-
-def _query(form: dict[str, str]) -> OperationQuery:
-    try:
-        states = (State(form["state"]),) if form.get("state") else ()
-    except ValueError:
-        raise InvalidInput(f"no state {form['state']!r}") from None
-    try:
-        number = max(1, int(form.get("page", "1")))
-    except ValueError:
-        raise InvalidInput("page must be a number") from None
-    return OperationQuery(
-        states=states,
-        provider=form.get("provider"),
-        actor=form.get("actor"),
-        key=form.get("key"),
-        created_from=_time(form.get("from")),
-        created_until=_time(form.get("until")),
-        offset=(number - 1) * PAGE_SIZE,
-        limit=PAGE_SIZE,
-    )
-
-
-def _time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidInput(
-            f"{text!r} is not a time; write 2026-12-01 or 2026-12-01T09:30"
-        ) from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

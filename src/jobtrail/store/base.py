@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 from jobtrail.audit import AuditEntry, AuditRow
+from jobtrail.core.bulk import BulkRecord
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 
@@ -271,5 +272,11 @@ class Store(Protocol):
     async def task(self, task_hash: str) -> TaskHandle | None:
         """The task handle whose id hashes to `task_hash`, expired or not, or None."""
         ...
+
+    async def add_bulk(self, record: BulkRecord) -> None:
+        """Record a bulk action once; a second record with its id changes nothing."""
+        ...
+
+    async def bulk(self, bulk_id: str) -> BulkRecord | None: ...
 
     async def close(self) -> None: ...

@@ -23,6 +23,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from jobtrail.audit import AuditEntry, AuditRow, audit_row
+from jobtrail.core.bulk import BulkRecord
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.core.tasks import TaskHandle
@@ -41,6 +42,7 @@ from jobtrail.store.base import (
     must_sync,
     refusal,
 )
+from jobtrail.store.bulk import bulk_record, bulk_row
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.migrations import migrations, refuse_newer
@@ -76,6 +78,7 @@ _FILL = {  # the operation's columns come from the codec, shared with SQLite
 }
 _RAW = load_queries("postgres")
 Q_TASKS = load_queries("postgres", "tasks.sql")
+Q_BULK = load_queries("postgres", "bulk.sql")
 Q = {name: sql.format(**_FILL) for name, sql in _RAW.items()}
 Q_OPERATION = _FILL["operation"]
 _ONE = {"only": "operation_id = %(only)s AND "}
@@ -312,6 +315,16 @@ class PostgresStore:
             partial(_fetch, Q_TASKS["get_task"], (task_hash,)), transaction=False
         )
         return task_handle(CODEC, found[0]) if found else None
+
+    # -- bulk actions (migration 0016) -----------------------------------------------------
+
+    async def add_bulk(self, record: BulkRecord) -> None:
+        row = bulk_row(CODEC, record)
+        await self._run(partial(_fetch, Q_BULK["insert_bulk"], row), transaction=False)
+
+    async def bulk(self, bulk_id: str) -> BulkRecord | None:
+        found = await self._run(partial(_fetch, Q_BULK["get_bulk"], (bulk_id,)), transaction=False)
+        return bulk_record(CODEC, found[0]) if found else None
 
     async def close(self) -> None:
         await self._pool.close()

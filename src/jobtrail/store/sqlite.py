@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from jobtrail.audit import AuditEntry, AuditRow, audit_row
+from jobtrail.core.bulk import BulkRecord
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.core.tasks import TaskHandle
@@ -39,6 +40,7 @@ from jobtrail.store.base import (
     must_sync,
     refusal,
 )
+from jobtrail.store.bulk import bulk_record, bulk_row
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.migrations import migrations, refuse_newer
@@ -73,6 +75,7 @@ def _t(value: Any) -> datetime:
 CODEC = c.Codec(_t_out, _t_in)
 # The codec's column lists are filled in now; the other {braces}, per call.
 Q_TASKS = load_queries("sqlite", "tasks.sql")
+Q_BULK = load_queries("sqlite", "bulk.sql")
 Q = load_queries(
     "sqlite",
     fill={
@@ -552,6 +555,19 @@ class SqliteStore:
         def run() -> TaskHandle | None:
             row = self._conn.execute(Q_TASKS["get_task"], (task_hash,)).fetchone()
             return None if row is None else task_handle(CODEC, row)
+
+        return await self._call(run)
+
+    # -- bulk actions (migration 0016) -----------------------------------------------------
+
+    async def add_bulk(self, record: BulkRecord) -> None:
+        row = bulk_row(CODEC, record)
+        await self._call(self._write, lambda conn: conn.execute(Q_BULK["insert_bulk"], row))
+
+    async def bulk(self, bulk_id: str) -> BulkRecord | None:
+        def run() -> BulkRecord | None:
+            row = self._conn.execute(Q_BULK["get_bulk"], (bulk_id,)).fetchone()
+            return None if row is None else bulk_record(CODEC, row)
 
         return await self._call(run)
 

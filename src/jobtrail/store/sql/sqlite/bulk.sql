@@ -1,0 +1,9 @@
+-- Bulk actions (migration 0016): written once, read by their id.
+
+-- name: insert_bulk
+INSERT INTO bulk_actions (bulk_id, actor, action, created_at, document)
+VALUES (:bulk_id, :actor, :action, :created_at, :document)
+ON CONFLICT (bulk_id) DO NOTHING;
+
+-- name: get_bulk
+SELECT * FROM bulk_actions WHERE bulk_id = ?;
