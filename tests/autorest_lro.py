@@ -116,16 +116,7 @@ def docs_examples() -> dict[str, dict[str, Any]]:
 def docs_spec(row: Row, origin: str, examples: dict[str, dict[str, Any]]) -> ProviderSpec:
     """The docs' ARM example for the row's operation, pointed at the scenario."""
     name = row.profile
-    if name in examples:
-        doc = json.loads(json.dumps(examples[name]))
-    else:
-        # no example for this method yet: the PUT example with its method changed (a POST
-        # or PATCH without natural idempotency, which the file format refuses for them)
-        doc = json.loads(json.dumps(examples["azure-arm-put"]))
-        doc["create"]["method"] = row.method
-        if row.method in ("POST", "PATCH"):
-            doc["create"].pop("idempotency", None)
-            doc.pop("reconcile", None)
+    doc = json.loads(json.dumps(examples[name]))
     doc["base_url"] = origin
     doc["create"]["path"] = "/lro" + row.route
     return parse_provider(doc)
