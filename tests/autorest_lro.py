@@ -83,6 +83,7 @@ class Ended:
     state: State | None  # None: refused at submit (`reason` says why)
     result: Any  # the stored result as JSON; NO_RESULT when nothing was stored
     reason: str  # the last transition's cause, for the failure message
+    took: float = 0.0  # seconds (on the run's clock) from the first transition to the last
 
     def matches_sdk(self, row: Row) -> bool:
         """Whether jobtrail ended as the reference client does: returned (succeeded, with
@@ -154,7 +155,8 @@ async def run(specs: list[tuple[Row, ProviderSpec]], tmp_path: Path) -> dict[str
                 result = _json(await results.read(op.result.location))
             history = await rt.ledger.store.history(operation_id)
             reason = history[-1].cause if history else ""
-            ended[key] = Ended(state=op.state, result=result, reason=str(reason))
+            took = (history[-1].at - history[0].at).total_seconds() if history else 0.0
+            ended[key] = Ended(state=op.state, result=result, reason=str(reason), took=took)
     return ended
 
 

@@ -382,3 +382,19 @@ async def test_every_scenario_through_the_docs_examples(
     specs = [(row, docs_spec(row, autorest.origin, examples)) for row in TABLE]
     problems = _report("docs", await run(specs, tmp_path))
     assert not problems, "\n".join(problems)
+
+
+async def test_five_unreadable_reads_stop_an_operation_in_about_a_minute(
+    autorest: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the default [poll] (the docs' ARM example declares none), a monitor that only
+    answers `{}` stops the operation for a person after five reads, 2, 4, 8, 16 and 32 s
+    apart with ±20 % jitter: about a minute, as docs/guarantees.md says (virtual clock)."""
+    monkeypatch.setenv("AZURE_TOKEN", "test-token")
+    row = ROWS["LROErrorPutAsyncNoPollingStatus"]
+    examples = docs_examples()
+    runs = [(row, docs_spec(row, autorest.origin, examples))]
+    for attempt in range(3):
+        ended = (await run(runs, tmp_path / str(attempt)))[row.key]
+        assert ended.state is State.NEEDS_HUMAN, ended
+        assert 0.8 * 62 <= ended.took <= 1.2 * 62, ended.took
