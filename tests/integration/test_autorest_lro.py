@@ -15,8 +15,8 @@ Conformance (ending as the reference client does, of 81; the module prints it):
 
 | run | on 3e5a834 (before) | now |
 |---|---|---|
-| shipped profiles, by name | 42 (33 as their row says) | 67 (72 as their row says) |
-| docs' ARM examples | 39 (30 as their row says) | 67 (72 as their row says) |
+| shipped profiles, by name | 42 (33 as their row says) | 76 (81 as their row says) |
+| docs' ARM examples | 39 (30 as their row says) | 76 (81 as their row says) |
 
 Before, the docs had an ARM example for PUT only: the other methods ran the PUT example
 with its method changed. The in-repo re-implementation of these routes that claimed 64 of
@@ -275,32 +275,6 @@ TABLE: list[Row] = [
 ]  # fmt: skip
 ROWS = {row.key: row for row in TABLE}
 
-# Where jobtrail does not yet end as the row says (fixed: see the profiles and the docs).
-KNOWN: dict[str, dict[str, str]] = {
-    "profile": {
-        "LROPutSucceededWithBody": "result_validation_failed (no Content-Type on the JSON)",
-        "LROPutSucceededNoBody": "result_validation_failed (no Content-Type on the JSON)",
-        "LROPostAsyncRetrySucceeded": "result_validation_failed (no Content-Type on the JSON)",
-        "LROPostAsyncNoRetrySucceeded": "result_validation_failed (no Content-Type on the JSON)",
-        "CustomHeaderPutAsyncSucceded": "refused at submit: the header is jobtrail's",
-        "CustomHeaderPostAsyncSucceded": "refused at submit: the header is jobtrail's",
-        "CustomHeaderPutSucceeded": "refused at submit: the header is jobtrail's",
-        "CustomHeaderPostSucceeded": "refused at submit: the header is jobtrail's",
-        "LROErrorPut201NoProvisioningStatePayload": "succeeded: 201 with no body read as done (null result)",
-    },
-    "docs": {
-        "LROPutSucceededWithBody": "result_validation_failed (no Content-Type on the JSON)",
-        "LROPutSucceededNoBody": "result_validation_failed (no Content-Type on the JSON)",
-        "LROPostAsyncRetrySucceeded": "result_validation_failed (no Content-Type on the JSON)",
-        "LROPostAsyncNoRetrySucceeded": "result_validation_failed (no Content-Type on the JSON)",
-        "CustomHeaderPutAsyncSucceded": "failed: only the create carries the given x-ms-client-request-id",
-        "CustomHeaderPostAsyncSucceded": "failed: only the create carries the given x-ms-client-request-id",
-        "CustomHeaderPutSucceeded": "failed: only the create carries the given x-ms-client-request-id",
-        "CustomHeaderPostSucceeded": "failed: only the create carries the given x-ms-client-request-id",
-        "LROErrorPut201NoProvisioningStatePayload": "succeeded: 201 with no body read as done (null result)",
-    },
-}
-
 
 @pytest.fixture(scope="session")
 def autorest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
@@ -338,25 +312,20 @@ def test_the_table_is_every_lros_scenario(autorest: Server) -> None:
 
 
 def _report(kind: str, ended: dict[str, Ended]) -> list[str]:
-    """Print the conformance count; return the rows that did not end as their row says
-    (other than those KNOWN, each of which must still fail)."""
+    """Print the conformance count; return the rows that did not end as their row says."""
     same = sum(ended[row.key].matches_sdk(row) for row in TABLE)
     by_design = [row.key for row in TABLE if row.design]
     print(f"\n{kind}: {same} of {len(TABLE)} end as the reference client does;")
     print(f"  {len(by_design)} differ by design: {', '.join(by_design)}")
     problems = []
     for row in TABLE:
-        got, known = ended[row.key], KNOWN[kind].get(row.key)
-        if not got.as_expected(row) and known is None:
+        got = ended[row.key]
+        if not got.as_expected(row):
             want = f"{row.end.value}" + (f" {row.expected_result!r}" if row.end is S else "")
             problems.append(
                 f"{row.key} [{row.method} {row.route}]: {got.state} {got.result!r} "
                 f"({got.reason}); expected {want} — {row.asserts}"
             )
-        elif got.as_expected(row) and known is not None:
-            problems.append(f"{row.key}: listed as known ({known}) but now ends as expected")
-        if not got.as_expected(row):
-            print(f"  differs: {row.key}: {got.state} {got.result!r} ({got.reason[:150]})")
     return problems
 
 

@@ -140,6 +140,18 @@ def test_an_identity_url_off_the_providers_origin_is_refused() -> None:
     assert isinstance(out, o.Ambiguous) and "origin" in out.reason
 
 
+def test_a_status_url_off_the_providers_origin_is_passed_over() -> None:
+    """A monitor header naming another host is ignored as if absent: the next declared
+    place names the status URL (here `Location`, then the resource itself)."""
+    arm = parse_provider(arm_reading())
+    foreign = {"Azure-AsyncOperation": "http://localhost/fakeurl", "Location": "/loc/1"}
+    out = parse_create(arm, 202, foreign, b"", PUT_URL)
+    assert isinstance(out, o.Accepted)
+    assert (out.status_url, out.status_via) == ("/loc/1", "Location")
+    alone = parse_create(arm, 202, {"Azure-AsyncOperation": "https://evil.example/x"}, b"", PUT_URL)
+    assert isinstance(alone, o.Accepted) and (alone.status_url, alone.status_via) == (PUT_URL, None)
+
+
 @pytest.mark.parametrize(
     ("code", "answer", "expected"),
     [
@@ -439,12 +451,14 @@ def test_provider_check_names_request_ids_path_values_and_partial_results() -> N
 def test_a_location_monitor_is_read_by_its_own_rule() -> None:
     """With the header that named the status URL, a Location monitor's 200 with no body is
     done (LRODelete200: its code says so), and a body stating Failed says how it ended; the
-    same empty answer from a monitor named otherwise states nothing. A PUT's result is the
-    resource, read at its URL: the monitor's answer is not kept as the result."""
+    same empty answer from a monitor named otherwise states nothing. The Location monitor's
+    final answer is kept as the result, as read (azure-core's LocationPolling asks no more:
+    LROPut202Retry200's resource URL has nothing to GET); an Azure-AsyncOperation monitor's
+    is not (the PUT's result is then the resource, read at its URL)."""
     arm = spec("azure-arm-put")
     done = judge(parse_status(arm, 200, {}, b"", "location"))
     assert isinstance(done, o.Observed) and done.remote_status is RemoteStatus.SUCCEEDED
-    assert done.content is None
+    assert done.content == b"null"
     failed = {"id": "x", "properties": {"provisioningState": "Failed"}}
     ended = judge(parse_status(arm, 200, {}, body(failed), "Location"))
     assert isinstance(ended, o.Observed) and ended.remote_status is RemoteStatus.FAILED
