@@ -19,6 +19,7 @@ from jobtrail.core.model import Idempotency
 from jobtrail.core.states import RemoteStatus
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ProviderConfigError
+from jobtrail.profiles import shipped_profile
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.providers.parse import parse_create, parse_list, parse_status, provider_error
 
@@ -507,3 +508,38 @@ def test_a_monitor_named_by_a_header_moves_only_by_that_header() -> None:
     assert isinstance(stays, o.Observed) and stays.status_url is None
     moves = parse_status(arm, 202, {"Location": f"{ARM}/loc/2"}, b"", "Location")
     assert isinstance(moves, o.Observed) and moves.status_url == f"{ARM}/loc/2"
+
+
+def _reading(doc: dict[str, Any]) -> dict[str, Any]:
+    """What decides how a provider file reads answers (not where its requests go)."""
+    create = {k: v for k, v in doc["create"].items() if k not in ("path", "method")}
+    return {
+        "cookies": doc.get("cookies"),
+        "create": create,
+        "status": doc["status"],
+        "states": doc["states"],
+        "result": doc.get("result"),
+        "reconcile": doc.get("reconcile"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("example", "profile"),
+    [
+        ("azure-arm-put", "azure-arm-put"),
+        ("arm-widget", "azure-arm-put"),
+        ("arm-widgets", "azure-arm-put"),
+        ("azure-arm-delete", "azure-arm-delete"),
+        ("azure-arm-patch", "azure-arm-patch"),
+        ("azure-arm-post", "azure-arm-post"),
+        ("azure-arm-post-async", "azure-arm-post-async"),
+    ],
+)
+def test_the_docs_arm_examples_read_answers_as_the_shipped_profiles(
+    example: str, profile: str
+) -> None:
+    """One description of each ARM operation: the docs' example and the shipped profile
+    read every answer alike (they differ only in where requests go)."""
+    shipped = shipped_profile(profile)
+    assert shipped is not None
+    assert _reading(examples()[example]) == _reading(tomllib.loads(shipped.text))
