@@ -11,7 +11,8 @@ docs/python.md:
     ItemCounts, ResultSummary, ProviderSpec, and the exception tree of `jobtrail.errors`
 
 `jobtrail.testing` (ScriptedProvider, VirtualClock, the simulator fixture) is public too,
-for users' own tests; code providers follow docs/code-providers.md.
+for users' own tests; code providers import what they need from `jobtrail.plugin` and
+follow docs/code-providers.md.
 
 Everything else (`jobtrail.core`, `.ledger`, `.store`, `.providers`, `.worker`, ...) is
 internal: importable, but free to change between versions without notice.
@@ -35,6 +36,7 @@ from jobtrail.errors import (
     LostOwnership,
     MissingCredentialWarning,
     NotFound,
+    NotPermitted,
     ProviderConfigError,
     ProviderMissing,
     ResultCorrupted,
@@ -64,6 +66,7 @@ __all__ = [
     "LostOwnership",
     "MissingCredentialWarning",
     "NotFound",
+    "NotPermitted",
     "Operation",
     "ProviderConfigError",
     "ProviderMissing",
