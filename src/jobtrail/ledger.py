@@ -165,34 +165,9 @@ class Ledger:
         """`submit`, also saying whether the operation already existed under its key (True:
         nothing new was recorded). `path` fills the create path's placeholders."""
         await self.permit(Action.SUBMIT, actor, None, subject=key)
-        headers = dict(headers or {})
-        in_use = provider.secret_values()  # read from the environment once per submit
-        check_request(
-            headers,
-            body,
-            self._redactors.extended(provider.redactor, in_use),
-            own=_own_headers(provider),
+        request, print_, body_size = prepare_submission(
+            provider, body, headers=headers, path=path, key=key, redactors=self._redactors
         )
-        values = checked(provider.create_placeholders, path)
-        if any(s in value for s in in_use if s for value in values.values()):
-            raise InvalidInput("a path value holds a secret in use; credentials go in `auth`")
-        request = JobRequest(
-            method=provider.create_method,
-            target=provider.target_with(values) if values else provider.target,
-            body=body,
-            headers=headers,
-            path=values,
-        )
-        # The fingerprint is computed first: it refuses what is not JSON before any write.
-        print_ = fingerprint(request.method, request.target, body, headers, values)
-        body_size = len(canonical_json(body).encode("utf-8"))
-        if body_size > MAX_BODY_BYTES:
-            raise InvalidInput(
-                f"the request body is {body_size} bytes; jobtrail records bodies up to "
-                f"{MAX_BODY_BYTES} bytes (1 MiB): send a reference to the data instead"
-            )
-        if key is not None:
-            _check_key(key)  # an existing key is found by create_operation, atomically
         now = self.clock()
         op_id = operation_id(now, self.rand)
         deadlines = provider.deadlines
@@ -772,6 +747,49 @@ class Ledger:
         self, op_id: str | None, now: datetime, kind: str, actor: str, data: Any
     ) -> AuditEntry:
         return AuditEntry(at=now, operation_id=op_id, kind=kind, actor=actor, data=data)
+
+
+def prepare_submission(
+    provider: ProviderSpec | CodeSpec,
+    body: Any,
+    *,
+    headers: Mapping[str, str] | None = None,
+    path: Mapping[str, str] | None = None,
+    key: str | None = None,
+    redactors: Redactors | None = None,
+) -> tuple[JobRequest, str, int]:
+    """The request a submit would record, its fingerprint and its body's size, or the
+    InvalidInput that refuses it: everything a submit checks before it writes, so that a
+    surface can refuse a bad submit before it opens (or creates) a ledger."""
+    headers = dict(headers or {})
+    in_use = provider.secret_values()  # read from the environment once per submit
+    check_request(
+        headers,
+        body,
+        (redactors or Redactors()).extended(provider.redactor, in_use),
+        own=_own_headers(provider),
+    )
+    values = checked(provider.create_placeholders, path)
+    if any(s in value for s in in_use if s for value in values.values()):
+        raise InvalidInput("a path value holds a secret in use; credentials go in `auth`")
+    request = JobRequest(
+        method=provider.create_method,
+        target=provider.target_with(values) if values else provider.target,
+        body=body,
+        headers=headers,
+        path=values,
+    )
+    # The fingerprint is computed first: it refuses what is not JSON before any write.
+    print_ = fingerprint(request.method, request.target, body, headers, values)
+    body_size = len(canonical_json(body).encode("utf-8"))
+    if body_size > MAX_BODY_BYTES:
+        raise InvalidInput(
+            f"the request body is {body_size} bytes; jobtrail records bodies up to "
+            f"{MAX_BODY_BYTES} bytes (1 MiB): send a reference to the data instead"
+        )
+    if key is not None:
+        _check_key(key)  # an existing key is found by create_operation, atomically
+    return request, print_, body_size
 
 
 def decision_action(decision: o.HumanDecision) -> Action:

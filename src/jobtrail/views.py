@@ -305,6 +305,11 @@ def _deadlines_line(op: Operation, now: datetime) -> str:
     return "; ".join(f"{name} {when(at, now)}" for name, at in shown)
 
 
+def _target(op: Operation) -> str:
+    """Where the create went, without the provider's name the target starts with."""
+    return op.request.target.removeprefix(f"{op.provider}:").removeprefix(f"{op.request.method} ")
+
+
 def _asked(op: Operation) -> str:
     """Who asked whom for what, as a sentence: "alice asked simulator for POST URL/v1/reports
     (key feb-report), authorized by bob: February report"."""
@@ -364,7 +369,8 @@ def escalation_bundle(
         "idempotency_token": op.idempotency_token,
         "request": {
             "method": op.request.method,
-            "target": op.request.target,
+            # the provider is named once, above: its target reads "NAME:METHOD URL"
+            "target": _target(op),
             "fingerprint": op.fingerprint,
         },
         "asked_by": op.actor,

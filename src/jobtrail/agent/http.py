@@ -66,7 +66,7 @@ class McpHttp:
         if agent is None:
             why = "a bearer token of an agent" if self._agents else "JOBTRAIL_AGENT_TOKENS set"
             return web.json_response(
-                {"error": f"/mcp needs {why}: see docs/agents.md"},
+                {"error": f"/mcp needs {why}: see `jobtrail docs agents`"},
                 status=401,
                 headers={"WWW-Authenticate": 'Bearer realm="jobtrail"'},
             )

@@ -82,6 +82,9 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
             fail(str(exc))
         except KeyboardInterrupt:
             fail("interrupted")
+        except BrokenPipeError:  # `jobtrail list | head`: the reader had enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)  # as rich's own console does on a broken pipe
         except OSError as exc:
             fail(f"{exc.strerror or exc} ({exc.filename or 'system call'})")
 

@@ -14,7 +14,8 @@ from jobtrail.cli.context import (
     pass_settings,
     run_async,
 )
-from jobtrail.cli.ops import console, show
+from jobtrail.cli.ops import show
+from jobtrail.cli.tables import console
 from jobtrail.core.durations import parse_duration
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.story import read_story
@@ -40,9 +41,11 @@ async def escalation(settings: Settings, operation_id: str, as_json: bool) -> No
 @click.option(
     "--decision",
     required=True,
-    type=click.Choice(["adopt", "mark-failed", "retry-as-new"]),
-    help="adopt a remote job id, mark the operation failed, or mark it failed "
-    "and submit the same request as a new operation (new key and token).",
+    type=click.Choice(decisions.RESOLUTIONS),
+    help="needs_human: adopt a remote job id, mark the operation failed, or mark it failed "
+    "and submit the same request as a new operation (new key and token). "
+    "result_validation_failed: mark-failed, accept-as-is (the result as it is, its problems "
+    "kept), or collect-again.",
 )
 @click.option(
     "--job-id",
@@ -63,7 +66,8 @@ async def resolve(
     reason: str,
     as_json: bool,
 ) -> None:
-    """Record a human decision for an operation that needs one."""
+    """Record a human decision for an operation that waits for one (OPERATION_ID may also
+    be its key). `jobtrail explain` says which decisions fit."""
     async with opened(settings) as ledger:
         providers = ProviderRegistry(connections=1)  # for adopt: reads a job id it never saw
         try:
@@ -109,7 +113,8 @@ async def extend(
     reason: str,
     as_json: bool,
 ) -> None:
-    """Extend a deadline and resume automation (a recorded human decision)."""
+    """Extend a deadline and resume automation (a recorded human decision). OPERATION_ID
+    may also be its key."""
     if (result_deadline is None) == (cancel_deadline is None):
         fail("give exactly one of --result-deadline or --cancel-deadline")
     by = parse_duration(result_deadline or cancel_deadline or "")

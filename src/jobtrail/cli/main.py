@@ -13,7 +13,17 @@ from jobtrail.cli.context import settings_from
 # Which module holds each command, so that `jobtrail X` imports X's module only: the
 # whole command set pulls in aiohttp, psycopg, rich and more, about half a second per
 # command. A command missing here is still found (every module is then imported).
-MODULES = ("ops", "decisions", "running", "admin", "agent", "serving", "ledgerfile", "retention")
+MODULES = (
+    "ops",
+    "decisions",
+    "running",
+    "admin",
+    "agent",
+    "serving",
+    "ledgerfile",
+    "retention",
+    "docs",
+)
 HOME = {
     **dict.fromkeys(("submit", "status", "list", "history", "explain", "cancel", "result"), "ops"),
     **dict.fromkeys(("escalation", "resolve", "extend"), "decisions"),
@@ -25,6 +35,7 @@ HOME = {
     "backup": "ledgerfile",
     "prune": "retention",
     "archive": "retention",
+    "docs": "docs",
 }
 
 
@@ -75,7 +86,7 @@ class LazyGroup(click.Group):
     "--policy",
     metavar="FILE",
     help="The action policy (TOML): which actions people, agents and workers may take. "
-    "[env JOBTRAIL_POLICY; default: docs/policy.md]",
+    "[env JOBTRAIL_POLICY; the default and the format: `jobtrail docs dashboard`]",
 )
 @click.version_option(package_name="jobtrail")
 @click.pass_context
@@ -90,7 +101,8 @@ def cli(
     result, or claiming a cancellation that never happened.
 
     Every operation is written down before anything is sent; every call, observation and
-    decision is recorded, and `jobtrail explain` tells the story.
+    decision is recorded, and `jobtrail explain` tells the story. `jobtrail docs` lists the
+    documentation shipped with it.
     """
     if policy:  # every ledger this process opens, worker and servers included, reads it
         os.environ["JOBTRAIL_POLICY"] = policy

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from jobtrail.cli.context import (
     Settings,
@@ -27,32 +26,16 @@ from jobtrail.cli.context import (
     run_async,
     say,
 )
+from jobtrail.cli.tables import Col, console, id_table, print_rows, print_table
 from jobtrail.core.durations import parse_duration
+from jobtrail.core.model import Operation
 from jobtrail.core.nextstep import driver
 from jobtrail.core.states import State
-from jobtrail.core.words import iso, progress_text, relative
+from jobtrail.core.words import counted, iso, progress_text, relative
 from jobtrail.errors import InvalidInput
 from jobtrail.providers.credentials import unset_credentials
 from jobtrail.views import operation_json, transition_json
 from jobtrail.worker.blobs import is_file_location
-
-console = Console(highlight=False)
-
-
-def id_table(*headers: str) -> Table:
-    """A table of ids and words, none of them ever cut (a cut id cannot be pasted back)."""
-    table = Table(*headers)
-    for column in table.columns:
-        column.no_wrap = True
-    return table
-
-
-def print_table(table: Table) -> None:
-    """Print `table` whole at any terminal width, piped or not: narrower than the table,
-    the lines are left to the terminal to wrap instead of cutting what is in them."""
-    needed = Measurement.get(console, console.options.update_width(100_000), table).maximum
-    wide = console if needed <= console.width else Console(highlight=False, width=needed)
-    wide.print(table)
 
 
 def _body(text: str) -> Any:
@@ -200,25 +183,37 @@ async def submit(
     Nothing is sent by this command: the record is committed first, and a worker
     (`jobtrail worker`, or `jobtrail run OPERATION_ID`) sends it.
     """
+    from jobtrail.ledger import prepare_submission
     from jobtrail.providers.plugins import load_plugins
     from jobtrail.providers.resolve import resolve_provider
 
     spec = resolve_provider(provider, load_plugins(provider_modules))
+    # Everything is checked before a word is said or a ledger is opened: a refused submit
+    # warns of nothing and leaves no new ledger behind.
+    document, given = None if body is None else _body(body), _headers(headers)
+    values = _path_values(path_values)
+    deadlines = {
+        name: parse_duration(text) if text else None
+        for name, text in (
+            ("create_deadline", create_deadline),
+            ("result_deadline", result_deadline),
+            ("cancel_deadline", cancel_deadline),
+        )
+    }
+    prepare_submission(spec, document, headers=given, path=values, key=key)
     if (unset := unset_credentials(spec)) is not None:
         say(unset.at_submit(), err=True)
     async with opened(settings, create=True) as ledger:
         op, existing = await ledger.admit(
             spec,
-            None if body is None else _body(body),
-            headers=_headers(headers),
-            path=_path_values(path_values),
+            document,
+            headers=given,
+            path=values,
             key=key,
             actor=actor,
             authorized_by=authorized_by,
             reason=reason,
-            create_deadline=parse_duration(create_deadline) if create_deadline else None,
-            result_deadline=parse_duration(result_deadline) if result_deadline else None,
-            cancel_deadline=parse_duration(cancel_deadline) if cancel_deadline else None,
+            **deadlines,
         )
         document = operation_json(op, ledger.clock()) | {"existing": existing}
     if as_json:
@@ -270,33 +265,58 @@ async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
 @pass_settings
 @run_async
 async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json: bool) -> None:
-    """List operations, newest first."""
+    """List operations, newest first: "50 of 60" when there are more than --limit."""
+    from jobtrail.store.finding import OperationQuery
+
     async with opened(settings) as ledger:
-        ops = await ledger.store.list_operations(states=[State(s) for s in states], limit=limit)
-        now = ledger.clock()
-    if as_json:
-        emit_json([operation_json(op, now) for op in ops])
-        return
-    table = id_table(
-        "operation", "state", "provider", "remote job", "remote state", "created", "key"
-    )
-    for op in ops:
-        key = "" if op.key == op.operation_id else op.key
-        table.add_row(
-            *map(
-                cell,
-                (
-                    op.operation_id,
-                    op.state.value,
-                    op.provider,
-                    op.remote_job_id or "",
-                    op.remote_state or "",
-                    iso(op.created_at) or "",
-                    key,
-                ),
-            )
+        found = await ledger.store.find_operations(
+            OperationQuery(states=[State(s) for s in states], limit=limit)
         )
-    print_table(table)
+        now = ledger.clock()
+    ops = found.operations
+    if as_json:
+        emit_json(
+            {
+                "total": found.total,
+                "shown": len(ops),
+                "operations": [operation_json(op, now) for op in ops],
+            }
+        )
+        return
+    print_rows(_LIST, _list_rows(ops, now))
+    say(_counted(len(ops), found.total))
+
+
+_LIST = (
+    Col(header="operation", is_id=True),
+    Col(header="state"),
+    Col(header="provider"),
+    Col(header="remote job", is_id=True),
+    Col(header="remote state"),
+    Col(header="created"),
+    Col(header="key"),
+)
+
+
+def _list_rows(ops: list[Operation], now: datetime) -> list[list[Text]]:
+    return [
+        [
+            cell(op.operation_id),
+            cell(op.state.value),
+            cell(op.provider),
+            cell(op.remote_job_id or "-"),
+            cell(op.remote_state or "-"),
+            cell(relative(op.created_at, now)),
+            cell("" if op.key == op.operation_id else op.key),
+        ]
+        for op in ops
+    ]
+
+
+def _counted(shown: int, total: int) -> str:
+    if shown < total:
+        return f"{shown} of {counted(total, 'operation')}, newest first (--limit shows more)"
+    return counted(total, "operation")
 
 
 @click.command()

@@ -8,7 +8,7 @@ from datetime import datetime
 import click
 from rich.console import Console
 from rich.live import Live
-from rich.table import Column, Table
+from rich.table import Table
 
 from jobtrail.cli.context import (
     Settings,
@@ -25,14 +25,14 @@ from jobtrail.cli.context import (
     worker_id_option,
 )
 from jobtrail.cli.exits import EXIT_HELP, RunExit, run_exit
-from jobtrail.cli.ops import print_table
 from jobtrail.cli.stopping import Stopper, log_steps, warn_unset_credentials
+from jobtrail.cli.tables import Col, print_rows, print_table
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.leases import lease_alive
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.nextstep import next_step
 from jobtrail.core.states import State
-from jobtrail.core.words import iso, progress_text, relative
+from jobtrail.core.words import counted, iso, progress_text, relative
 from jobtrail.providers.registry import missing_message
 from jobtrail.runtime import runtime
 from jobtrail.store.urls import shown_url
@@ -97,7 +97,8 @@ async def worker(
         stats = await rt.worker.run(until_idle=until_idle)
         await stopper.record(claimed=stats.claimed, finished=stats.finished)
     click.echo(
-        f"stopped: {stats.claimed} claims, {stats.finished} operations ended, "
+        f"stopped: {counted(stats.claimed, 'claim')}, "
+        f"{counted(stats.finished, 'operation')} ended, "
         f"{stats.lost} lost to other workers",
         err=True,
     )
@@ -263,41 +264,40 @@ async def demo(settings: Settings) -> None:
     folder = Path(tempfile.mkdtemp(prefix="jobtrail-demo-"))
     db = explicit or str(folder / "demo.db")
     data = settings.data_dir if explicit else folder / "jobtrail-data"
-    console = Console(highlight=False, width=max(Console().width, 160))
+    console = Console(highlight=False)  # as wide as the terminal (COLUMNS): the table fits it
     with console.status("running the demo…") as status:
 
         def progress(counts: dict[State, int]) -> None:
             status.update(" ".join(f"{state}={n}" for state, n in sorted(counts.items())))
 
-        rows, verdict = await run_demo(db, data, progress, results=settings.results)
-    # Ids are never cut (a cut id cannot be pasted back): their columns are as wide as the
-    # longest one; the prose columns wrap instead.
-    ids = [r.op.operation_id for r in rows], [r.op.remote_job_id or "-" for r in rows]
-    table = Table(
-        "scenario",
-        Column("operation", no_wrap=True, min_width=max(map(len, ids[0]))),
-        "state",
-        Column("remote job", no_wrap=True, min_width=max(map(len, ids[1]))),
-        "attempts",
-        "status calls",
-        "outcome",
-        title="jobtrail demo",
+        rows_, verdict = await run_demo(db, data, progress, results=settings.results)
+    # Ids are never cut (a cut id cannot be pasted back); the prose gives way (cli/tables).
+    columns = (
+        Col(header="scenario"),
+        Col(header="operation", is_id=True),
+        Col(header="state"),
+        Col(header="remote job", is_id=True),
+        Col(header="attempts"),
+        Col(header="status calls"),
+        Col(header="outcome"),
     )
-    for row in rows:
-        table.add_row(
-            row.scenario,
-            row.op.operation_id,
-            row.op.state.value,
+    rows = [
+        [
+            cell(row.scenario),
+            cell(row.op.operation_id),
+            cell(row.op.state.value),
             cell(row.op.remote_job_id or "-"),
-            str(row.attempts),
-            str(row.status_calls),
+            cell(str(row.attempts)),
+            cell(str(row.status_calls)),
             cell(row.outcome),
-        )
-    console.print(table)
+        ]
+        for row in rows_
+    ]
+    print_rows(columns, rows, title="jobtrail demo", on=console)
     console.print(verdict.message())
     shown = shown_url(db)
     console.print(
-        f"\nledger: {shown}\nexplore: jobtrail --db {shown} explain {rows[1].op.operation_id}"
+        f"\nledger: {shown}\nexplore: jobtrail --db {shown} explain {rows_[1].op.operation_id}"
     )
     if not verdict.ok:
         raise SystemExit(1)

@@ -236,7 +236,7 @@ def dashboard(settings: Settings, host: str, port: int) -> None:
     """Serve the operators' dashboard alone (no worker): needs attention, operations, one
     operation's story, and guarded actions. Operators and their tokens come from
     JOBTRAIL_OPERATOR_TOKENS (name:token,...), JOBTRAIL_VIEWER_TOKENS (read-only) or
-    JOBTRAIL_OPERATOR_FILE; see docs/dashboard.md."""
+    JOBTRAIL_OPERATOR_FILE; see `jobtrail docs dashboard`."""
     install_json_logging(secrets_redactor(providers_folder(), settings.db))
     try:
         access = Access(operators_from_env())

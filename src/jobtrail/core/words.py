@@ -35,6 +35,11 @@ def when(at: datetime | None, now: datetime) -> str:
     return "none" if at is None else f"{relative(at, now)} ({iso(at)})"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`n` and its noun, singular for one: "1 operation", "3 operations", "0 claims"."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 _DONE = ("completed", "done", "processed", "succeeded", "current")
 
 
