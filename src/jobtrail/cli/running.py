@@ -26,7 +26,7 @@ from jobtrail.cli.context import (
 )
 from jobtrail.cli.exits import EXIT_HELP, RunExit, run_exit
 from jobtrail.cli.stopping import Stopper, log_steps, warn_unset_credentials
-from jobtrail.cli.tables import Col, print_rows, print_table
+from jobtrail.cli.tables import Col, print_rows
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.leases import lease_alive
 from jobtrail.core.model import Operation, ProviderKind
@@ -127,8 +127,8 @@ class _Shown:
         if self.live is not None:
             self.live.update(table, refresh=True)
             self.live.stop()
-        elif not self.quiet:
-            print_table(table)
+        elif not self.quiet:  # as wide as COLUMNS: the values fold, the labels stay whole
+            Console(highlight=False).print(table)
 
 
 _LABELS = ("operation", "state", "remote job", "remote state", "progress", "next")
@@ -137,7 +137,7 @@ _LABELS = ("operation", "state", "remote job", "remote state", "progress", "next
 def _panel(op: Operation, now: datetime) -> Table:
     """The operation as `run` shows it: the labels are never cut or wrapped, a long value
     (an ARN) folds onto the next lines instead."""
-    table = Table(show_header=False, box=None)
+    table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True, min_width=max(map(len, _LABELS)))
     table.add_column(overflow="fold")
     values = (
