@@ -23,8 +23,6 @@ imported on first use of `jobtrail.Client`, `SyncClient`, `Result` or `ProviderS
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from jobtrail.errors import (
     ActionRefused,
     ClientClosed,
@@ -47,7 +45,10 @@ from jobtrail.errors import (
     WaitTimedOut,
 )
 
+TYPE_CHECKING = False  # not typing's: importing typing costs every start-up (`--version`)
 if TYPE_CHECKING:
+    from typing import Any
+
     from jobtrail.client import Client, Result, SyncClient
     from jobtrail.core.model import ItemCounts, Operation, ResultSummary
     from jobtrail.core.states import State
@@ -106,12 +107,9 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+        from jobtrail._version import VERSION
 
-        try:
-            found = version("jobtrail")
-        except PackageNotFoundError:  # run from a source tree that was never installed
-            found = "0+unknown"
+        found = VERSION
         globals()["__version__"] = found
         return found
     raise AttributeError(f"module 'jobtrail' has no attribute {name!r}")

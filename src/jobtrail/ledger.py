@@ -11,7 +11,7 @@ import random
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobtrail.audit import AuditEntry
 from jobtrail.clock import SystemClock
@@ -50,14 +50,15 @@ from jobtrail.errors import (
 from jobtrail.histories import Forgery, audited_requests, audited_steps, request_problem
 from jobtrail.histories import check as check_history
 from jobtrail.policy import Action, ActionPolicy, kind_of
-from jobtrail.providers.code import CodeSpec, stored_spec
-from jobtrail.providers.config import ProviderSpec, parse_provider, poll_rules
-from jobtrail.providers.pathvalues import checked
 from jobtrail.randomness import PooledSystemRandom
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
 from jobtrail.store.retention import Keep, Pruned
+
+if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no provider
+    from jobtrail.providers.code import CodeSpec
+    from jobtrail.providers.config import ProviderSpec
 
 Now = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
 MAX_BODY_BYTES = 1024 * 1024  # a request body, as canonical JSON (docs/guarantees.md)
@@ -88,6 +89,8 @@ class Ledger:
         shape = tuple(sorted((str(k), str(v)) for k, v in poll.items()))
         policy = self._policies.get(shape)
         if policy is None:
+            from jobtrail.providers.config import poll_rules
+
             rules = poll_rules(poll)
             policy = self._policies[shape] = Policy(
                 rand=self.rand, poll=rules.backoff, bounds=rules.bounds, refusals=rules.refusals
@@ -219,6 +222,8 @@ class Ledger:
         )
         if stored.operation_id == op_id:
             return stored, False
+        from jobtrail.providers.config import ProviderSpec
+
         if isinstance(provider, ProviderSpec) and _recorded_before_base_url(
             stored, provider, request
         ):
@@ -457,6 +462,9 @@ class Ledger:
     async def resubmit(self, op: Operation, *, actor: str, reason: str) -> Operation:
         """The same request as a new operation (new token), after a human gave up on `op`.
         Its key derives from the old operation, so repeating the decision is harmless."""
+        from jobtrail.providers.code import stored_spec
+        from jobtrail.providers.config import parse_provider
+
         code = op.provider_kind is ProviderKind.CODE
         return await self.submit(
             stored_spec(op) if code else parse_provider(op.provider_config),
@@ -761,6 +769,8 @@ def prepare_submission(
     """The request a submit would record, its fingerprint and its body's size, or the
     InvalidInput that refuses it: everything a submit checks before it writes, so that a
     surface can refuse a bad submit before it opens (or creates) a ledger."""
+    from jobtrail.providers.pathvalues import checked
+
     headers = dict(headers or {})
     in_use = provider.secret_values()  # read from the environment once per submit
     check_request(
@@ -799,6 +809,8 @@ def decision_action(decision: o.HumanDecision) -> Action:
 
 
 def _own_headers(provider: ProviderSpec | CodeSpec) -> list[str]:
+    from jobtrail.providers.code import CodeSpec
+
     if isinstance(provider, CodeSpec):
         return ["traceparent"]
     placed = (provider.idempotency, provider.client_reference)

@@ -30,8 +30,6 @@ from jobtrail.core.model import (
 )
 from jobtrail.core.redact import Redactor
 from jobtrail.errors import InvalidInput, ProviderConfigError
-from jobtrail.providers.code import is_code_document, stored_document
-from jobtrail.providers.config import parse_provider
 from jobtrail.store.base import Change
 
 _FALLBACK = Redactor()
@@ -94,6 +92,10 @@ class Redactors:
 
 def _base(doc: dict[str, Any]) -> tuple[Redactor, tuple[str, ...]]:
     """The provider's redactor without values, and the environment variables holding them."""
+    # imported here: a ledger opened only to read (`status`) parses no provider file
+    from jobtrail.providers.code import is_code_document, stored_document
+    from jobtrail.providers.config import parse_provider
+
     if is_code_document(doc):
         try:
             code = stored_document(doc)

@@ -28,14 +28,12 @@ from jobtrail.cli.context import (
 )
 from jobtrail.cli.tables import Col, console, id_table, print_rows, print_table
 from jobtrail.core.durations import parse_duration
-from jobtrail.core.model import Operation
+from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.nextstep import driver
 from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso, progress_text, relative
 from jobtrail.errors import InvalidInput
-from jobtrail.providers.credentials import unset_credentials
 from jobtrail.views import operation_json, transition_json
-from jobtrail.worker.blobs import is_file_location
 
 
 def _body(text: str) -> Any:
@@ -80,6 +78,16 @@ def _path_values(values: tuple[str, ...]) -> dict[str, str]:
             raise InvalidInput(f"write path values as NAME=VALUE, got {value[:40]!r}")
         found[name.strip()] = content
     return found
+
+
+def _not_installed(op: Operation) -> str | None:
+    """providers.plugins' word, read only for a code provider's operation: the entry points
+    it scans cost `status` more than the rest of its start-up."""
+    if op.provider_kind is not ProviderKind.CODE:
+        return None
+    from jobtrail.providers.plugins import not_installed
+
+    return not_installed(op)
 
 
 def show(document: dict[str, Any]) -> None:
@@ -184,6 +192,7 @@ async def submit(
     (`jobtrail worker`, or `jobtrail run OPERATION_ID`) sends it.
     """
     from jobtrail.ledger import prepare_submission
+    from jobtrail.providers.credentials import unset_credentials
     from jobtrail.providers.plugins import load_plugins
     from jobtrail.providers.resolve import resolve_provider
 
@@ -239,14 +248,12 @@ async def submit(
 @run_async
 async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show one operation's record (OPERATION_ID may also be its key)."""
-    from jobtrail.providers.plugins import not_installed
-
     async with opened(settings) as ledger:
         op = await ledger.find(operation_id)
         attempts = await ledger.store.attempts(op.operation_id)
         observations = await ledger.store.observations(op.operation_id)
         document = operation_json(op, ledger.clock(), attempts=attempts, observations=observations)
-    missing = not_installed(op)
+    missing = _not_installed(op)
     if missing is not None:
         document["provider_missing"] = f"{driver(op)} is {missing}"
     emit_json(document) if as_json else show(document)
@@ -358,13 +365,12 @@ async def history(settings: Settings, operation_id: str, as_json: bool) -> None:
 async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Tell an operation's story: what we asked, which remote job, what we observed, what
     we did next."""
-    from jobtrail.providers.plugins import not_installed
     from jobtrail.story import read_story
     from jobtrail.views import timeline
 
     async with opened(settings) as ledger:
         story = await read_story(ledger, await ledger.find(operation_id))
-    op, missing = story.op, not_installed(story.op)
+    op, missing = story.op, _not_installed(story.op)
     if not as_json:
         say(story.text(missing=missing))
         return
@@ -414,6 +420,7 @@ async def cancel(
 async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show the validated result summary and where the content is stored."""
     from jobtrail.client.result import read_back
+    from jobtrail.worker.blobs import is_file_location
 
     async with opened(settings) as ledger:
         op = await ledger.find(operation_id)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import random
 from datetime import datetime
 
-from ulid import ULID
-
 
 def operation_id(now: datetime, rand: random.Random) -> str:
     """`op_` + ULID: sortable by creation time, 80 random bits."""
+    from ulid import ULID  # imported here: the package loads importlib.metadata (50 ms)
+
     millis = int(now.timestamp() * 1000)
     return "op_" + str(ULID.from_bytes(millis.to_bytes(6, "big") + rand.randbytes(10)))
 
