@@ -191,6 +191,7 @@ async def test_bulk_mark_failed_names_each_outcome_with_the_policys_refusal(
     text = await page.text_content("table.bulk-items") or ""
     assert "may not resolve" in text and "does not apply in state observing" in text
     assert "Settled" in (await page.text_content("#settled") or "")
+    await shoot(page, "bulk-result", full_page=False)
     assert await _state(stack, "mine-0") is State.FAILED
     assert await _state(stack, "theirs") is State.NEEDS_HUMAN
     refusals = await _audit(stack, "policy.refused", stack.ids["theirs"])
@@ -222,7 +223,7 @@ async def test_bulk_cancel_of_all_that_match_is_watched_until_settled(
     )
     states = await page.locator("table.bulk-items .state").all_text_contents()
     assert states == ["cancelled"] * 3
-    await shoot(page, "bulk-result", full_page=False)
+    await shoot(page, "bulk-settled", full_page=False)
     await page.reload()
     assert page.url == bulk_url
     bulk_id = bulk_url.rsplit("/", 1)[1]

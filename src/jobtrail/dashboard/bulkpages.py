@@ -94,7 +94,7 @@ def bulk_page(record: BulkRecord, ops: dict[str, Operation | None], now: datetim
     return render(
         Template(
             '<h1>Bulk action <span class="opid">$id</span></h1>'
-            '<p class="asked">$action of $scope, by $actor $ago: “$reason”</p>'
+            '<p class="asked">$action of $scope, asked by $actor $ago: “$reason”</p>'
             '<div id="bulk-summary" data-live><p class="counts">$total operations: $counts; '
             "settled $settled of $total.</p>$watching</div>"
             '<table class="ops bulk-items"><thead><tr><th>operation</th><th>outcome</th>'
