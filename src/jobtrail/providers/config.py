@@ -120,6 +120,7 @@ _KEYS: dict[str, frozenset[str]] = {
             "name",
             "base_url",
             "base_url_env",  # read by load_provider_text: overrides base_url when set
+            "path_values",  # names given at submit for paths other than the create path
             "auth",
             "trace_header",
             "request_ids",
@@ -245,7 +246,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
     status_rule = cv.status_rule(status.doc)
     create_rule = cv.create_rule(create.doc, status_rule.ignore_case)
     sections.check_exists(create_rule.codes, same_token, bool(listing or lookup))
-    submitted = placeholders(create.text("path"), "create.path")
+    submitted = sections.path_values(doc, placeholders(create.text("path"), "create.path"))
     sections.check_paths(doc, submitted)
     cancel_method = cancel.text("method", "POST").upper() if cancel else "POST"
     redact = r.table("redact")

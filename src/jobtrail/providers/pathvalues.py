@@ -50,12 +50,12 @@ def checked(expected: tuple[str, ...], given: Mapping[str, str] | None) -> dict[
     if unknown:
         known = ", ".join(expected) or "none"
         raise InvalidInput(
-            f"the create path has no placeholder {{{unknown[0]}}}; its placeholders: {known}"
+            f"the provider's paths have no placeholder {{{unknown[0]}}}; theirs: {known}"
         )
     missing = [name for name in expected if name not in values]
     if missing:
         raise InvalidInput(
-            f"the create path needs a value for {{{missing[0]}}}: give it as "
+            f"the provider's paths need a value for {{{missing[0]}}}: give it as "
             f"--path {missing[0]}=VALUE (or path={{'{missing[0]}': ...}})"
         )
     for name, value in values.items():

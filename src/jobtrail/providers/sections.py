@@ -20,6 +20,7 @@ LOOKUP_KEYS = frozenset({"path", "job_id", "absent"})
 _JOB = ("job_id", "job_url")
 _KEYS = ("operation_id", "idempotency_token")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def auth(table: dict[str, Any]) -> Auth:
@@ -189,9 +190,29 @@ def check_exists(codes: Mapping[int, Reading], same_token: bool, lookup_declared
         )
 
 
-def check_paths(doc: dict[str, Any], submitted: tuple[str, ...]) -> None:
-    """Every path template of a provider document holds only placeholders jobtrail fills:
-    the job, the operation's keys, the values given at submit (and `{link}` for results)."""
+def path_values(doc: dict[str, Any], create: tuple[str, ...]) -> tuple[str, ...]:
+    """The values given at submit: the create path's placeholders, then the names listed in
+    `path_values` for the other paths (Airflow's `{task_id}`, whose XCom is the result)."""
+    extra = doc.get("path_values", [])
+    if not isinstance(extra, list) or not all(isinstance(n, str) for n in extra):
+        raise ProviderConfigError('path_values must be a list of names: ["task_id"]')
+    names = list(create)
+    for name in extra:
+        if not _NAME.fullmatch(name) or name in (*_JOB, *_KEYS, "link"):
+            raise ProviderConfigError(
+                f"path_values: {name!r} is not a name a submitter can fill (letters, digits "
+                "and _, not a placeholder jobtrail fills)"
+            )
+        used = any(f"{{{name}}}" in (template or "") for _, template in _templates(doc))
+        if not used:
+            raise ProviderConfigError(f"path_values: {{{name}}} appears in no path")
+        if name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+def _templates(doc: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """(where, template) for every path but the create path."""
 
     def at(table: str, *keys: str) -> Any:
         node: Any = doc.get(table)
@@ -199,13 +220,19 @@ def check_paths(doc: dict[str, Any], submitted: tuple[str, ...]) -> None:
             node = node.get(key) if isinstance(node, dict) else None
         return node if isinstance(node, str) else None
 
-    for where, template in (
+    return [
         ("status.path", at("status", "path")),
         ("cancel.path", at("cancel", "path")),
         ("result.path", at("result", "path")),
         ("reconcile.list.path", at("reconcile", "list", "path")),
         ("reconcile.lookup.path", at("reconcile", "lookup", "path")),
-    ):
+    ]
+
+
+def check_paths(doc: dict[str, Any], submitted: tuple[str, ...]) -> None:
+    """Every path template of a provider document holds only placeholders jobtrail fills:
+    the job, the operation's keys, the values given at submit (and `{link}` for results)."""
+    for where, template in _templates(doc):
         check_placeholders(template, where, submitted, link=where == "result.path")
 
 
