@@ -31,7 +31,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -273,12 +273,8 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     with it), SIGKILL to what is left after 30 s."""
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
-        try:
+        with suppress(subprocess.TimeoutExpired):
             process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
+    with suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)  # children that outlived the parent
-    except ProcessLookupError:
-        pass
     process.wait()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from airflow_rig import mint  # noqa: E402
+from airflow_rig import mint
 
 
 def main() -> None:

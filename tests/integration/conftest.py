@@ -9,6 +9,7 @@ import pytest
 
 from airflow_rig import VERSION, Airflow
 from airflow_rig import airflow_server as airflow_server_started
+
 from harness import Harness, harness
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -16,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from airflow_proxy import proxy
 from airflow_rig import DAGS, Airflow
 from jobtrail.core.model import Attempt, Operation
 from jobtrail.core.states import State
 from jobtrail.providers.config import ProviderSpec, find_provider_named, parse_provider
 from jobtrail.runtime import Runtime, runtime
+
 from stores import fresh_ledger
 
 pytestmark = pytest.mark.slow
