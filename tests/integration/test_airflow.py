@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -15,16 +16,17 @@ from typing import Any
 
 import pytest
 
+from airflow_proxy import proxy
 from airflow_rig import DAGS, Airflow
 from jobtrail.core.model import Attempt, Operation
 from jobtrail.core.states import State
 from jobtrail.providers.config import ProviderSpec, find_provider_named, parse_provider
 from jobtrail.runtime import Runtime, runtime
 
-from stores import fresh_ledger
+from stores import LedgerDb, fresh_ledger
 
 pytestmark = pytest.mark.slow
-TOKEN_SCRIPT = DAGS / "token.py"
+TOKEN_SCRIPT = DAGS / "mint_token.py"
 
 
 @dataclass
@@ -32,7 +34,7 @@ class Rig:
     server: Airflow
     rt: Runtime
     spec: ProviderSpec
-    db: str
+    db: LedgerDb
 
     async def submit(self, dag_id: str, conf: dict[str, Any] | None = None) -> Operation:
         return await self.rt.ledger.submit(
@@ -43,8 +45,16 @@ class Rig:
         )
 
     async def finish(self, timeout: float = 120) -> None:
-        """Run the real worker until no operation has anything left to do."""
-        await asyncio.wait_for(self.rt.worker.run(until_idle=True), timeout)
+        """Run the real worker until no operation has anything left to do; on a timeout,
+        say where each operation stands and what its calls were answered."""
+        try:
+            await asyncio.wait_for(self.rt.worker.run(until_idle=True), timeout)
+        except TimeoutError:
+            told = []
+            for op in await self.rt.ledger.store.list_operations(limit=10):
+                calls = [(a.kind.value, a.outcome, a.detail) for a in await self.attempts(op)]
+                told.append(f"{op.operation_id} {op.state}: {calls[-6:]}")
+            raise AssertionError("the worker did not finish:\n" + "\n".join(told)) from None
 
     async def until(self, op: Operation, *states: State, timeout: float = 60) -> Operation:
         """Drive the worker until `op` is in one of `states` (wall clock)."""
@@ -89,7 +99,7 @@ async def rig_for(
         fresh_ledger(store_kind, tmp_path) as db,
         runtime(db.url, tmp_path / "data", worker_id="worker-1", idle_poll=0.2) as rt,
     ):
-        yield Rig(server=server, rt=rt, spec=spec, db=db.url)
+        yield Rig(server=server, rt=rt, spec=spec, db=db)
 
 
 @pytest.fixture
@@ -154,3 +164,119 @@ async def test_cancel_patches_the_run_to_failed_and_jobtrail_reports_failed(rig:
     assert run["state"] == "failed" and run["note"] == "cancelled through jobtrail"
     path = [t.to_state for t in await rig.rt.ledger.store.history(op.operation_id)]
     assert path[-3:] == [State.CANCEL_REQUESTED, State.CANCELLING, State.FAILED], path
+
+
+async def test_a_lost_create_answer_is_resolved_by_the_token_lookup(
+    airflow_server: Airflow, store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proxy forwards the trigger and drops its answer: jobtrail looks the run up by
+    its id (the idempotency token), finds it, and never triggers a second one."""
+    monkeypatch.setenv("AIRFLOW_API_TOKEN", airflow_server.token())
+    async with proxy(airflow_server.base_url) as p:
+        p.drop_create_answers = 1
+        spec = spec_for(p.base_url, monkeypatch)
+        async with rig_for(airflow_server, store_kind, tmp_path, spec) as rig:
+            before = len(airflow_server.runs("jobtrail_ok"))
+            op = await rig.submit("jobtrail_ok", {"rows": 1})
+            await rig.finish()
+            done = await rig.rt.ledger.get(op.operation_id)
+            assert done.state is State.SUCCEEDED, done
+            kinds = [a.kind.value for a in await rig.attempts(op)]
+            path = [t.to_state for t in await rig.rt.ledger.store.history(op.operation_id)]
+    assert kinds.count("create") == 1 and "reconcile" in kinds, kinds
+    assert path[:3] == [State.CREATE_UNKNOWN, State.RECONCILIATION, State.ACCEPTED], path
+    runs = airflow_server.runs("jobtrail_ok")
+    assert len(runs) == before + 1
+    assert [r["dag_run_id"] for r in runs].count(op.idempotency_token) == 1
+
+
+async def test_a_409_after_a_wrong_absence_says_exists_and_the_run_is_looked_up(
+    airflow_server: Airflow, store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trigger's answer is lost and the first lookup is answered 404 (a stale read):
+    jobtrail triggers again under the same run id, Airflow answers 409, which the profile
+    declares "exists", and the lookup then finds the one run."""
+    monkeypatch.setenv("AIRFLOW_API_TOKEN", airflow_server.token())
+    async with proxy(airflow_server.base_url) as p:
+        p.drop_create_answers, p.fake_run_404s = 1, 1
+        spec = spec_for(p.base_url, monkeypatch)
+        async with rig_for(airflow_server, store_kind, tmp_path, spec) as rig:
+            before = len(airflow_server.runs("jobtrail_ok"))
+            op = await rig.submit("jobtrail_ok", {"rows": 2})
+            await rig.finish()
+            done = await rig.rt.ledger.get(op.operation_id)
+            attempts = await rig.attempts(op)
+    assert done.state is State.SUCCEEDED, done
+    creates = [a for a in attempts if a.kind.value == "create"]
+    assert len(creates) == 2 and creates[1].detail["status"] == 409, creates
+    assert creates[1].outcome == "ambiguous"
+    assert attempts[attempts.index(creates[1]) + 1].kind.value == "reconcile"
+    assert [r["dag_run_id"] for r in airflow_server.runs("jobtrail_ok")].count(
+        op.idempotency_token
+    ) == 1
+    assert len(airflow_server.runs("jobtrail_ok")) == before + 1
+
+
+def _token_command(
+    airflow_server: Airflow, tmp_path: Path, first: float, then: float
+) -> Callable[[dict[str, Any]], None]:
+    count = tmp_path / "token-runs"
+
+    def edit(doc: dict[str, Any]) -> None:
+        command = [sys.executable, str(TOKEN_SCRIPT), str(count), str(first), str(then)]
+        doc["auth"] = {"header": "Authorization", "prefix": "Bearer ", "command": command}
+
+    return edit
+
+
+async def test_an_expired_token_answered_401_is_fetched_again_and_never_stored(
+    airflow_server: Airflow, store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token command's first JWT has expired: Airflow answers 401 to the trigger, a
+    fresh token is fetched, and the trigger (idempotent: the run id is the token) is sent
+    once more; no token reaches the ledger."""
+    from test_hostile_secrets import stored_rows
+
+    monkeypatch.setenv("JOBTRAIL_TEST_AIRFLOW_SECRET", airflow_server.jwt_secret)
+    monkeypatch.delenv("AIRFLOW_API_TOKEN", raising=False)
+    spec = spec_for(
+        airflow_server.base_url, monkeypatch, _token_command(airflow_server, tmp_path, -120, 600)
+    )
+    async with rig_for(airflow_server, store_kind, tmp_path, spec) as rig:
+        op = await rig.submit("jobtrail_ok", {"rows": 4})
+        await rig.finish()
+        done = await rig.rt.ledger.get(op.operation_id)
+        attempts = await rig.attempts(op)
+        stored = await stored_rows(rig.db)
+    assert done.state is State.SUCCEEDED, done
+    assert (tmp_path / "token-runs").read_text() == "2"
+    create = next(a for a in attempts if a.kind.value == "create")
+    assert create.detail["refused_token"]["status"] == 401 and create.detail["status"] == 200
+    assert [r["dag_run_id"] for r in airflow_server.runs("jobtrail_ok")].count(
+        op.idempotency_token
+    ) == 1
+    tokens = (tmp_path / "token-runs.tokens").read_text().split()
+    assert len(tokens) == 2
+    leaked = [t[-24:] for t in tokens if t[-24:].encode() in stored or t.encode() in stored]
+    assert not leaked, "a fetched token reached the ledger"
+
+
+async def test_a_token_about_to_expire_is_fetched_again_before_any_401(
+    airflow_server: Airflow, store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each JWT lasts 8 s: jobtrail renews it from its `exp` before it lapses, while a run
+    of 20 s is watched, so Airflow never answers 401."""
+    monkeypatch.setenv("JOBTRAIL_TEST_AIRFLOW_SECRET", airflow_server.jwt_secret)
+    monkeypatch.delenv("AIRFLOW_API_TOKEN", raising=False)
+    spec = spec_for(
+        airflow_server.base_url, monkeypatch, _token_command(airflow_server, tmp_path, 8, 8)
+    )
+    async with rig_for(airflow_server, store_kind, tmp_path, spec) as rig:
+        op = await rig.submit("jobtrail_wait")
+        await rig.finish()
+        done = await rig.rt.ledger.get(op.operation_id)
+        attempts = await rig.attempts(op)
+    assert done.state is State.SUCCEEDED, done
+    assert int((tmp_path / "token-runs").read_text()) >= 3  # 20 s of 8-second tokens
+    assert not [a for a in attempts if "refused_token" in (a.detail or {})]
+    assert not [a for a in attempts if (a.detail or {}).get("status") == 401]
