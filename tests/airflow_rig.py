@@ -269,12 +269,35 @@ def _tail(log: Path) -> str:
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the server's process group (its scheduler, API server and task runners
-    with it), SIGKILL to what is left after 30 s."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        with suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=30)
-    with suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)  # children that outlived the parent
+    """SIGTERM to every process of the server's session (its scheduler, API server and the
+    task runners, which Airflow puts in process groups of their own), SIGKILL to what is
+    left after 30 s."""
+    session = process.pid  # start_new_session: the session's id is the server's pid
+    for pid in _session(session):
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    with suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while (left := _session(session)) and time.monotonic() < deadline:
+        for pid in left:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
     process.wait()
+
+
+def _session(session: int) -> list[int]:
+    """The live processes whose session is `session` (/proc/PID/stat: state, session)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # it ended meanwhile
+        fields = stat.rpartition(")")[2].split()
+        if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) == session:  # Z: ended
+            found.append(int(entry.name))
+    return found

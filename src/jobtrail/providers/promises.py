@@ -138,6 +138,13 @@ def idempotency_note(spec: ProviderSpec) -> str | None:
             "operation id: it proves a job absent only if the list reaches back to the "
             "create (one page of recent jobs)"
         )
+    if spec.lookup is not None and "{idempotency_token}" in spec.lookup.path:
+        codes = "/".join(str(c) for c in spec.lookup.absent)
+        notes.append(
+            "the job is read by our token (the provider keys it by the token), so a "
+            f"{codes} proves that no job holds it, and a create sent again under the same "
+            "token cannot make a second one"
+        )
     return "; ".join(notes) or None
 
 
