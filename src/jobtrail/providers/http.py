@@ -425,7 +425,9 @@ class HttpProvider:
                 )
                 return Reply(outcome=outcome, detail=detail)
         reply = self._result(status, headers, body, detail)
-        return self._narrowed(reply) if spec.result.field and reply.fetched else reply
+        rule = spec.result
+        narrows = rule.field and rule.source == "path" and not rule.link  # the GET of `path`
+        return self._narrowed(reply) if narrows and reply.fetched else reply
 
     def _narrowed(self, reply: Reply) -> Reply:
         """A `from = "path"` result narrowed to its `field` (an Airflow XCom entry's `value`)."""

@@ -55,7 +55,7 @@ def checked(expected: tuple[str, ...], given: Mapping[str, str] | None) -> dict[
     missing = [name for name in expected if name not in values]
     if missing:
         raise InvalidInput(
-            f"the provider's paths need a value for {{{missing[0]}}}: give it as "
+            f"the provider needs a value for {{{missing[0]}}}: give it as "
             f"--path {missing[0]}=VALUE (or path={{'{missing[0]}': ...}})"
         )
     for name, value in values.items():
