@@ -44,6 +44,8 @@ def test_the_airflow_profile_says_what_it_promises(tmp_path: Path) -> None:
     assert lines["cancel"].startswith("PATCH /api/v2/dags/{dag_id}/dagRuns/{job_id} with")
     assert '"state": "failed"' in lines["cancel"]
     assert "409 = a job exists under our key" in lines["create answers"]
+    assert "xcomEntries/return_value, its `value` is the result" in lines["result"]
+    assert "404 = failed" in lines["state"]
     assert (
         "$JOBTRAIL_AIRFLOW_BASE_URL (base URL; not set: http://localhost:8080 is used)"
         in (lines["environment"])

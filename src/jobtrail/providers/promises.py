@@ -114,6 +114,8 @@ def result_line(spec: ProviderSpec) -> str | None:
         field = f"`{rule.field}` of " if rule.field else ""
         other = "when it names none, " if rule.link else ""
         parts.append(f"{other}{field}the final status answer, read once more")
+    if rule.source == "path" and rule.field and rule.path and not rule.link:
+        parts.append(f"GET {rule.path}, its `{rule.field}` is the result")
     if rule.at_create:
         parts.append("a create answer that says done is the result itself")
     if rule.jsonl:
