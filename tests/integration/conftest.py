@@ -28,5 +28,8 @@ def airflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow
     """A real Airflow 3 server for the session (tests/airflow_rig.py): installed once into
     .cache/, started on a free loopback port, stopped at the end."""
     with airflow_server_started(tmp_path_factory.mktemp("airflow-home")) as server:
-        print(f"\nAirflow {VERSION} ready at {server.base_url} in {server.started_in:.1f}s")
+        print(
+            f"\nAirflow {VERSION} ready at {server.base_url} in {server.started_in:.1f}s "
+            f"({server.warm_up_runs} warm-up run(s))"
+        )
         yield server

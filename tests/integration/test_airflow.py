@@ -122,7 +122,8 @@ async def test_a_dag_run_succeeds_with_its_xcom_value_as_the_result(rig: Rig) ->
     op = await rig.submit("jobtrail_ok", {"rows": 3})
     await rig.finish()
     done = await rig.rt.ledger.get(op.operation_id)
-    assert done.state is State.SUCCEEDED, done
+    calls = [(a.kind.value, a.outcome, a.detail) for a in await rig.attempts(op)]
+    assert done.state is State.SUCCEEDED, (done.state, done.remote_state, calls[-4:])
     assert done.result is not None and done.result.valid and done.result.location
     assert json.loads(await rig.rt.results.read(done.result.location)) == {"answer": 42, "rows": 3}
     assert done.remote_job_id == op.idempotency_token
@@ -193,13 +194,18 @@ async def test_a_lost_create_answer_is_resolved_by_the_token_lookup(
 async def test_a_409_after_a_wrong_absence_says_exists_and_the_run_is_looked_up(
     airflow_server: Airflow, store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The trigger's answer is lost and the first lookup is answered 404 (a stale read):
-    jobtrail triggers again under the same run id, Airflow answers 409, which the profile
-    declares "exists", and the lookup then finds the one run."""
+    """The trigger's answer is lost and the first lookup is answered 404 (a stale read),
+    taken as proof at once here (`visible_within = "0s"`): jobtrail triggers again under
+    the same run id, Airflow answers 409, which the profile declares "exists", and the
+    lookup then finds the one run."""
     monkeypatch.setenv("AIRFLOW_API_TOKEN", airflow_server.token())
+
+    def at_once(doc: dict[str, Any]) -> None:
+        doc["reconcile"] = {"lookup": dict(doc["reconcile"]["lookup"], visible_within="0s")}
+
     async with proxy(airflow_server.base_url) as p:
         p.drop_create_answers, p.fake_run_404s = 1, 1
-        spec = spec_for(p.base_url, monkeypatch)
+        spec = spec_for(p.base_url, monkeypatch, at_once)
         async with rig_for(airflow_server, store_kind, tmp_path, spec) as rig:
             before = len(airflow_server.runs("jobtrail_ok"))
             op = await rig.submit("jobtrail_ok", {"rows": 2})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from jobtrail.providers import sections
 from jobtrail.providers.pathvalues import placeholders
 from jobtrail.providers.spec import (
     DEFAULT_TIMEOUT,
+    DEFAULT_VISIBILITY,
     Cookies,
     ItemsRule,
     ListSpec,
@@ -299,6 +301,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
             items=str(listing.get("items", "data")),
             job_id=str(listing.get("job_id", "job_id")),
             match=str(listing["match"]) if "match" in listing else None,
+            visible_within=_visibility(listing.get("visible_within")),
         )
         if listing
         else None,
@@ -311,6 +314,20 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
             fields=redact.get("fields", ()),
         ),
     )
+
+
+def _visibility(value: Any) -> timedelta | None:
+    """`reconcile.list.visible_within`: how soon a new job shows in the lookup ("60s"), or
+    "never" (a miss proves nothing); the conservative default when the file says nothing."""
+    if value is None:
+        return DEFAULT_VISIBILITY
+    if value == "never":
+        return None
+    if not isinstance(value, str):
+        raise ProviderConfigError(
+            'reconcile.list.visible_within must be a duration such as "60s", or "never"'
+        )
+    return parse_duration(value)
 
 
 def poll_rules(table: dict[str, Any]) -> PollRules:

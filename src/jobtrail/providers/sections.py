@@ -14,7 +14,7 @@ from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.providers.spec import Auth, LookupSpec, Placement, Reading
 
 AUTH_KEYS = frozenset({"header", "env", "prefix", "command", "file", "lifetime", "timeout"})
-LOOKUP_KEYS = frozenset({"path", "job_id", "absent"})
+LOOKUP_KEYS = frozenset({"path", "job_id", "absent", "visible_within"})
 # placeholders jobtrail fills in every path but the create path: the job, once known, and
 # the operation's own keys
 _JOB = ("job_id", "job_url")
@@ -146,7 +146,16 @@ def lookup(table: Any, *, idempotency: bool, client_reference: bool) -> LookupSp
         raise ProviderConfigError(
             "reconcile.lookup.absent lists the codes that prove no job exists: 404 and/or 410"
         )
-    return LookupSpec(path=path, job_id=job_id, absent=tuple(absent))
+    window = table.get("visible_within", "5m")
+    if window != "never" and not isinstance(window, str):
+        raise ProviderConfigError(
+            'reconcile.lookup.visible_within must be a duration such as "30s", or "never"'
+        )
+    try:
+        visible = None if window == "never" else parse_duration(window)
+    except InvalidInput as exc:
+        raise ProviderConfigError(f"reconcile.lookup.visible_within: {exc}") from None
+    return LookupSpec(path=path, job_id=job_id, absent=tuple(absent), visible_within=visible)
 
 
 def reconcile_lookup(
