@@ -90,3 +90,20 @@ def test_a_placeholder_nothing_fills_is_refused_not_called_provable(tmp_path: Pa
     done = check(tmp_path, "typo.toml")
     assert done.returncode != 0 and "provable" not in done.stdout
     assert "status.path: {jobid} is not a placeholder jobtrail can fill here" in done.stderr
+
+
+def test_submit_to_a_placeholder_base_url_is_refused_naming_the_variable(tmp_path: Path) -> None:
+    """`jobtrail submit azure-ai` without JOBTRAIL_AZURE_AI_BASE_URL: refused, nothing
+    recorded, and no warning that says the operation is recorded."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("JOBTRAIL_", "AZURE"))}
+    done = subprocess.run(
+        [JOBTRAIL, "submit", "azure-ai", "--body", '{"analysisInput": {}}'],
+        cwd=tmp_path,
+        env=clean | {"JOBTRAIL_ACTOR": "tester", "JOBTRAIL_DB": str(tmp_path / "l.db")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "set the environment variable JOBTRAIL_AZURE_AI_BASE_URL" in done.stderr
+    assert "is recorded" not in done.stderr and "Recorded" not in done.stdout
