@@ -769,8 +769,14 @@ def prepare_submission(
     """The request a submit would record, its fingerprint and its body's size, or the
     InvalidInput that refuses it: everything a submit checks before it writes, so that a
     surface can refuse a bad submit before it opens (or creates) a ledger."""
+    from jobtrail.providers.baseurl import unfilled
+    from jobtrail.providers.config import ProviderSpec
     from jobtrail.providers.pathvalues import checked
 
+    if isinstance(provider, ProviderSpec):
+        placeholder = unfilled(provider)  # ARM's .../subscriptions/SUBSCRIPTION/...
+        if placeholder is not None:
+            raise InvalidInput(placeholder)
     headers = dict(headers or {})
     in_use = provider.secret_values()  # read from the environment once per submit
     check_request(

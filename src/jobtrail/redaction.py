@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import fields, is_dataclass
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobtrail.audit import AuditEntry
 from jobtrail.core.model import (
@@ -32,6 +32,9 @@ from jobtrail.core.redact import Redactor
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.store.base import Change
 
+if TYPE_CHECKING:
+    from jobtrail.providers.spec import Auth
+
 _FALLBACK = Redactor()
 _SHAPES_KEPT = 4096
 OutcomeT = TypeVar("OutcomeT")
@@ -42,7 +45,7 @@ class Redactors:
     values that provider uses now. Built once per provider shape and set of values."""
 
     def __init__(self) -> None:
-        self._bases: dict[str, tuple[Redactor, tuple[str, ...]]] = {}
+        self._bases: dict[str, tuple[Redactor, tuple[str, ...], Auth | None]] = {}
         self._built: dict[tuple[str, tuple[str, ...]], Redactor] = {}
         # The records of one operation share its provider document: its shape is worked out
         # once per document object (the document is kept, so its id is not reused).
@@ -72,8 +75,11 @@ class Redactors:
         known = self._bases.get(shape)
         if known is None:
             known = self._bases[shape] = _base(doc)
-        base, names = known
-        values = tuple(os.environ.get(name, "") for name in names)
+        base, names, auth = known
+        from jobtrail.providers.tokens import known_values  # where used: see _base
+
+        # the secrets in use: from the environment, and tokens this process fetched
+        values = tuple(os.environ.get(name, "") for name in names) + known_values(auth)
         redactor = self._built.get((shape, values))
         if redactor is None:
             redactor = self._built[(shape, values)] = base.extended(values=values)
@@ -90,8 +96,9 @@ class Redactors:
         return redactor
 
 
-def _base(doc: dict[str, Any]) -> tuple[Redactor, tuple[str, ...]]:
-    """The provider's redactor without values, and the environment variables holding them."""
+def _base(doc: dict[str, Any]) -> tuple[Redactor, tuple[str, ...], Auth | None]:
+    """The provider's redactor without values, the environment variables holding them, and
+    its `auth` (whose fetched tokens are secrets in use too)."""
     # imported here: a ledger opened only to read (`status`) parses no provider file
     from jobtrail.providers.code import is_code_document, stored_document
     from jobtrail.providers.config import parse_provider
@@ -100,16 +107,16 @@ def _base(doc: dict[str, Any]) -> tuple[Redactor, tuple[str, ...]]:
         try:
             code = stored_document(doc)
         except (ProviderConfigError, InvalidInput, TypeError, ValueError):
-            return _FALLBACK, ()
-        return code.redactor, code.secret_env
+            return _FALLBACK, (), None
+        return code.redactor, code.secret_env, None
     try:
         spec = parse_provider(doc)
     except ProviderConfigError:
-        return _FALLBACK, ()
-    names = [spec.auth.env] if spec.auth else []
+        return _FALLBACK, (), None
+    names = [spec.auth.env] if spec.auth and spec.auth.env else []
     if spec.webhooks:
         names.append(spec.webhooks.secret_env)
-    return spec.redactor, tuple(names)
+    return spec.redactor, tuple(names), spec.auth
 
 
 def redacted(change: Change, r: Redactor) -> Change:

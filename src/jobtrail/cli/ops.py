@@ -199,7 +199,7 @@ async def submit(
     spec = resolve_provider(provider, load_plugins(provider_modules))
     # Everything is checked before a word is said or a ledger is opened: a refused submit
     # warns of nothing and leaves no new ledger behind.
-    document, given = None if body is None else _body(body), _headers(headers)
+    payload, given = None if body is None else _body(body), _headers(headers)
     values = _path_values(path_values)
     deadlines = {
         name: parse_duration(text) if text else None
@@ -209,13 +209,12 @@ async def submit(
             ("cancel_deadline", cancel_deadline),
         )
     }
-    prepare_submission(spec, document, headers=given, path=values, key=key)
-    if (unset := unset_credentials(spec)) is not None:
-        say(unset.at_submit(), err=True)
+    prepare_submission(spec, payload, headers=given, path=values, key=key)
+    unset = unset_credentials(spec)  # said once the operation is recorded, not if refused
     async with opened(settings, create=True) as ledger:
         op, existing = await ledger.admit(
             spec,
-            document,
+            payload,
             headers=given,
             path=values,
             key=key,
@@ -225,6 +224,8 @@ async def submit(
             **deadlines,
         )
         document = operation_json(op, ledger.clock()) | {"existing": existing}
+    if unset is not None:
+        say(unset.at_submit(), err=True)
     if as_json:
         emit_json(document)
     elif existing:
