@@ -13,9 +13,9 @@ from jobtrail.cli.context import (
     opened,
     pass_settings,
     run_async,
+    say,
 )
 from jobtrail.cli.ops import show
-from jobtrail.cli.tables import console
 from jobtrail.core.durations import parse_duration
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.story import read_story
@@ -84,7 +84,7 @@ async def resolve(
     else:
         show(document)
         if done.replaced_by is not None:
-            console.print(f"submitted again as {done.replaced_by.operation_id}")
+            say(f"submitted again as {done.replaced_by.operation_id}")
 
 
 @click.command()

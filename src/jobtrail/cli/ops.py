@@ -7,11 +7,9 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
-from rich.text import Text
 
 from jobtrail.cli.context import (
     Settings,
@@ -26,14 +24,16 @@ from jobtrail.cli.context import (
     run_async,
     say,
 )
-from jobtrail.cli.tables import Col, console, id_table, print_rows, print_table
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.nextstep import driver
 from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso, progress_text, relative
 from jobtrail.errors import InvalidInput
-from jobtrail.views import operation_json, transition_json
+from jobtrail.views import operation_json, shown, transition_json
+
+if TYPE_CHECKING:  # rich is imported by the commands that draw tables, not by `status`
+    from rich.text import Text
 
 
 def _body(text: str) -> Any:
@@ -91,9 +91,9 @@ def _not_installed(op: Operation) -> str | None:
 
 
 def show(document: dict[str, Any]) -> None:
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column(no_wrap=True)
+    """An operation's record as `label value` lines, never cut: plain text (rich is not
+    loaded for `status`, whose start-up bench/startup.py measures)."""
+    rows: list[tuple[str, str]] = []
     for field in (
         "operation_id",
         "state",
@@ -121,14 +121,13 @@ def show(document: dict[str, Any]) -> None:
         if field == "other_jobs" and value:
             value = ", ".join(value)
         if value is not None and value != []:
-            table.add_row(field, cell(value if isinstance(value, str) else json.dumps(value)))
+            rows.append((field, value if isinstance(value, str) else json.dumps(value)))
     result = document.get("result")
     if result:
-        table.add_row(
-            "result",
-            cell("valid" if result["valid"] else "invalid: " + "; ".join(result["problems"])),
-        )
-    print_table(table)
+        valid = "valid" if result["valid"] else "invalid: " + "; ".join(result["problems"])
+        rows.append(("result", valid))
+    width = max(len(label) for label, _ in rows)
+    click.echo("\n".join(f"{label.ljust(width)}  {shown(value)}" for label, value in rows))
 
 
 @click.command()
@@ -236,7 +235,7 @@ async def submit(
         )
     else:
         show(document)
-        console.print(
+        say(
             f"\nRecorded. `jobtrail run {op.operation_id}` sends it now; "
             "a running `jobtrail worker` picks it up by itself."
         )
@@ -291,19 +290,19 @@ async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json
             }
         )
         return
-    print_rows(_LIST, _list_rows(ops, now))
+    from jobtrail.cli.tables import Col, print_rows
+
+    columns = (
+        Col(header="operation", is_id=True),
+        Col(header="state"),
+        Col(header="provider"),
+        Col(header="remote job", is_id=True),
+        Col(header="remote state"),
+        Col(header="created"),
+        Col(header="key"),
+    )
+    print_rows(columns, _list_rows(ops, now))
     say(_counted(len(ops), found.total))
-
-
-_LIST = (
-    Col(header="operation", is_id=True),
-    Col(header="state"),
-    Col(header="provider"),
-    Col(header="remote job", is_id=True),
-    Col(header="remote state"),
-    Col(header="created"),
-    Col(header="key"),
-)
 
 
 def _list_rows(ops: list[Operation], now: datetime) -> list[list[Text]]:
@@ -340,6 +339,8 @@ async def history(settings: Settings, operation_id: str, as_json: bool) -> None:
     if as_json:
         emit_json([transition_json(t) for t in transitions])
         return
+    from jobtrail.cli.tables import id_table, print_table
+
     table = id_table("at", "actor", "from", "to", "evidence", "cause")
     for t in transitions:
         table.add_row(
@@ -441,6 +442,10 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
         return
     if summary is None:
         fail(f"{operation_id} has no result yet (state {op.state})")
+    from rich.table import Table
+
+    from jobtrail.cli.tables import print_table
+
     table = Table(show_header=False, box=None)
     for name in (
         "valid",
