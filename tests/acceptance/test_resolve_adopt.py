@@ -63,6 +63,11 @@ def test_an_unseen_job_id_is_read_then_adopted(ws: Workspace, simulator: Simulat
         entries = [json.loads(e) for (e,) in conn.execute("SELECT entry FROM audit_log")]
     decided = [e for e in entries if e["kind"] == "human.decision"]
     assert decided[-1]["data"]["evidence"] == reads[0]["attempt_id"]
+    with sqlite3.connect(ws.db) as conn:  # stored as every writer stores it: the outcome's word
+        (stored,) = conn.execute(
+            "SELECT outcome FROM attempts WHERE attempt_id = ?", (reads[0]["attempt_id"],)
+        ).fetchone()
+    assert stored == "observed"
     assert ws.run("audit", "verify").returncode == 0
     final = ws.drive(op)
     assert final["state"] == "succeeded" and final["remote_job_id"] == job
