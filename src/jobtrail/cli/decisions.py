@@ -15,7 +15,7 @@ from jobtrail.cli.context import (
     run_async,
     say,
 )
-from jobtrail.cli.ops import show
+from jobtrail.cli.records import show
 from jobtrail.core.durations import parse_duration
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.story import read_story

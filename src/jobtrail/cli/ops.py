@@ -4,10 +4,8 @@ escalation, resolve, extend."""
 from __future__ import annotations
 
 import json
-import sys
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,110 +22,17 @@ from jobtrail.cli.context import (
     run_async,
     say,
 )
+from jobtrail.cli.records import not_installed_here, show
+from jobtrail.cli.requests import parse_body, parse_headers, parse_path_values
 from jobtrail.core.durations import parse_duration
-from jobtrail.core.model import Operation, ProviderKind
+from jobtrail.core.model import Operation
 from jobtrail.core.nextstep import driver
 from jobtrail.core.states import State
-from jobtrail.core.words import counted, iso, progress_text, relative
-from jobtrail.errors import InvalidInput
-from jobtrail.views import operation_json, shown, transition_json
+from jobtrail.core.words import counted, iso, relative
+from jobtrail.views import operation_json, transition_json
 
 if TYPE_CHECKING:  # rich is imported by the commands that draw tables, not by `status`
     from rich.text import Text
-
-
-def _body(text: str) -> Any:
-    if text.startswith("@"):
-        name = text[1:]
-        if not name:
-            raise InvalidInput("--body @ needs a file name after the @ (or @- for stdin)")
-        where = "stdin" if name == "-" else f"the body file {name}"
-        try:
-            raw = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
-        except OSError as exc:
-            raise InvalidInput(f"cannot read {where}: {exc.strerror}") from None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(
-                f"{where} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
-                f"{exc.start}); save it as UTF-8 JSON"
-            ) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"the body is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-
-
-def _headers(values: tuple[str, ...]) -> dict[str, str]:
-    headers = {}
-    for value in values:
-        name, sep, content = value.partition(":")
-        if not sep or not name.strip():
-            raise InvalidInput(f"write headers as 'Name: value', got {value.split(':')[0]!r}…")
-        headers[name.strip()] = content.strip()
-    return headers
-
-
-def _path_values(values: tuple[str, ...]) -> dict[str, str]:
-    """`--path group=rg1 --path name=w1`; each value is checked by the ledger."""
-    found = {}
-    for value in values:
-        name, sep, content = value.partition("=")
-        if not sep or not name.strip():
-            raise InvalidInput(f"write path values as NAME=VALUE, got {value[:40]!r}")
-        found[name.strip()] = content
-    return found
-
-
-def _not_installed(op: Operation) -> str | None:
-    """providers.plugins' word, read only for a code provider's operation: the entry points
-    it scans cost `status` more than the rest of its start-up."""
-    if op.provider_kind is not ProviderKind.CODE:
-        return None
-    from jobtrail.providers.plugins import not_installed
-
-    return not_installed(op)
-
-
-def show(document: dict[str, Any]) -> None:
-    """An operation's record as `label value` lines, never cut: plain text (rich is not
-    loaded for `status`, whose start-up bench/startup.py measures)."""
-    rows: list[tuple[str, str]] = []
-    for field in (
-        "operation_id",
-        "state",
-        "remote_job_id",
-        "remote_state",
-        "progress",
-        "waiting_for",
-        "failure_reason",
-        "other_jobs",
-        "provider",
-        "provider_missing",
-        "key",
-        "trace_id",
-        "idempotency_token",
-        "request_fingerprint",
-        "created_at",
-        "result_deadline",
-    ):
-        value = document.get(field)
-        if field == "progress" and value is not None:
-            value = progress_text(value)
-        if field in ("created_at", "result_deadline") and isinstance(value, str):
-            at = datetime.fromisoformat(value.replace("Z", "+00:00"))
-            value = f"{value} ({relative(at, datetime.now(UTC))})"
-        if field == "other_jobs" and value:
-            value = ", ".join(value)
-        if value is not None and value != []:
-            rows.append((field, value if isinstance(value, str) else json.dumps(value)))
-    result = document.get("result")
-    if result:
-        valid = "valid" if result["valid"] else "invalid: " + "; ".join(result["problems"])
-        rows.append(("result", valid))
-    width = max(len(label) for label, _ in rows)
-    click.echo("\n".join(f"{label.ljust(width)}  {shown(value)}" for label, value in rows))
 
 
 @click.command()
@@ -198,8 +103,8 @@ async def submit(
     spec = resolve_provider(provider, load_plugins(provider_modules))
     # Everything is checked before a word is said or a ledger is opened: a refused submit
     # warns of nothing and leaves no new ledger behind.
-    payload, given = None if body is None else _body(body), _headers(headers)
-    values = _path_values(path_values)
+    payload, given = None if body is None else parse_body(body), parse_headers(headers)
+    values = parse_path_values(path_values)
     deadlines = {
         name: parse_duration(text) if text else None
         for name, text in (
@@ -253,7 +158,7 @@ async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
         attempts = await ledger.store.attempts(op.operation_id)
         observations = await ledger.store.observations(op.operation_id)
         document = operation_json(op, ledger.clock(), attempts=attempts, observations=observations)
-    missing = _not_installed(op)
+    missing = not_installed_here(op)
     if missing is not None:
         document["provider_missing"] = f"{driver(op)} is {missing}"
     emit_json(document) if as_json else show(document)
@@ -372,7 +277,7 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
 
     async with opened(settings) as ledger:
         story = await read_story(ledger, await ledger.find(operation_id))
-    op, missing = story.op, _not_installed(story.op)
+    op, missing = story.op, not_installed_here(story.op)
     if not as_json:
         say(story.text(missing=missing))
         return
