@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cliutil import Workspace
+from cliutil import JOBTRAIL, Workspace
 
 HEAVY = ("aiohttp", "psycopg", "mcp", "jsonschema")
 
@@ -16,7 +16,8 @@ def imported(ws: Workspace, *args: str, whole: bool = False) -> set[str]:
     """The top-level packages `jobtrail ARGS` imports, from `python -X importtime` (with
     `whole`, the full module names)."""
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "jobtrail.cli.main", *args],
+        # the console script a user runs (not `-m`: its `from ... import main` is the path)
+        [sys.executable, "-X", "importtime", JOBTRAIL, *args],
         cwd=ws.root,
         env=ws.env(),
         capture_output=True,

@@ -26,6 +26,8 @@ def main() -> None:
 
 
 def __getattr__(name: str) -> Any:  # `from jobtrail.cli.main import cli` still works
+    if name.startswith("__"):  # the import system asks for __path__ and the like
+        raise AttributeError(name)
     from jobtrail.cli import group
 
     return getattr(group, name)
