@@ -18,7 +18,6 @@ from jobtrail.clock import SystemClock
 from jobtrail.core import outcomes as o
 from jobtrail.core.admission import check_request
 from jobtrail.core.allows import cancellability
-from jobtrail.core.apply import Applied, Policy, apply, judged
 from jobtrail.core.bulk import BulkRecord, ItemOutcome
 from jobtrail.core.canonical import canonical_json, fingerprint
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
@@ -56,7 +55,9 @@ from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
 from jobtrail.store.retention import Keep, Pruned
 
-if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no provider
+if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no provider,
+    # nor the core's apply (its planner, schedules and evidence rules)
+    from jobtrail.core.apply import Applied, Policy
     from jobtrail.providers.code import CodeSpec
     from jobtrail.providers.config import ProviderSpec
 
@@ -89,6 +90,7 @@ class Ledger:
         shape = tuple(sorted((str(k), str(v)) for k, v in poll.items()))
         policy = self._policies.get(shape)
         if policy is None:
+            from jobtrail.core.apply import Policy
             from jobtrail.providers.config import poll_rules
 
             rules = poll_rules(poll)
@@ -343,6 +345,8 @@ class Ledger:
             raise InvalidInput("give a reason for the cancel; it is recorded with the intent")
         await self.permit(Action.CANCEL, actor, await self.get(operation_id))
 
+        from jobtrail.core.apply import Applied, apply
+
         async def once() -> Operation | None:
             op = await self.get(operation_id)
             verdict = cancellability(op)  # the core's rule, as every surface shows it
@@ -383,6 +387,7 @@ class Ledger:
         `read` is the finished status call behind `decision.read` (adopting a job id the
         operation never saw): it is recorded with the decision, in the same transaction."""
         await self.permit(decision_action(decision), decision.actor, await self.get(operation_id))
+        from jobtrail.core.apply import apply
 
         async def once() -> Operation | None:
             op = await self.get(operation_id)
@@ -645,6 +650,8 @@ class Ledger:
         """`attempt` finished with `outcome` as the core judges it (what the answer proves,
         core/evidence.py), its outcome stored as the outcome's word; not yet recorded (the
         worker's `finish_call` records it, adoption with its decision)."""
+        from jobtrail.core.apply import judged
+
         outcome = evolve(outcome, ref=attempt.attempt_id)  # every cause names its attempt
         judged_ = judged(outcome, op)  # the core's word on what the answer proves
         if judged_ is not outcome:
@@ -682,6 +689,7 @@ class Ledger:
         fence = op.fence
         # Redacted before it is applied, so the core compares stored words with clean ones.
         outcome = redacted_outcome(outcome, self._redactors.for_operation(op))
+        from jobtrail.core.apply import apply
 
         async def once() -> Operation | None:
             nonlocal op
