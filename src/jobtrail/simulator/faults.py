@@ -190,6 +190,9 @@ class Faults:
     result_gone: int | None = None
     result_error: int = 0
     record_count_mismatch: bool = False
+    # each item's value derived from the job id, so no two jobs' results are the same bytes
+    # (by default every job with the same items returns the same result)
+    distinct_result: bool = False
     # webhooks
     webhooks: WebhookMode = "normal"
     # secrets (hostile providers): echo the bearer token the request carried into every
@@ -387,6 +390,7 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "result_gone": _gone,
     "result_error": _int,
     "record_count_mismatch": _flag,
+    "distinct_result": _flag,
     "webhooks": _choice(_WEBHOOK_MODES),
     # secrets (hostile providers)
     "echo_credentials": _flag,
