@@ -21,6 +21,7 @@ BENCHMARKS = (
     "multiworker",
     "calls_per_job",
     "startup",
+    "pollcpu",
     "dbos_peer",
     "procrastinate_peer",
     "storage",

@@ -112,11 +112,17 @@ async def run_side(url: str, entry: Entry, n: int, *, traced: bool = False) -> R
     return Run(entry=entry, load=before, out=out)
 
 
+def is_mark(line: str, pid: int) -> bool:
+    """`PID getppid() = ...` (strace pads the PID to a width of its own)."""
+    head, _, rest = line.strip().partition(" ")
+    return head == str(pid) and rest.lstrip().startswith("getppid(")
+
+
 def count_syncs(trace: str, pid: int) -> int:
     """fsync-family calls (any thread or child) between the side's first and last mark
     (`getppid` from its main thread)."""
     lines = trace.splitlines()
-    marks = [i for i, text in enumerate(lines) if text.startswith(f"{pid} getppid(")]
+    marks = [i for i, text in enumerate(lines) if is_mark(text, pid)]
     if len(marks) < 2:
         raise RuntimeError(f"the trace has {len(marks)} marks of process {pid}, not 2")
     window = lines[marks[0] : marks[-1]]
