@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,22 +53,59 @@ def module_of(frame: str) -> str:
     return path.lstrip("/").replace("/", ".") or "(unknown)"
 
 
-def aggregate(raw: str) -> tuple[int, Counter[str], Counter[str]]:
-    """(samples, self samples by module, inclusive samples by jobtrail module) of py-spy's
-    raw (collapsed) output: one `frame;frame;... count` line per distinct stack."""
-    total, own, inclusive = 0, Counter[str](), Counter[str]()
+# innermost frames that wait rather than work: a thread pool's idle worker, the event loop's
+# epoll, a lock or queue; py-spy's idle detection misses some of them
+WAITING = ("concurrent.futures.thread", "selectors", "threading", "queue")
+STARTUP = "<frozen importlib"
+
+
+@dataclass
+class Profile:
+    """py-spy samples: `total`, of which `waiting` and `startup` (imports) are set apart;
+    the rest by the innermost frame's module (self), its package, and jobtrail module on the
+    stack (inclusive)."""
+
+    total: int = 0
+    waiting: int = 0
+    startup: int = 0
+    own: Counter[str] = field(default_factory=Counter)
+    package: Counter[str] = field(default_factory=Counter)
+    inclusive: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def working(self) -> int:
+        return self.total - self.waiting - self.startup
+
+
+def package_of(module: str) -> str:
+    """`jobtrail.providers.http` → `jobtrail.providers`; `aiohttp.client` → `aiohttp`."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "jobtrail" and len(parts) > 2 else parts[0]
+
+
+def aggregate(raw: str) -> Profile:
+    """Aggregate py-spy's raw (collapsed) output: one `frame;frame;... count` line per
+    distinct stack."""
+    profile = Profile()
     for line in raw.splitlines():
         stack, _, count = line.rpartition(" ")
         if not count.isdigit():
             continue
         samples = int(count)
-        frames = [f for f in stack.split(";") if f.strip()]
-        total += samples
-        own[module_of(frames[-1]) if frames else "(no Python frame)"] += samples
-        for name in {module_of(f) for f in frames}:
-            if name.startswith("jobtrail."):
-                inclusive[name] += samples
-    return total, own, inclusive
+        modules = [module_of(f) for f in stack.split(";") if f.strip()]
+        leaf = modules[-1] if modules else "(no Python frame)"
+        profile.total += samples
+        if any(m.startswith(STARTUP) for m in modules):
+            profile.startup += samples
+        elif leaf in WAITING:
+            profile.waiting += samples
+        else:
+            profile.own[leaf] += samples
+            profile.package[package_of(leaf)] += samples
+            for name in set(modules):
+                if name.startswith("jobtrail."):
+                    profile.inclusive[name] += samples
+    return profile
 
 
 def shares(counts: Counter[str], total: int, top: int = TOP) -> str:
@@ -132,10 +170,16 @@ async def run(quick: bool) -> Report:
         await asyncio.to_thread(
             polling.run_worker, db, folder / "data", seconds + warmup, 0.0, CONCURRENCY, profiler
         )
-        total, own, inclusive = aggregate(raw.read_text())
-    report.note(f"py-spy, {total} samples (not idle, whole run; load {load:.2f})")
-    report.note(f"by module, self: {shares(own, total)}")
-    report.note(f"by jobtrail module, inclusive: {shares(inclusive, total)}")
+        profile = aggregate(raw.read_text())
+    work = profile.working
+    report.note(
+        f"py-spy, whole run, load {load:.2f}: {profile.total} samples, of which waiting "
+        f"{profile.waiting} (innermost frame in {', '.join(WAITING)}) and start-up imports "
+        f"{profile.startup}; shares below are of the other {work}"
+    )
+    report.note(f"by package, self: {shares(profile.package, work)}")
+    report.note(f"by module, self: {shares(profile.own, work)}")
+    report.note(f"by jobtrail module, inclusive: {shares(profile.inclusive, work)}")
     return report
 
 

@@ -61,7 +61,8 @@ def run_worker(
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the worker process failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    # a profiler may print after the worker's own line (py-spy does)
+    return json.loads([row for row in done.stdout.splitlines() if row.startswith("{")][-1])
 
 
 async def hammer(base_url: str, job_ids: list[str], concurrency: int, seconds: float) -> float:
