@@ -13,6 +13,7 @@ from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 
 if TYPE_CHECKING:
+    from jobtrail.core.tasks import TaskHandle
     from jobtrail.store.finding import OperationPage, OperationQuery
     from jobtrail.store.retention import Keep, Pruned
 
@@ -256,9 +257,19 @@ class Store(Protocol):
         self, finished_before: datetime, now: datetime, actor: str, keep: Keep
     ) -> Pruned:
         """Remove the finished operations (retention.PRUNABLE, no lease, nothing scheduled)
-        last changed before `finished_before`, with everything they own, and append a
-        checkpoint to the audit chain, in one transaction; `keep` (which archives what is
-        removed) runs before the commit, and nothing is removed if it raises."""
+        last changed before `finished_before`, with everything they own (their task handles
+        too), and append a checkpoint to the audit chain, in one transaction; `keep` (which
+        archives what is removed) runs before the commit, and nothing is removed if it
+        raises. Task handles expired by `now` go as well; their operations stay."""
+        ...
+
+    async def add_task(self, handle: TaskHandle) -> None:
+        """Record a task handle durably (committed before this returns); its operation
+        must exist."""
+        ...
+
+    async def task(self, task_hash: str) -> TaskHandle | None:
+        """The task handle whose id hashes to `task_hash`, expired or not, or None."""
         ...
 
     async def close(self) -> None: ...
