@@ -135,6 +135,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     where.folder.mkdir(parents=True, exist_ok=True)
     marks = Marks(where=where, measure_empty=dict)
     await sides()[args.side](args.url, args.n, where, marks)
+    counters: dict[str, int] = {}
+    if args.store == "postgres":
+        # before the VACUUM FULL below, whose rewrite would count as the side's WAL
+        await asyncio.sleep(1.0)  # backends report their counters when idle or gone
+        now = pg_counters(args.pg)
+        counters = {k: now[k] - marks.pg_before.get(k, 0) for k in now}
     db = where.folder / f"{args.side}.db"
     extra = [where.folder / "jobtrail-data"] if args.side == "jobtrail" else []
     after = where.measure(*extra, db=db)
@@ -149,10 +155,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         **marks.facts,
     }
     out["bytes_per_op"] = peerbytes.stored(out["bytes"]) / args.n if args.n else 0.0
-    if args.store == "postgres":
-        await asyncio.sleep(1.0)  # backends report their counters when idle or gone
-        now = pg_counters(args.pg)
-        out["pg"] = {k: now[k] - marks.pg_before.get(k, 0) for k in now}
+    if counters:
+        out["pg"] = counters
     return out
 
 
