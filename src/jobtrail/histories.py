@@ -19,6 +19,7 @@ from jobtrail.core.canonical import fingerprint
 from jobtrail.core.model import Operation, Transition
 from jobtrail.core.replay import replay
 from jobtrail.errors import TransitionRefused
+from jobtrail.store.codec import storable
 
 _TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 StepKey = tuple[str | None, ...]
@@ -48,12 +49,12 @@ def audited_steps(rows: Iterable[AuditRow]) -> Counter[StepKey]:
             (
                 doc.get("operation_id"),
                 doc.get("at"),
-                doc.get("actor"),
+                storable(doc.get("actor")),
                 data.get("from"),
                 data.get("to"),
                 data.get("evidence"),
-                data.get("cause"),
-                data.get("remote_job_id"),
+                storable(data.get("cause")),  # the stored step holds it as text
+                storable(data.get("remote_job_id")),
             )
         ] += 1
     return steps
@@ -63,12 +64,12 @@ def _key(tr: Transition) -> StepKey:
     return (
         tr.operation_id,
         tr.at.strftime(_TIME),
-        tr.actor,
+        storable(tr.actor),
         tr.from_state.value,
         tr.to_state.value,
         tr.evidence.value,
-        tr.cause,
-        tr.remote_job_id,
+        storable(tr.cause),
+        storable(tr.remote_job_id),
     )
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from jobtrail.audit import AuditEntry, AuditRow
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
+from jobtrail.store.codec import storable
 
 if TYPE_CHECKING:
     from jobtrail.store.finding import OperationPage, OperationQuery
@@ -63,7 +64,7 @@ def folds(change: Change) -> bool:
         and (
             before is None
             or (
-                before.remote_state == change.observations[0].remote_state
+                storable(before.remote_state) == storable(change.observations[0].remote_state)
                 and before.remote_status is change.observations[0].remote_status
             )
         )

@@ -165,7 +165,7 @@ class PostgresStore:
             row = CODEC.operation_row(op)
             await _fetch(Q["insert_config"], c.keyed_config(row), conn)
             if not await _fetch(Q["insert_operation"], row, conn):
-                (row,) = await _fetch(Q["get_by_key"], (op.key,), conn)
+                (row,) = await _fetch(Q["get_by_key"], (c.storable(op.key),), conn)
                 return CODEC.operation(row)
             await self._append_audit(conn, audit)
             return op
@@ -176,10 +176,10 @@ class PostgresStore:
         return await self._one("get", operation_id)
 
     async def get_by_key(self, key: str) -> Operation | None:
-        return await self._one("get_by_key", key)
+        return await self._one("get_by_key", c.storable(key))
 
     async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
-        return await self._one("find_by_remote_job", provider, remote_job_id)
+        return await self._one("find_by_remote_job", provider, c.storable(remote_job_id))
 
     async def list_operations(
         self, *, states: Sequence[State] = (), limit: int = 50
@@ -310,7 +310,9 @@ class _Batch:
 
     def __init__(self, store: PostgresStore, changes: Sequence[Change]) -> None:
         self.store, self.changes = store, changes
-        self.events = [{ob.event_id for ob in ch.observations if ob.event_id} for ch in changes]
+        self.events = [
+            {c.storable(ob.event_id) for ob in ch.observations if ob.event_id} for ch in changes
+        ]
         self.verdicts: dict[int, Verdict] = {}
         self.stored: dict[int, Operation] = {}
         self.sealed: list[AuditEntry] = []  # observation runs closed by this batch

@@ -242,7 +242,7 @@ class SqliteStore:
 
     async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
         def run(conn: sqlite3.Connection) -> Operation:
-            row = conn.execute(Q["get_by_key"], (op.key,)).fetchone()
+            row = conn.execute(Q["get_by_key"], (c.storable(op.key),)).fetchone()
             if row is not None:
                 return CODEC.operation(row)
             row = CODEC.operation_row(op)
@@ -258,14 +258,15 @@ class SqliteStore:
 
     async def get_by_key(self, key: str) -> Operation | None:
         def run() -> Operation | None:
-            row = self._conn.execute(Q["get_by_key"], (key,)).fetchone()
+            row = self._conn.execute(Q["get_by_key"], (c.storable(key),)).fetchone()
             return None if row is None else CODEC.operation(row)
 
         return await self._call(run)
 
     async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
         def run() -> Operation | None:
-            row = self._conn.execute(Q["find_by_remote_job"], (provider, remote_job_id)).fetchone()
+            args = (provider, c.storable(remote_job_id))
+            row = self._conn.execute(Q["find_by_remote_job"], args).fetchone()
             return None if row is None else CODEC.operation(row)
 
         return await self._call(run)
@@ -388,7 +389,7 @@ class SqliteStore:
     ) -> CommitResult:
         op = change.operation
         if any(
-            ob.event_id and conn.execute(Q["known_event"], (ob.event_id,)).fetchone()
+            ob.event_id and conn.execute(Q["known_event"], (c.storable(ob.event_id),)).fetchone()
             for ob in change.observations
         ):
             return CommitResult(
