@@ -253,6 +253,12 @@ class Store(Protocol):
 
     async def append_audit(self, entries: Sequence[AuditEntry]) -> None: ...
 
+    async def keying_problem(self) -> str | None:
+        """Why this store's audit key cannot verify or continue the ledger's chain (keyed
+        with another key, or not keyed at all: store/chain.py), or None when it can. Every
+        write is refused with that sentence; reads are not."""
+        ...
+
     async def prune(
         self, finished_before: datetime, now: datetime, actor: str, keep: Keep
     ) -> Pruned:

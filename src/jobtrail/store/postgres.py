@@ -40,7 +40,7 @@ from jobtrail.store.base import (
     must_sync,
     refusal,
 )
-from jobtrail.store.chain import AuditChain
+from jobtrail.store.chain import VERIFY, WRITE, AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.postgres_prune import prune
@@ -161,6 +161,8 @@ class PostgresStore:
     # -- operations -------------------------------------------------------------------
 
     async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
+        await self._agree()
+
         async def run(conn: Conn) -> Operation:
             row = CODEC.operation_row(op)
             await _fetch(Q["insert_config"], c.keyed_config(row), conn)
@@ -220,6 +222,7 @@ class PostgresStore:
     # -- writes by steps -----------------------------------------------------------------
 
     async def commit(self, changes: Sequence[Change]) -> list[CommitResult]:
+        await self._agree()
         return await self._run(lambda conn: _Batch(self, changes).run(conn)) if changes else []
 
     # -- leases ----------------------------------------------------------------------------
@@ -235,6 +238,7 @@ class PostgresStore:
     ) -> list[Claim]:
         if limit <= 0:
             return []
+        await self._agree()
         args = {"now": now, "limit": limit, "owner": owner, "expires": now + lease_for}
         query = ("claim_one" if only else "claim_due") + ("" if code is None else "_drives")
         rows = await self._rows(query, args | {"only": only, "code": list(code or ())})
@@ -246,12 +250,14 @@ class PostgresStore:
     async def renew(
         self, operation_id: str, fence: int, now: datetime, lease_for: timedelta
     ) -> bool:
+        await self._agree()
         args = {"expires": now + lease_for, "id": operation_id, "fence": fence}
         return bool((await self._rows("renew", args))[0]["n"] == 1)
 
     async def release(
         self, operation_id: str, fence: int, now: datetime, due: datetime | None
     ) -> bool:
+        await self._agree()
         args = {"now": now, "due": due, "id": operation_id, "fence": fence}
         return bool((await self._rows("release", args))[0]["n"] == 1)
 
@@ -275,14 +281,46 @@ class PostgresStore:
         if not entries:
             return
         (head,) = await _fetch(Q["lock_audit_head"], None, conn)
+        if not self._chain.agreed:  # under the head's lock: one first writer fixes the keying
+            await self._check_keying(conn, fix=True)
         rows = self._chain.extend(head["seq"], head["hash"], entries)
         async with conn.pipeline(), conn.cursor() as cur:
             await cur.executemany(Q["insert_audit"], rows)
             await cur.execute(Q["move_audit_head"], (rows[-1][0], rows[-1][4]))
 
+    async def _keying(
+        self, conn: Conn, act: str = WRITE
+    ) -> tuple[str | None, tuple[bool, str | None], bool]:
+        """This store's key judged against the chain (store/chain.py): (problem, the
+        keying row, whether the ledger holds that row already)."""
+        keying = await _fetch(Q["audit_keying"], None, conn)
+        head = None if keying else await _fetch(Q["audit_head_entry"], None, conn)
+        stored = (keying[0]["keyed"], keying[0]["key_check"]) if keying else None
+        entry = (head[0]["prev_hash"], head[0]["entry"], head[0]["hash"]) if head else None
+        problem, row = self._chain.judge(stored, entry, act)
+        return problem, row, stored is not None
+
+    async def _check_keying(self, conn: Conn, *, fix: bool) -> None:
+        """Refuse unless this store's key continues the chain; with `fix`, write the
+        keying row when the chain has none yet."""
+        problem, row, stored = await self._keying(conn)
+        if problem is not None:
+            raise StoreError(problem)
+        if stored:
+            self._chain.agreed = True
+        elif fix:
+            await _fetch(Q["insert_audit_keying"], row, conn)
+
+    async def _agree(self) -> None:
+        """Before a write that appends nothing: refuse it too when the key cannot continue
+        the chain (a worker without the key must not even claim)."""
+        if not self._chain.agreed:
+            await self._run(partial(self._check_keying, fix=False), transaction=False)
+
     async def prune(
         self, finished_before: datetime, now: datetime, actor: str, keep: Keep
     ) -> Pruned:
+        await self._agree()
         work = partial(prune, codec=CODEC, append=self._append_audit)
         return await self._run(
             lambda conn: work(
@@ -291,7 +329,14 @@ class PostgresStore:
         )
 
     async def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        await self._agree()
         await self._run(lambda conn: self._append_audit(conn, entries))
+
+    async def keying_problem(self) -> str | None:
+        async def run(conn: Conn) -> str | None:
+            return (await self._keying(conn, VERIFY))[0]
+
+        return await self._run(run, transaction=False)
 
     async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
         one = (operation_id,) if operation_id else None

@@ -38,7 +38,7 @@ from jobtrail.store.base import (
     must_sync,
     refusal,
 )
-from jobtrail.store.chain import AuditChain
+from jobtrail.store.chain import VERIFY, AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.queries import load_queries
@@ -208,10 +208,14 @@ class SqliteStore:
         except sqlite3.Error as exc:  # locked, full, corrupt, or a constraint refused the write
             raise StoreError(f"the ledger database refused the operation: {exc}") from None
 
-    def _write(self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True) -> T:
+    def _write(
+        self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True, chain: bool = True
+    ) -> T:
         """Run `fn` in one write transaction. `sync=False` commits without waiting for the
         disk (WAL, synchronous=NORMAL): atomic, and made durable by the next synced commit,
-        for writes that may be lost to a power cut (see base.must_sync)."""
+        for writes that may be lost to a power cut (see base.must_sync). Every write but
+        the migrations' (`chain=False`) is refused when this store's audit key cannot
+        continue the ledger's chain (store/chain.py)."""
         self._check_same_file()
         conn = self._conn
         if sync is not self._synced:
@@ -219,6 +223,8 @@ class SqliteStore:
             self._synced = sync
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if chain and not self._chain.agreed:
+                self._check_keying(conn)
             result = fn(conn)
         except BaseException:
             conn.execute("ROLLBACK")
@@ -246,6 +252,19 @@ class SqliteStore:
                 "--db at the one in use) and start again"
             )
 
+    def _check_keying(self, conn: sqlite3.Connection) -> None:
+        """Refuse this transaction unless this store's key continues the chain (read under
+        the write lock, so two first writers with different keys cannot both start it)."""
+        keying = conn.execute(Q["audit_keying"]).fetchone()
+        head = None if keying is not None else conn.execute(Q["audit_head_entry"]).fetchone()
+        problem, row = self._chain.judge(keying, head)
+        if problem is not None:
+            raise StoreError(problem)
+        if keying is not None:
+            self._chain.agreed = True
+        elif head is not None:  # a chain begun before 0011: its head told its keying
+            conn.execute(Q["insert_audit_keying"], row)
+
     def _migrate(self) -> None:
         def run(conn: sqlite3.Connection) -> None:
             conn.execute(Q["create_migrations_table"])
@@ -258,7 +277,7 @@ class SqliteStore:
                     conn.execute(statement)
                 conn.execute(Q["record_migration"], (version, _t_out(datetime.now(UTC))))
 
-        self._write(run)
+        self._write(run, chain=False)
 
     # -- operations -------------------------------------------------------------------
 
@@ -540,6 +559,8 @@ class SqliteStore:
         if not entries:
             return
         head = conn.execute(Q["audit_head"]).fetchone()
+        if head is None:  # the chain's first entry fixes its keying (checked in _write)
+            conn.execute(Q["insert_audit_keying"], self._chain.judge(None, None)[1])
         rows = self._chain.extend(head[0] if head else 0, head[1] if head else None, entries)
         conn.executemany(Q["insert_audit"], rows)
 
@@ -556,6 +577,14 @@ class SqliteStore:
 
     async def append_audit(self, entries: Sequence[AuditEntry]) -> None:
         await self._call(self._write, lambda conn: self._append_audit(conn, entries))
+
+    async def keying_problem(self) -> str | None:
+        def run() -> str | None:
+            keying = self._conn.execute(Q["audit_keying"]).fetchone()
+            head = None if keying else self._conn.execute(Q["audit_head_entry"]).fetchone()
+            return self._chain.judge(keying, head, VERIFY)[0]
+
+        return await self._call(run)
 
     async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
         if operation_id:

@@ -216,3 +216,14 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     version     integer PRIMARY KEY,
     applied_at  timestamptz NOT NULL DEFAULT now()
 );
+
+-- Whether the audit chain is keyed (0011), and the head entry that tells it for a chain
+-- begun before that migration.
+-- name: audit_keying
+SELECT keyed, key_check FROM audit_keying;
+
+-- name: insert_audit_keying
+INSERT INTO audit_keying (keyed, key_check) VALUES (%s, %s) ON CONFLICT DO NOTHING;
+
+-- name: audit_head_entry
+SELECT prev_hash, entry, hash FROM audit_log WHERE seq = (SELECT seq FROM audit_head);

@@ -200,3 +200,14 @@ SELECT * FROM audit_log ORDER BY seq;
 
 -- name: audit_rows_of
 SELECT * FROM audit_log WHERE operation_id = ? ORDER BY seq;
+
+-- Whether the audit chain is keyed (0011), and the head entry that tells it for a chain
+-- begun before that migration.
+-- name: audit_keying
+SELECT keyed, key_check FROM audit_keying;
+
+-- name: insert_audit_keying
+INSERT INTO audit_keying (one, keyed, key_check) VALUES (1, ?, ?) ON CONFLICT DO NOTHING;
+
+-- name: audit_head_entry
+SELECT prev_hash, entry, hash FROM audit_log ORDER BY seq DESC LIMIT 1;
