@@ -25,7 +25,7 @@ from typing import Any
 from jobtrail.audit import AuditRow, audit_row, cuts_of, link
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.errors import InvalidInput, NotFound
-from jobtrail.store.base import Lease
+from jobtrail.store.base import CLOCK_FIELDS, Lease
 from jobtrail.store.retention import Pruned, PrunedOperation
 from jobtrail.store.sqlite import CODEC
 
@@ -94,6 +94,7 @@ def _records(pruned: Pruned) -> Iterator[dict[str, Any]]:
                 "acquired_at": t(lease.acquired_at),
                 "expires_at": t(lease.expires_at),
                 "released_at": t(lease.released_at),
+                **{name: getattr(lease, name) for name in CLOCK_FIELDS},
             }
         for row in item.audit:
             yield {"type": "audit", **_audit_doc(row)}
@@ -198,6 +199,7 @@ def _decode(
             acquired_at=datetime.fromisoformat(record["acquired_at"]),
             expires_at=datetime.fromisoformat(record["expires_at"]),
             released_at=CODEC.t_in(record["released_at"]),
+            **{name: record.get(name) for name in CLOCK_FIELDS},  # 0012; absent before
         )
     if kind == "audit":
         return audit_row(record)

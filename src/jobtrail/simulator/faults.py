@@ -171,6 +171,7 @@ class Faults:
     # create side
     drop_create_answer: int = 0
     delay_create: float = 0.0
+    delay_accept: float = 0.0  # seconds before the job is made (delay_create: after)
     throttle_create: Throttle | None = None
     reject_create: Rejection | None = None
     create_error_after_accept: int | None = None
@@ -371,6 +372,7 @@ def _gone(name: str, raw: Any) -> int | None:
 
 _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "drop_create_answer": _drop,
+    "delay_accept": _number,
     "delay_create": _number,
     "throttle_create": _throttle,
     "reject_create": _rejection,

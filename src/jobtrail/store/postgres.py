@@ -240,6 +240,7 @@ class PostgresStore:
             return []
         await self._agree()
         args = {"now": now, "limit": limit, "owner": owner, "expires": now + lease_for}
+        args["lease_s"] = lease_for.total_seconds()
         query = ("claim_one" if only else "claim_due") + ("" if code is None else "_drives")
         rows = await self._rows(query, args | {"only": only, "code": list(code or ())})
         return [
@@ -252,6 +253,7 @@ class PostgresStore:
     ) -> bool:
         await self._agree()
         args = {"expires": now + lease_for, "id": operation_id, "fence": fence}
+        args["lease_s"] = lease_for.total_seconds()
         return bool((await self._rows("renew", args))[0]["n"] == 1)
 
     async def release(

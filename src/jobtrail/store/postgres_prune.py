@@ -11,7 +11,7 @@ from psycopg.rows import DictRow
 
 from jobtrail.audit import AuditEntry, audit_row
 from jobtrail.store import codec as c
-from jobtrail.store.base import Lease
+from jobtrail.store.base import CLOCK_FIELDS, Lease
 from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import PRUNABLE, Keep, Pruned, checkpoint_entry, group
 
@@ -89,4 +89,5 @@ def _lease(row: DictRow) -> Lease:
         acquired_at=row["acquired_at"].astimezone(UTC),
         expires_at=row["expires_at"].astimezone(UTC),
         released_at=None if released is None else released.astimezone(UTC),
+        **{name: row[name] for name in CLOCK_FIELDS},
     )

@@ -40,6 +40,7 @@ from jobtrail.store.base import (
 )
 from jobtrail.store.chain import VERIFY, AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
+from jobtrail.store.machine_clock import machine_now
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import Keep, Pruned
@@ -462,7 +463,7 @@ class SqliteStore:
         if change.release:
             conn.execute(
                 Q["release_lease_row"],
-                (_t_out(op.updated_at), op.operation_id, change.owner_fence),
+                (_t_out(op.updated_at), machine_now()[1], op.operation_id, change.owner_fence),
             )
         return CommitResult(verdict=Verdict.OK, operation=CODEC.after_update(op, row))
 
@@ -478,7 +479,8 @@ class SqliteStore:
         code: Collection[str] | None = None,
     ) -> list[Claim]:
         def run(conn: sqlite3.Connection) -> list[Claim]:
-            one, args = "", [_t_out(now)]
+            clock, reading = machine_now()  # read under the write lock, as the claim runs
+            one, args = "", [_t_out(now), clock, reading]
             if only is not None:
                 one, args = " " + Q["claimable_only"], [*args, only]
             if code is not None:
@@ -489,8 +491,9 @@ class SqliteStore:
             was_due = {row[0]: row[1] for row in due}
             expires = _t_out(now + lease_for)
             marks = ", ".join("?" for _ in due)
+            until = reading + lease_for.total_seconds()
             rows = conn.execute(
-                Q["claim"].format(marks=marks), (owner, expires, *was_due)
+                Q["claim"].format(marks=marks), (owner, expires, until, clock, *was_due)
             ).fetchall()
             claims = sorted(  # RETURNING follows the id lookup, not due order
                 (
@@ -506,6 +509,9 @@ class SqliteStore:
                     _t_out(now),
                     expires,
                     cl.operation.operation_id,
+                    clock,
+                    reading,
+                    until,
                 )
                 if not conn.execute(Q["extend_tenure"], tenure).rowcount:
                     conn.execute(Q["new_tenure"], tenure)
@@ -519,9 +525,11 @@ class SqliteStore:
         expires = _t_out(now + lease_for)
 
         def run(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute(Q["renew"], (expires, operation_id, fence))
+            clock, reading = machine_now()
+            args = (expires, operation_id, fence, clock, reading + lease_for.total_seconds())
+            cur = conn.execute(Q["renew"], args)
             if cur.rowcount:
-                conn.execute(Q["renew_lease_row"], (expires, operation_id, fence))
+                conn.execute(Q["renew_lease_row"], args)
             return cur.rowcount == 1
 
         return await self._call(partial(self._write, sync=False), run)
@@ -532,7 +540,8 @@ class SqliteStore:
         def run(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(Q["release"], (_t_out(due), _t_out(now), operation_id, fence))
             if cur.rowcount:
-                conn.execute(Q["release_lease_row"], (_t_out(now), operation_id, fence))
+                released = (_t_out(now), machine_now()[1], operation_id, fence)
+                conn.execute(Q["release_lease_row"], released)
             return cur.rowcount == 1
 
         return await self._call(partial(self._write, sync=False), run)
@@ -616,4 +625,8 @@ def _lease(row: sqlite3.Row) -> Lease:
         acquired_at=_t(row["acquired_at"]),
         expires_at=_t(row["expires_at"]),
         released_at=_t_in(row["released_at"]),
+        clock=row["clock"],
+        clock_acquired=row["clock_acquired"],
+        clock_expires=row["clock_expires"],
+        clock_released=row["clock_released"],
     )

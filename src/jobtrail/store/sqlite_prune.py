@@ -8,7 +8,7 @@ from datetime import datetime
 
 from jobtrail.audit import AuditEntry, audit_row
 from jobtrail.store import codec as c
-from jobtrail.store.base import Lease
+from jobtrail.store.base import CLOCK_FIELDS, Lease
 from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import PRUNABLE, Keep, Pruned, checkpoint_entry, group
 
@@ -85,4 +85,5 @@ def _lease(codec: c.Codec, row: sqlite3.Row) -> Lease:
         acquired_at=datetime.fromisoformat(row["acquired_at"]),
         expires_at=datetime.fromisoformat(row["expires_at"]),
         released_at=codec.t_in(row["released_at"]),
+        **{name: row[name] for name in CLOCK_FIELDS},
     )
