@@ -43,7 +43,15 @@ from jobtrail.errors import (
     NotFound,
     NotPermitted,
 )
-from jobtrail.histories import Forgery, audited_requests, audited_steps, request_problem
+from jobtrail.histories import (
+    COLLECTED,
+    Forgery,
+    audited_requests,
+    audited_results,
+    audited_steps,
+    request_problem,
+    result_problem,
+)
 from jobtrail.histories import check as check_history
 from jobtrail.policy import Action, ActionPolicy, kind_of
 from jobtrail.providers.code import CodeSpec, stored_spec
@@ -274,14 +282,24 @@ class Ledger:
         # in these rows even while workers run.
         rows = await self.store.audit_rows()
         audited, requests = audited_steps(rows), audited_requests(rows)
+        results = audited_results(rows)
         found = []
         for op, history in read:
-            problem = check_history(op, history, audited) or request_problem(
-                op, requests.get(op.operation_id)
+            problem = (
+                check_history(op, history, audited)
+                or request_problem(op, requests.get(op.operation_id))
+                or result_problem(op, results.get(op.operation_id))
             )
             if problem is not None:
                 found.append(Forgery(operation_id=op.operation_id, problem=problem))
         return found
+
+    async def result_problem(self, op: Operation) -> str | None:
+        """Why `op`'s stored result summary is not the one collected (its digest and size
+        differ from those its audited collection recorded), or None. Every reader of a
+        result asks this before serving it."""
+        rows = await self.store.audit_rows(op.operation_id)
+        return result_problem(op, audited_results(rows).get(op.operation_id))
 
     async def _with_history(self, op: Operation) -> tuple[Operation, list[Transition]] | None:
         """The record and a history read at the same version (every step moves the version),
@@ -641,19 +659,23 @@ class Ledger:
     ) -> Change:
         op = applied.operation
         for tr in applied.transitions:
+            data: dict[str, Any] = {
+                "from": tr.from_state.value,
+                "to": tr.to_state.value,
+                "evidence": tr.evidence.value,
+                "cause": tr.cause,
+                "remote_job_id": tr.remote_job_id,
+            }
+            if tr.to_state in COLLECTED and op.result is not None:
+                # the stored result is bound to the chain: every read checks it against this
+                data["result"] = {"sha256": op.result.sha256, "size": op.result.size}
             audit.append(
                 AuditEntry(
                     at=tr.at,
                     operation_id=op.operation_id,
                     kind="transition",
                     actor=tr.actor,
-                    data={
-                        "from": tr.from_state.value,
-                        "to": tr.to_state.value,
-                        "evidence": tr.evidence.value,
-                        "cause": tr.cause,
-                        "remote_job_id": tr.remote_job_id,
-                    },
+                    data=data,
                 )
             )
         return Change(
