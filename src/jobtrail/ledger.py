@@ -61,7 +61,7 @@ from jobtrail.randomness import PooledSystemRandom
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
-from jobtrail.store.retention import Keep, Pruned
+from jobtrail.store.retention import Bind, Keep, Pruned
 
 Now = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
 _MAX_RETRIES = 8
@@ -314,7 +314,9 @@ class Ledger:
             op = again
         return op, await self.store.history(op.operation_id)
 
-    async def prune(self, older_than: timedelta, *, actor: str, keep: Keep) -> Pruned:
+    async def prune(
+        self, older_than: timedelta, *, actor: str, keep: Keep, bind: Bind | None = None
+    ) -> Pruned:
         """Move the operations that finished more than `older_than` ago out of the ledger,
         with everything they own, leaving a checkpoint in the audit chain (see
         store/retention.py). `keep` archives them; nothing is removed if it fails."""
@@ -322,7 +324,7 @@ class Ledger:
             raise InvalidInput("prune needs a positive age, like 30d: only the past is pruned")
         await self.permit(Action.PRUNE, actor, None)
         now = self.clock()
-        return await self.store.prune(now - older_than, now, actor, keep)
+        return await self.store.prune(now - older_than, now, actor, keep, bind)
 
     # -- human and agent requests ------------------------------------------------------
 

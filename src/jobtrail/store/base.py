@@ -15,7 +15,7 @@ from jobtrail.store.codec import storable
 
 if TYPE_CHECKING:
     from jobtrail.store.finding import OperationPage, OperationQuery
-    from jobtrail.store.retention import Keep, Pruned
+    from jobtrail.store.retention import Bind, Keep, Pruned
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -271,12 +271,18 @@ class Store(Protocol):
         ...
 
     async def prune(
-        self, finished_before: datetime, now: datetime, actor: str, keep: Keep
+        self,
+        finished_before: datetime,
+        now: datetime,
+        actor: str,
+        keep: Keep,
+        bind: Bind | None = None,
     ) -> Pruned:
         """Remove the finished operations (retention.PRUNABLE, no lease, nothing scheduled)
         last changed before `finished_before`, with everything they own, and append a
         checkpoint to the audit chain, in one transaction; `keep` (which archives what is
-        removed) runs before the commit, and nothing is removed if it raises."""
+        removed) runs before the commit, and nothing is removed if it raises. `bind` gives
+        what the checkpoint binds of that archive (every line of it)."""
         ...
 
     async def close(self) -> None: ...

@@ -45,7 +45,7 @@ from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.postgres_prune import prune
 from jobtrail.store.queries import load_queries
-from jobtrail.store.retention import Keep, Pruned
+from jobtrail.store.retention import Bind, Keep, Pruned
 
 T = TypeVar("T")
 Conn = AsyncConnection[DictRow]
@@ -320,13 +320,18 @@ class PostgresStore:
             await self._run(partial(self._check_keying, fix=False), transaction=False)
 
     async def prune(
-        self, finished_before: datetime, now: datetime, actor: str, keep: Keep
+        self,
+        finished_before: datetime,
+        now: datetime,
+        actor: str,
+        keep: Keep,
+        bind: Bind | None = None,
     ) -> Pruned:
         await self._agree()
         work = partial(prune, codec=CODEC, append=self._append_audit)
         return await self._run(
             lambda conn: work(
-                conn, finished_before=finished_before, now=now, actor=actor, keep=keep
+                conn, finished_before=finished_before, now=now, actor=actor, keep=keep, bind=bind
             )
         )
 

@@ -43,7 +43,7 @@ from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.machine_clock import machine_now
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.queries import load_queries
-from jobtrail.store.retention import Keep, Pruned
+from jobtrail.store.retention import Bind, Keep, Pruned
 from jobtrail.store.sqlite_prune import prune
 
 T = TypeVar("T")
@@ -574,13 +574,18 @@ class SqliteStore:
         conn.executemany(Q["insert_audit"], rows)
 
     async def prune(
-        self, finished_before: datetime, now: datetime, actor: str, keep: Keep
+        self,
+        finished_before: datetime,
+        now: datetime,
+        actor: str,
+        keep: Keep,
+        bind: Bind | None = None,
     ) -> Pruned:
         work = partial(prune, codec=CODEC, append=self._append_audit)
         return await self._call(
             self._write,
             lambda conn: work(
-                conn, finished_before=finished_before, now=now, actor=actor, keep=keep
+                conn, finished_before=finished_before, now=now, actor=actor, keep=keep, bind=bind
             ),
         )
 
