@@ -56,13 +56,13 @@ def provider(origin: str, scenario: Scenario) -> dict[str, Any]:
             "missing": "succeeded",
             "ignore_case": True,
             "follow": ["Location"],
-            # a Location monitor is done at any 2xx but 202; its body, if any, is the
-            # resource (whose provisioningState may still say Failed or Canceled)
-            # (no later GET: asked again, a monitor may answer otherwise)
+            # a Location monitor is done at any 2xx but 202, even with no body; its body,
+            # if any, is the resource (whose provisioningState may still say Failed or
+            # Canceled) (no later GET: asked again, a monitor may answer otherwise)
             "by_header": {
                 "Location": {
                     "state": "properties.provisioningState",
-                    "codes": {"200": "body", "201": "body"},
+                    "codes": {"200": "done", "201": "done"},
                     "answer_is_result": True,
                 }
             },
@@ -88,6 +88,9 @@ def provider(origin: str, scenario: Scenario) -> dict[str, Any]:
         # done at create (200/201 with a terminal state, a 204 action): that answer is the
         # result (a DELETE has none)
         doc.setdefault("result", {})["at_create"] = True
+    if scenario.method in ("POST", "DELETE"):
+        # an action (or a delete) may be done with no content: its result is JSON null
+        doc.setdefault("result", {})["allow_empty"] = True
     return doc
 
 

@@ -19,6 +19,7 @@ FULL = Capabilities(
     list_by_reference=True,
     cancel=True,
     result=ResultMode.ENDPOINT,
+    absent_after=60.0,  # a lookup miss proves absence a minute after the last create
 )
 
 

@@ -114,19 +114,25 @@ async def harness(
     monkeypatch: Any = None,
     kind: str = "sqlite",
     results: str | None = None,
+    shared_clock: bool = False,
 ) -> AsyncIterator[Harness]:
     """`edit` may change the provider document (capabilities, timeouts) before use; `kind`
     is the store kind ("sqlite" or "postgres", see tests/stores.py); `results` the result
-    store's URL (files under the data folder when None)."""
+    store's URL (files under the data folder when None). With `shared_clock`, the simulator
+    reads the worker's virtual clock too: what it does "N seconds after" (a listing that
+    lags, say) happens when the worker's waits reach it, not in real time."""
     if monkeypatch is not None:
         monkeypatch.setenv("REPORTS_API_TOKEN", SECRET)
-    sim = Simulator(token=SECRET)
+    clock = VirtualClock()
+    if shared_clock:
+        sim = Simulator(token=SECRET, clock=lambda: clock.now().timestamp())
+    else:
+        sim = Simulator(token=SECRET)
     base_url = await sim.start()
     doc = simulator_doc(base_url)
     doc["timeout"] = "2s"
     if edit is not None:
         edit(doc)
-    clock = VirtualClock()
     data = tmp_path / "data"
     try:
         async with (

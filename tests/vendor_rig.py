@@ -231,10 +231,17 @@ class Rig:
 
 @asynccontextmanager
 async def vendor_rig(
-    name: str, test: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, append: str = ""
+    name: str,
+    test: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    append: str = "",
+    shared_clock: bool = False,
 ) -> AsyncIterator[Rig]:
     """The harness with the shipped profile `name` pointed at its simulator mode; `append`
-    is TOML added at the end of the profile (a table it does not have)."""
+    is TOML added at the end of the profile (a table it does not have); `shared_clock` as
+    for the harness."""
     case = CASES[name]
     monkeypatch.setenv(case.env, SECRET)
     profile = shipped_profile(case.profile)
@@ -249,7 +256,9 @@ async def vendor_rig(
         doc["timeout"] = "2s"
 
     holder["variable"] = _base_url_env(profile.text)
-    async with harness(tmp_path, edit=edit, monkeypatch=monkeypatch) as h:
+    async with harness(
+        tmp_path, edit=edit, monkeypatch=monkeypatch, shared_clock=shared_clock
+    ) as h:
         rig = Rig(h, case)
         if case.setup:
             await _make_resource(h, case.base(h.sim.base_url or "", test))

@@ -17,7 +17,7 @@ from jobtrail.audit import AuditEntry
 from jobtrail.clock import SystemClock
 from jobtrail.core import outcomes as o
 from jobtrail.core.admission import check_request
-from jobtrail.core.apply import Applied, Policy, apply
+from jobtrail.core.apply import Applied, Policy, apply, judged
 from jobtrail.core.canonical import canonical_json, fingerprint
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
 from jobtrail.core.model import (
@@ -34,6 +34,7 @@ from jobtrail.core.model import (
 from jobtrail.core.plan import Call, Settle, plan
 from jobtrail.core.redact import Redactor
 from jobtrail.core.states import REMOTE_MAY_RUN, State
+from jobtrail.core.tasks import TASK_PREFIX, TaskHandle, new_task_id, task_hash
 from jobtrail.errors import (
     ActionRefused,
     ConcurrentUpdate,
@@ -326,6 +327,34 @@ class Ledger:
         now = self.clock()
         return await self.store.prune(now - older_than, now, actor, keep, bind)
 
+    # -- task handles (MCP Tasks: core/tasks.py) -----------------------------------------
+
+    async def open_task(
+        self, op: Operation, *, owner: str, tool: str, existing: bool, ttl: timedelta | None
+    ) -> tuple[str, TaskHandle]:
+        """Record a durable handle on `op` bound to `owner`, committed before this returns.
+        The task id is returned here once: the ledger keeps only its hash."""
+        task_id, now = new_task_id(self.rand), self.clock()
+        handle = TaskHandle(
+            task_hash=task_hash(task_id),
+            operation_id=op.operation_id,
+            owner=owner,
+            tool=tool,
+            existing=existing,
+            created_at=now,
+            expires_at=None if ttl is None else now + ttl,
+        )
+        await self.store.add_task(handle)
+        return task_id, handle
+
+    async def task(self, task_id: str, *, owner: str) -> TaskHandle | None:
+        """The handle `task_id` names, expired or not, if it is bound to `owner`; anyone
+        else learns nothing, not even that it exists."""
+        if not task_id.startswith(TASK_PREFIX) or len(task_id) > 200:
+            return None
+        handle = await self.store.task(task_hash(task_id))
+        return handle if handle is not None and handle.owner == owner else None
+
     # -- human and agent requests ------------------------------------------------------
 
     async def cancel(
@@ -584,6 +613,11 @@ class Ledger:
         what it changed in the transitions."""
         now = self.clock()
         outcome = evolve(outcome, ref=attempt.attempt_id)  # every cause names its attempt
+        judged_ = judged(outcome, op)  # the core's word on what the answer proves
+        if judged_ is not outcome:
+            if isinstance(judged_, o.Ambiguous) and "error" not in detail:
+                detail = {**detail, "error": judged_.reason}
+            outcome = judged_  # type: ignore[assignment]
         finished = evolve(
             attempt,
             finished_at=now,

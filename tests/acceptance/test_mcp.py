@@ -3,6 +3,7 @@ the provider simulator over loopback HTTP, and a credential only the server's en
 
 from __future__ import annotations
 
+import getpass
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -20,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 JOBTRAIL = str(ROOT / ".venv" / "bin" / "jobtrail")
 SECRET = "sim-secret-7f3a9c2e51d84b06"
 CLIENT = "acceptance-agent"
+# Who the server says its caller is, without --actor: the login running it (the client's
+# own name is never taken for it; issue 19).
+SERVER_AGENT = f"agent:{getpass.getuser()}"
 TOOLS = {
     "submit_job",
     "get_job",
@@ -82,7 +86,13 @@ class Agent:
 
 
 @asynccontextmanager
-async def agent(tmp_path: Path, providers: Path, *options: str) -> AsyncIterator[Agent]:
+async def agent(
+    tmp_path: Path,
+    providers: Path,
+    *options: str,
+    env: dict[str, str] | None = None,
+    name: str = CLIENT,
+) -> AsyncIterator[Agent]:
     params = StdioServerParameters(
         command=JOBTRAIL,
         args=[
@@ -93,10 +103,10 @@ async def agent(tmp_path: Path, providers: Path, *options: str) -> AsyncIterator
             "mcp",
             *options,
         ],
-        env={"JOBTRAIL_PROVIDERS": str(providers), "REPORTS_API_TOKEN": SECRET},
+        env={"JOBTRAIL_PROVIDERS": str(providers), "REPORTS_API_TOKEN": SECRET, **(env or {})},
         cwd=tmp_path,
     )
-    async with Client(params, client_info=Implementation(name=CLIENT, version="1.0")) as client:
+    async with Client(params, client_info=Implementation(name=name, version="1.0")) as client:
         yield Agent(client)
 
 
@@ -170,12 +180,13 @@ async def test_cancel_records_intent_and_the_provider_confirms(
     assert asked.structured_content is not None
     assert asked.structured_content["state"] == "cancel_requested"
     assert "cancelled" not in asked.model_dump_json()
-    assert asked.structured_content["cancel_requested_by"] == f"agent:{CLIENT}"
+    assert asked.structured_content["cancel_requested_by"] == SERVER_AGENT
     assert final["state"] == "cancelled"
 
 
 async def test_list_explain_and_the_recorded_actor(tmp_path: Path, providers: Path) -> None:
-    """list_jobs and explain_job work, and the MCP client's name is the recorded actor."""
+    """list_jobs and explain_job work, and the server's own identity (not the name the MCP
+    client gives itself) is the recorded actor."""
     async with agent(tmp_path, providers, "--no-worker") as a:
         sent = await a.call("submit_job", submit({"account": "a6"}, "k6"))
         listed = await a.call("list_jobs", {"state": "create_pending", "limit": 5})
@@ -183,9 +194,9 @@ async def test_list_explain_and_the_recorded_actor(tmp_path: Path, providers: Pa
         story = await a.call("explain_job", {"operation_id": sent["operation_id"]})
         job = await a.call("get_job", {"operation_id": sent["operation_id"]})
     assert [j["operation_id"] for j in listed["jobs"]] == [sent["operation_id"]]
-    assert listed["jobs"][0]["actor"] == f"agent:{CLIENT}" and none["count"] == 0
-    assert f"submitted by agent:{CLIENT}: acceptance test" in story["explanation"]
-    assert job["actor"] == f"agent:{CLIENT}"
+    assert listed["jobs"][0]["actor"] == SERVER_AGENT and none["count"] == 0
+    assert f"submitted by {SERVER_AGENT}: acceptance test" in story["explanation"]
+    assert job["actor"] == SERVER_AGENT and CLIENT not in json.dumps(job)
     assert "waiting for a worker" in job["waiting_for"]
 
 

@@ -211,6 +211,8 @@ class DroppingProxy:
         self.swallow: dict[str, int] = {}  # action -> how many requests never to forward
         # action -> (status, body): answered so, not forwarded, once its drops are used up
         self.fake: dict[str, tuple[int, dict[str, Any]]] = {}
+        # action -> (status, body): answered with these bytes as they are (not JSON, say)
+        self.fake_raw: dict[str, tuple[int, bytes]] = {}
         self.seen: list[tuple[str, dict[str, Any]]] = []
         self.traceparents: list[str | None] = []
         self._runner: web.AppRunner | None = None
@@ -242,6 +244,9 @@ class DroppingProxy:
             assert request.transport is not None
             request.transport.abort()  # heard by nobody; the caller cannot know that
             raise ConnectionResetError("request swallowed on purpose")
+        if action in self.fake_raw:
+            status, raw = self.fake_raw[action]
+            return web.Response(status=status, body=raw, content_type="text/html")
         if action in self.fake and not self.drop.get(action):
             status, answer = self.fake[action]
             return web.json_response(

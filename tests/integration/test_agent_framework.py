@@ -30,7 +30,7 @@ def tool_from_docs() -> Tool:
     (source,) = [
         block
         for block in re.findall(r"^```python\n(.*?)^```", text, re.M | re.S)
-        if "async def build_report" in block
+        if "async def build_report" in block and "DBOSDurability" not in block
     ]
     namespace: dict[str, Any] = {}
     exec(compile(source, "docs/agents.md", "exec"), namespace)

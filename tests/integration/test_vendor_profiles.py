@@ -100,6 +100,31 @@ async def test_lost_create_answer(rig: Rig) -> None:
         assert rig.create_calls() == 1
 
 
+def _listed(profile: str) -> bool:
+    shipped = shipped_profile(profile)
+    return shipped is not None and load_provider_text(shipped.text, profile).listing is not None
+
+
+LISTED = [name for name, case in CASES.items() if _listed(case.profile)]
+
+
+@pytest.mark.parametrize("name", LISTED)
+async def test_a_lost_create_answer_and_a_lagging_listing_make_one_job(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch shows in the listing only 35 s after its create arrived (the look-alike
+    that made 2 batches per operation): the lookups that miss it meanwhile prove nothing
+    (the profile's visibility window has not passed), so nothing is sent again and the
+    batch is found once it is listed. The simulator shares the worker's virtual clock."""
+    async with vendor_rig(name, "lagging", tmp_path, monkeypatch, shared_clock=True) as rig:
+        rig.faults(drop_create_answer=1, list_visible_after=35)
+        op = await rig.finish(await rig.submit())
+        assert op.state is State.SUCCEEDED, op
+        assert rig.created() == 1 and rig.create_calls() == 1
+        lookups = rig.h.sim.vendor_summary(rig.mode)["calls"].get("list", 0)
+        assert lookups >= 2, "the first lookup should have missed the batch"
+
+
 @ALL
 async def test_not_found_just_after_create_and_a_transient_error(rig: Rig) -> None:
     """A 404 right after create (replication lag) and a 500 are waited out, not believed."""

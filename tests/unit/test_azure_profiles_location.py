@@ -8,6 +8,7 @@ import tomllib
 import pytest
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.evidence import judge
 from jobtrail.core.states import RemoteStatus
 from jobtrail.profiles import shipped_profile
 from jobtrail.providers.config import parse_provider
@@ -25,6 +26,19 @@ def test_a_location_monitors_empty_200_is_done(name: str) -> None:
     spec = parse_provider(tomllib.loads(profile.text))
     done = parse_status(spec, 200, {}, b"", "Location")
     assert isinstance(done, o.Observed) and done.remote_status is RemoteStatus.SUCCEEDED
-    assert isinstance(parse_status(spec, 200, {}, b"", "Azure-AsyncOperation"), o.Ambiguous)
+    assert isinstance(judge(parse_status(spec, 200, {}, b"", "Azure-AsyncOperation")), o.Ambiguous)
     running = parse_status(spec, 202, {}, b"", "Location")
     assert isinstance(running, o.Observed) and running.remote_status is RemoteStatus.RUNNING
+
+
+def test_a_post_actions_empty_done_answer_is_a_null_result_it_may_have() -> None:
+    """azure-arm-post keeps the Location monitor's done answer as the result: a 200 with no
+    body is an action done with no content (JSON null, declared allowed); a 200 whose body
+    is `null` states nothing and is no result at all."""
+    profile = shipped_profile("azure-arm-post")
+    assert profile is not None
+    spec = parse_provider(tomllib.loads(profile.text))
+    done = judge(parse_status(spec, 200, {}, b"", "Location"))
+    assert isinstance(done, o.Observed) and done.content == b"null"
+    assert spec.capabilities.empty_result
+    assert isinstance(judge(parse_status(spec, 200, {}, b"null", "Location")), o.Ambiguous)

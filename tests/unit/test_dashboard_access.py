@@ -1,4 +1,5 @@
-"""Operator tokens, sessions and CSRF tokens of the dashboard, without a server."""
+"""Operator tokens, sessions and CSRF tokens of the dashboard, and the agents' tokens of
+/mcp (the same scheme), without a server."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from jobtrail.dashboard.access import SESSION_FOR, Access, Role, operators_from_env
+from jobtrail.dashboard.access import (
+    SESSION_FOR,
+    Access,
+    Role,
+    agents_from_env,
+    match_token,
+    operators_from_env,
+    token_hash,
+)
 from jobtrail.errors import InvalidInput
 
 NOW = datetime(2026, 12, 1, 10, tzinfo=UTC)
@@ -61,3 +70,25 @@ def test_a_csrf_token_belongs_to_one_session() -> None:
     _, second = access.new_session(op, NOW)
     assert access.csrf_ok(first, access.csrf(first))
     assert not access.csrf_ok(second, access.csrf(first)) and not access.csrf_ok(first, "")
+
+
+def test_agents_come_from_tokens_and_a_file_of_hashes(tmp_path: Path) -> None:
+    """JOBTRAIL_AGENT_TOKENS and JOBTRAIL_AGENT_FILE (`NAME sha256:HEX`) name agents by the
+    operators' scheme: only hashes kept, a bad line named by its number, no name twice."""
+    token = "etl-token-" + "e" * 20
+    file = tmp_path / "agents"
+    file.write_text(f"# agents\netl sha256:{token_hash(token)}\n", encoding="utf-8")
+    env = {"JOBTRAIL_AGENT_TOKENS": "reports:" + "r" * 20, "JOBTRAIL_AGENT_FILE": str(file)}
+    found = agents_from_env(env)
+    assert [(a.name, a.actor) for a in found] == [
+        ("reports", "agent:reports"),
+        ("etl", "agent:etl"),
+    ]
+    assert all("r" * 20 not in a.token_hash for a in found)
+    by_hash = [(a.token_hash, a) for a in found]
+    assert match_token(by_hash, token) == found[1] and match_token(by_hash, "x" * 20) is None
+    file.write_text("etl operator sha256:" + "0" * 64 + "\n", encoding="utf-8")
+    with pytest.raises(InvalidInput, match=r"agents:1: expected `NAME sha256:HEX`"):
+        agents_from_env(env)
+    with pytest.raises(InvalidInput, match="given twice"):
+        agents_from_env({"JOBTRAIL_AGENT_TOKENS": f"a:{'1' * 20},a:{'2' * 20}"})

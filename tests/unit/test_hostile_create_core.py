@@ -67,7 +67,8 @@ def test_a_first_create_refused_with_its_answer_still_fails() -> None:
 def test_a_refusal_after_the_lookup_proved_absence_is_final() -> None:
     """Lookup proved no job exists, the create is sent again and refused: failed, no loop."""
     checking = step(_unknown(), ALREADY_EXISTS).operation
-    pending = step(checking, o.Found(job_ids=(), ref="at_3")).operation
+    late = T0 + timedelta(seconds=90)  # past the visibility window (FULL: 60 s)
+    pending = step(checking, o.Found(job_ids=(), ref="at_3"), at=late).operation
     assert pending.state is State.CREATE_PENDING
     refused = step(pending, replace(UNPROCESSABLE, ref="at_4")).operation
     assert refused.state is State.FAILED

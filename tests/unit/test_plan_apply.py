@@ -91,9 +91,10 @@ def test_lookup_proving_absence_returns_to_create_pending_with_the_same_token() 
     caps = replace(FULL, same_token_retry=False)
     unknown = step(make_op(capabilities=caps), o.Ambiguous(reason="reset", ref="at_1")).operation
     assert plan(unknown, unknown.next_poll_at or T0) == Call(kind=AttemptKind.RECONCILE)
-    absent = step(unknown, o.Found(job_ids=(), ref="at_2")).operation
+    late = T0 + timedelta(seconds=90)  # past the visibility window (FULL: 60 s)
+    absent = step(unknown, o.Found(job_ids=(), ref="at_2"), at=late).operation
     assert absent.state is State.CREATE_PENDING
-    assert plan(absent, T0 + timedelta(minutes=1)) == Call(kind=AttemptKind.CREATE, retry=True)
+    assert plan(absent, late) == Call(kind=AttemptKind.CREATE, retry=True)
 
 
 def test_no_reconciliation_means_a_human_decides() -> None:

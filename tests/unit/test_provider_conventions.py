@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.evidence import judge
 from jobtrail.core.model import Idempotency
 from jobtrail.core.states import RemoteStatus
 from jobtrail.core.validate import Candidate, Rules, validate
@@ -296,7 +297,7 @@ def test_provider_check_names_the_conventions_and_what_they_promise() -> None:
     assert "idempotent by nature" in arm["reconciliation note"]
     assert arm["at-most-once create"].startswith("provable")
     location = arm["monitor named by location"]
-    assert "200 = read the body" in location and "the result, as read" in location
+    assert "200 = done (a failure its body states aside)" in location
     google = dict(guarantees(spec("google-lro")))
     assert "`done` true ends it" in google["state"] and "1 = cancelled" in google["state"]
     assert google["idempotency"] == "token sent in query parameter requestId"
@@ -429,20 +430,20 @@ def test_provider_check_names_request_ids_path_values_and_partial_results() -> N
 
 def test_a_location_monitor_is_read_by_its_own_rule() -> None:
     """With the header that named the status URL, a Location monitor's 200 with no body is
-    done (LRODelete200) and its answer is kept as the result; the same answer from a
-    monitor named otherwise states nothing."""
+    done (LRODelete200: its code says so), and a body stating Failed says how it ended; the
+    same empty answer from a monitor named otherwise states nothing. A PUT's result is the
+    resource, read at its URL: the monitor's answer is not kept as the result."""
     arm = spec("azure-arm-put")
-    done = parse_status(arm, 200, {}, b"", "location")
+    done = judge(parse_status(arm, 200, {}, b"", "location"))
     assert isinstance(done, o.Observed) and done.remote_status is RemoteStatus.SUCCEEDED
-    assert done.content == b"null"
-    resource = {"id": "x", "properties": {"provisioningState": "Succeeded"}}
-    kept = parse_status(arm, 200, {}, body(resource), "Location")
-    assert isinstance(kept, o.Observed) and kept.content is not None
-    assert json.loads(kept.content) == resource
+    assert done.content is None
+    failed = {"id": "x", "properties": {"provisioningState": "Failed"}}
+    ended = judge(parse_status(arm, 200, {}, body(failed), "Location"))
+    assert isinstance(ended, o.Observed) and ended.remote_status is RemoteStatus.FAILED
     running = parse_status(arm, 202, {"Location": f"{ARM}/loc/2"}, b"", "Location")
     assert isinstance(running, o.Observed) and running.status_via == "Location"
-    assert isinstance(parse_status(arm, 200, {}, b"", "Azure-AsyncOperation"), o.Ambiguous)
-    assert isinstance(parse_status(arm, 200, {}, b""), o.Ambiguous)
+    assert isinstance(judge(parse_status(arm, 200, {}, b"", "Azure-AsyncOperation")), o.Ambiguous)
+    assert isinstance(judge(parse_status(arm, 200, {}, b"")), o.Ambiguous)
     monitor = parse_status(arm, 200, {}, body({"status": "Succeeded"}), "Azure-AsyncOperation")
     assert isinstance(monitor, o.Observed) and monitor.content is None
 

@@ -15,6 +15,7 @@ import pytest
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.apply import Policy, apply
+from jobtrail.core.evidence import judge
 from jobtrail.core.model import Operation
 from jobtrail.core.schedule import Refusals
 from jobtrail.core.states import Evidence, RemoteStatus, State
@@ -132,7 +133,7 @@ def test_unreadable_answers_while_cancelling_back_off_until_the_cancel_deadline(
         assert op.state is State.CANCELLING and op.next_poll_at is not None
 
 
-# -- the parser marks the answer; it decides nothing ---------------------------------------
+# -- the parser reads the answer; the core judges it ----------------------------------------
 
 UNREADABLE_BODIES = {
     "empty": b"",
@@ -148,8 +149,11 @@ UNREADABLE_BODIES = {
 
 @pytest.mark.parametrize("body", UNREADABLE_BODIES.values(), ids=UNREADABLE_BODIES.keys())
 def test_a_2xx_that_states_nothing_is_marked_unreadable(body: bytes) -> None:
-    """Each unreadable 200 is an Ambiguous outcome marked unreadable, with its reason."""
-    outcome = parse.parse_status(SPEC, 200, {}, body)
+    """Each unreadable 200 is read as an observation stating no state, which the core
+    judges an Ambiguous outcome marked unreadable, with its reason."""
+    read = parse.parse_status(SPEC, 200, {}, body)
+    assert isinstance(read, o.Observed) and read.remote_status is RemoteStatus.UNKNOWN
+    outcome = judge(read)
     assert isinstance(outcome, o.Ambiguous) and outcome.unreadable
     assert outcome.http_status == 200 and outcome.reason.startswith("the status answer")
 

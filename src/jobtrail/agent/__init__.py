@@ -1,3 +1,4 @@
 """What agents see of jobtrail: the tool logic over a Ledger (`tools`), the shapes it
-returns (`shapes`) and the MCP server that exposes them (`server`, which needs the `mcp`
-extra and is imported only by `jobtrail mcp`)."""
+returns (`shapes`), who the caller is (`identity`), and the MCP server that exposes them
+(`server`, with the Tasks extension in `tasks` and Streamable HTTP in `http`; these need
+the `mcp` extra and are imported only by `jobtrail mcp` and `jobtrail serve`)."""

@@ -7,7 +7,9 @@ import asyncio
 import logging
 import os
 import signal
+import sys
 from collections.abc import Awaitable, Sequence
+from datetime import timedelta
 from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -18,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
+from jobtrail.agent.identity import Identity
 from jobtrail.agent.shapes import (
     CancelRecorded,
     Explanation,
@@ -27,11 +30,12 @@ from jobtrail.agent.shapes import (
     Submitted,
     WaitedJob,
 )
+from jobtrail.agent.tasks import DEFAULT_TTL, LedgerTasks, listen_guard
 from jobtrail.agent.tools import WAIT_CAP_SECONDS, AgentTools
 from jobtrail.core.states import State
 from jobtrail.errors import JobtrailError
 from jobtrail.providers.resolve import resolve_provider
-from jobtrail.runtime import runtime
+from jobtrail.runtime import Runtime, runtime
 
 T = TypeVar("T")
 log = logging.getLogger("jobtrail.agent")
@@ -85,16 +89,25 @@ def _arguments_sentence(tool: str, error: ValidationError) -> str:
     return f"{tool} {' and '.join(parts)}; its input schema lists what it takes."
 
 
-def build_server(tools: AgentTools, *, actor: str | None = None) -> MCPServer[Any]:
-    """The MCP server exposing `tools`; `actor` overrides the client's name as the actor.
-    Either way the actor is an agent (`agent:NAME`): the action policy treats whoever talks
-    MCP as an agent, never as a person, whatever name it chose."""
+def build_server(
+    tools: AgentTools, identity: Identity, *, task_ttl: timedelta | None = DEFAULT_TTL
+) -> MCPServer[Any]:
+    """The MCP server exposing `tools`, with the Tasks extension served from the ledger
+    (agent/tasks.py; `task_ttl` is each task's time to live, None: unlimited). Every
+    request acts as `identity` says (the server's configuration or the transport's
+    authentication, never the client's own name), always as an agent (`agent:NAME`): the
+    action policy treats whoever talks MCP as an agent, never as a person."""
     server: MCPServer[Any] = _Server(
-        "jobtrail", version=version("jobtrail"), instructions=INSTRUCTIONS, log_level="WARNING"
+        "jobtrail",
+        version=version("jobtrail"),
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        extensions=[LedgerTasks(tools, identity, ttl=task_ttl)],
+        middleware=[listen_guard],
     )
 
     def who(ctx: Context[Any, Any]) -> str:
-        return as_agent(actor) if actor else client_actor(ctx)
+        return identity.of(ctx.request_context.request)
 
     @server.tool(
         description="Record a job for a provider (by name) and return its operation id. "
@@ -194,19 +207,6 @@ def build_server(tools: AgentTools, *, actor: str | None = None) -> MCPServer[An
     return server
 
 
-def client_actor(ctx: Context[Any, Any]) -> str:
-    """`agent:` and the name the MCP client gave in its clientInfo."""
-    params = ctx.request_context.session.client_params
-    name = params.client_info.name if params is not None else ""
-    shown = "".join(ch for ch in name if ch.isprintable()).strip()[:80]
-    return f"agent:{shown or 'unknown'}"
-
-
-def as_agent(name: str) -> str:
-    """`name` as an agent's actor name: `agent:` is added unless it is already there."""
-    return name if name.startswith("agent:") else f"agent:{name}"
-
-
 async def _guard(call: Awaitable[T]) -> T:
     """Errors become one sentence for the agent; never a traceback or a protocol error."""
     try:
@@ -221,6 +221,19 @@ async def _guard(call: Awaitable[T]) -> T:
         ) from None
 
 
+def agent_tools(rt: Runtime, *, run_worker: bool, data_dir: Path) -> AgentTools:
+    """The tools over `rt`'s ledger; `run_worker` says whether this process drives them."""
+    plugins = rt.providers.plugins
+    return AgentTools(
+        rt.ledger,
+        worker_running=run_worker,
+        wake=rt.worker.wake,
+        results=rt.results,
+        data_dir=data_dir,
+        find=lambda name: resolve_provider(name, plugins),
+    )
+
+
 async def serve(
     db: str,
     data_dir: Path,
@@ -231,8 +244,14 @@ async def serve(
     concurrency: int,
     results: str | None = None,
     provider_modules: Sequence[str] = (),
+    lease_for: timedelta = timedelta(seconds=60),
+    task_ttl: timedelta | None = DEFAULT_TTL,
+    http: tuple[str, int] | None = None,
 ) -> None:
     """Serve until stdin closes, then stop the worker gracefully and close the ledger.
+    Every request acts as `actor` (None: JOBTRAIL_ACTOR, else the login running this).
+    With `http` (host, port), serve Streamable HTTP at /mcp instead, for the agents of
+    JOBTRAIL_AGENT_TOKENS / JOBTRAIL_AGENT_FILE (agent/http.py), until SIGINT/SIGTERM.
 
     On SIGINT/SIGTERM the same shutdown runs, and then the signal is raised again with its
     default action: the SDK reads stdin in a thread that no cancellation can interrupt, so
@@ -245,21 +264,21 @@ async def serve(
         concurrency=concurrency,
         results=results,
         provider_modules=provider_modules,
+        lease_for=lease_for,
     ) as rt:
         rt.worker.grace = SHUTDOWN_GRACE
-        plugins = rt.providers.plugins
-        tools = AgentTools(
-            rt.ledger,
-            worker_running=run_worker,
-            wake=rt.worker.wake,
-            results=rt.results,
-            data_dir=data_dir,
-            find=lambda name: resolve_provider(name, plugins),
-        )
-        server = build_server(tools, actor=actor)
+        tools = agent_tools(rt, run_worker=run_worker, data_dir=data_dir)
+        identity = Identity(None) if http else Identity.configured(actor)
+        server = build_server(tools, identity, task_ttl=task_ttl)
         worker = asyncio.create_task(rt.worker.run()) if run_worker else None
         if worker is not None:
-            worker.add_done_callback(_report_worker_end)
+            worker.add_done_callback(report_worker_end)
+        if http is not None:
+            await _serve_http(server, http, worker)
+            rt.worker.stop.set()
+            if worker is not None:
+                await asyncio.wait([worker])
+            return
         serving = asyncio.create_task(server.run_stdio_async())
         stopped = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -288,7 +307,31 @@ async def serve(
         raise error
 
 
-def _report_worker_end(task: asyncio.Task[Any]) -> None:
+async def _serve_http(
+    server: MCPServer[Any], where: tuple[str, int], worker: asyncio.Task[Any] | None
+) -> None:
+    from jobtrail.agent.http import serve_http
+    from jobtrail.dashboard.access import agents_from_env
+
+    agents = agents_from_env()
+    if not agents:
+        log.warning(
+            "no agent tokens (JOBTRAIL_AGENT_TOKENS, JOBTRAIL_AGENT_FILE): /mcp refuses all"
+        )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    def bound(host: str, port: int) -> None:
+        print(f"jobtrail mcp: serving http://{host}:{port}/mcp", file=sys.stderr, flush=True)
+
+    await serve_http(
+        server, agents, host=where[0], port=where[1], worker=worker, stop=stop, on_bound=bound
+    )
+
+
+def report_worker_end(task: asyncio.Task[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error(
             "the in-process worker stopped (%s); operations wait for another worker",

@@ -48,10 +48,12 @@ class JobView:
 
 @dataclass(frozen=True, kw_only=True)
 class WaitedJob(JobView):
-    """An operation after waiting for its state to change."""
+    """An operation after waiting for its state to change; as the end of a task, with its
+    result (when one was collected)."""
 
     changed: bool
     waited_seconds: float
+    result: ResultView | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +66,7 @@ class Submitted:
     state: str
     existing: bool
     next_step: str
+    result: ResultView | None = None  # only as the end of a task: the collected result
 
 
 @dataclass(frozen=True, kw_only=True)

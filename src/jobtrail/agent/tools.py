@@ -68,6 +68,10 @@ class AgentTools:
         self._find, self._sleep, self._monotonic = find, sleep, monotonic
         self._wake = wake  # tells an in-process worker there is work now
 
+    def wake(self) -> None:
+        """Tell an in-process worker there is work now."""
+        self._wake()
+
     # -- asking --------------------------------------------------------------------------
 
     async def submit_job(
@@ -240,6 +244,32 @@ class AgentTools:
         text = (await read_story(self.ledger, op)).text()
         return Explanation(operation_id=op.operation_id, state=op.state.value, explanation=text)
 
+    # -- the ends of tasks (agent/tasks.py): what the call would have answered -----------
+
+    async def submitted_outcome(self, op: Operation, *, existing: bool) -> Submitted:
+        """A `submit_job` call's answer once its operation's automation has ended, with
+        the result: what a task opened by submit_job completes with."""
+        return Submitted(
+            operation_id=op.operation_id,
+            key=op.key,
+            provider=op.provider,
+            state=op.state.value,
+            existing=existing,
+            next_step=_ended_step(op, self.ledger.clock()),
+            result=await self.get_result(op.operation_id),
+        )
+
+    async def waited_outcome(self, op: Operation, *, since: datetime) -> WaitedJob:
+        """A `wait_job` call's answer once its operation's automation has ended (a task
+        opened by wait_job lasts that long), with the result."""
+        view = await self._view(op)
+        return WaitedJob(
+            **{f.name: getattr(view, f.name) for f in fields(view)},
+            changed=True,
+            waited_seconds=round((self.ledger.clock() - since).total_seconds(), 3),
+            result=await self.get_result(op.operation_id),
+        )
+
     # -- helpers -------------------------------------------------------------------------
 
     async def _get(self, operation_id: str) -> Operation:
@@ -275,6 +305,12 @@ class AgentTools:
             result_deadline=doc["result_deadline"],
             recent_transitions=[_transition(tr) for tr in history[-RECENT_TRANSITIONS:]],
         )
+
+
+def _ended_step(op: Operation, now: datetime) -> str:
+    if op.state is State.SUCCEEDED:
+        return "the job succeeded; `result` holds its collected result (get_result reads it again)"
+    return f"the operation is {op.state}: {waiting_for(op, now)}; explain_job tells its story"
 
 
 def _transition(tr: Transition) -> TransitionView:

@@ -19,6 +19,7 @@ from jobtrail.cli.context import (
     run_async,
 )
 from jobtrail.core.durations import format_duration
+from jobtrail.core.proof import absence_rule
 from jobtrail.providers import promises
 from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec
@@ -156,6 +157,9 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
                 + ", never by sending a new token",
             )
         )
+        absence = absence_rule(caps, spec.deadlines["create"])
+        if absence is not None:
+            lines.append(("proof of absence", absence))
     else:
         lines.append(
             (
@@ -285,6 +289,11 @@ def code_guarantees(spec: CodeSpec) -> list[tuple[str, str]]:
             if caps.at_most_once_provable
             else "cannot be proven: a create whose answer is lost stops for a human "
             "(needs_human); jobtrail never resubmits it on its own",
+        ),
+        *(
+            [("proof of absence", absence)]
+            if (absence := absence_rule(caps, spec.deadlines["create"]))
+            else []
         ),
         ("cancel", "supported" if caps.cancel else "not supported: cancel requests refused"),
         ("result", f"{caps.result.value}; validated by jobtrail, never by the provider"),

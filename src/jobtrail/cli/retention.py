@@ -52,7 +52,8 @@ def prune(
 ) -> None:
     """Move finished operations (succeeded, failed, cancelled, result_unavailable,
     result_validation_failed) with their history, attempts, observations, leases and audit
-    entries into an archive, leaving a checkpoint that `audit verify` walks across."""
+    entries into an archive, leaving a checkpoint that `audit verify` walks across. MCP task
+    handles go with their operations, and every expired one too (its operation stays)."""
     if archive_path is None and not no_archive:
         fail(
             "prune removes rows for good: name an --archive FILE to keep them in, or pass "
@@ -91,18 +92,22 @@ async def _prune(
                 "audit_entries": pruned.entries,
                 "checkpoint_seq": pruned.checkpoint.seq if pruned.checkpoint else None,
                 "archive": written,
+                "expired_tasks": pruned.expired_tasks,
             }
         )
         return
+    tasks = f"; removed {pruned.expired_tasks} expired task handles" if pruned.expired_tasks else ""
     if not pruned.operations:
         states = ", ".join(PRUNABLE)
-        click.echo(f"nothing to prune: no operation {states} before {pruned.finished_before}")
+        click.echo(
+            f"nothing to prune: no operation {states} before {pruned.finished_before}{tasks}"
+        )
         return
     where = f"into {written}" if written else "without an archive (--no-archive)"
     assert pruned.checkpoint is not None
     click.echo(
         f"pruned {len(pruned.operations)} operations and {pruned.entries} audit entries "
-        f"{where}; checkpoint entry #{pruned.checkpoint.seq}"
+        f"{where}; checkpoint entry #{pruned.checkpoint.seq}{tasks}"
     )
 
 

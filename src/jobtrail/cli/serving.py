@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from aiohttp import web
@@ -19,8 +21,9 @@ from jobtrail.cli.context import (
     provider_module_option,
     worker_id_option,
 )
+from jobtrail.core.durations import parse_duration
 from jobtrail.core.redact import Redactor
-from jobtrail.dashboard.access import Access, operators_from_env
+from jobtrail.dashboard.access import Access, agents_from_env, operators_from_env
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.errors import JobtrailError, ProviderConfigError
 from jobtrail.logs import install_json_logging
@@ -30,6 +33,9 @@ from jobtrail.store.urls import shown_url, url_passwords
 from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
 from jobtrail.worker.loop import WorkerStats
 
+if TYPE_CHECKING:  # imported where used: the MCP SDK costs start-up time
+    from jobtrail.agent.http import McpHttp
+
 log = logging.getLogger("jobtrail.serve")
 
 
@@ -37,7 +43,7 @@ def secrets_redactor(folder: Path, db: str = "") -> Redactor:
     """A redactor holding every secret the provider files in `folder` name, the audit key,
     the dashboard's operator tokens and the ledger URL's password: read once, at start."""
     values = [os.environ.get("JOBTRAIL_AUDIT_KEY", ""), *url_passwords(db)]
-    for variable in ("JOBTRAIL_OPERATOR_TOKENS", "JOBTRAIL_VIEWER_TOKENS"):
+    for variable in ("JOBTRAIL_OPERATOR_TOKENS", "JOBTRAIL_VIEWER_TOKENS", "JOBTRAIL_AGENT_TOKENS"):
         pairs = os.environ.get(variable, "").split(",")
         values.extend(pair.partition(":")[2].strip() for pair in pairs)
     for file in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
@@ -76,6 +82,13 @@ class Health:
 )
 @concurrency_option
 @worker_id_option
+@click.option(
+    "--lease",
+    default="60s",
+    show_default=True,
+    metavar="DURATION",
+    help="How long the worker's claim holds an operation before others may take it over.",
+)
 @provider_module_option
 @pass_settings
 def serve(
@@ -84,10 +97,12 @@ def serve(
     port: int,
     concurrency: int,
     worker_id: str | None,
+    lease: str,
     provider_modules: tuple[str, ...],
 ) -> None:
-    """Run the worker, the webhook receiver (POST /webhooks/PROVIDER, GET /healthz) and the
-    dashboard (GET /, for operators named in JOBTRAIL_OPERATOR_TOKENS) in one process. Logs
+    """Run the worker, the webhook receiver (POST /webhooks/PROVIDER, GET /healthz), the
+    dashboard (GET /, for operators named in JOBTRAIL_OPERATOR_TOKENS) and the MCP tools over
+    Streamable HTTP (/mcp, for agents named in JOBTRAIL_AGENT_TOKENS) in one process. Logs
     are JSON lines on stderr. SIGINT/SIGTERM stop it gracefully: no new requests, in-flight
     steps finish."""
     folder = providers_folder()
@@ -104,6 +119,7 @@ def serve(
                 worker_id,
                 access,
                 provider_modules=provider_modules,
+                lease_for=parse_duration(lease),
             )
         )
     except (JobtrailError, OSError) as exc:
@@ -122,9 +138,11 @@ async def _serve(
     *,
     with_worker: bool = True,
     provider_modules: tuple[str, ...] = (),
+    lease_for: timedelta = timedelta(seconds=60),
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
     stop = asyncio.Event()
+    stack = contextlib.AsyncExitStack()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
@@ -137,6 +155,7 @@ async def _serve(
         results=settings.results,
         create=with_worker,
         provider_modules=provider_modules,
+        lease_for=lease_for,
     ) as rt:
         health = Health(rt)
         app = web.Application(client_max_size=MAX_EVENT_BYTES)
@@ -144,10 +163,14 @@ async def _serve(
             WebhookReceiver(rt.ledger, folder, on_recorded=rt.worker.wake).add_routes(app)
             app.router.add_get("/healthz", health.handle)
         Dashboard(rt.ledger, rt.results, rt.providers, access).add_routes(app)
+        mcp = _mcp_endpoint(rt, settings, host) if with_worker else None
+        if mcp is not None:
+            mcp.add_routes(app)
         server = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=10)
         await server.setup()
         worker = None
         try:
+            await stack.enter_async_context(mcp.running() if mcp else contextlib.nullcontext())
             await web.TCPSite(server, host, port).start()
             bound_host, bound_port = server.addresses[0][:2]
             running: list[asyncio.Task[Any]] = [asyncio.create_task(stop.wait())]
@@ -169,6 +192,7 @@ async def _serve(
             log.info("stopping: no new requests; in-flight steps finish")
         finally:
             await server.cleanup()  # stop listening, let requests in flight finish
+            await stack.aclose()
         if worker is None:
             return
         rt.worker.stop.set()
@@ -177,6 +201,25 @@ async def _serve(
         "stopped",
         extra={"claimed": stats.claimed, "finished": stats.finished, "lost": stats.lost},
     )
+
+
+def _mcp_endpoint(rt: Runtime, settings: Settings, host: str) -> McpHttp | None:
+    """/mcp for the agents of JOBTRAIL_AGENT_TOKENS / JOBTRAIL_AGENT_FILE; the MCP SDK is
+    imported here, only by `serve` (None, with a warning, when it is not installed)."""
+    try:
+        from jobtrail.agent.http import McpHttp
+        from jobtrail.agent.identity import Identity
+        from jobtrail.agent.server import agent_tools, build_server
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
+            raise
+        log.warning("no /mcp: the MCP SDK is not installed (pip install 'jobtrail[mcp]')")
+        return None
+    agents = agents_from_env()
+    if not agents:
+        log.warning("/mcp refuses every call: no JOBTRAIL_AGENT_TOKENS or JOBTRAIL_AGENT_FILE")
+    tools = agent_tools(rt, run_worker=True, data_dir=settings.data_dir)
+    return McpHttp(build_server(tools, Identity(None)), agents, host=host)
 
 
 @click.command()

@@ -7,13 +7,14 @@ need no call are handled in local.py.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from jobtrail.core import local, refused
+from jobtrail.core import evidence, local, refused
 from jobtrail.core import outcomes as o
 from jobtrail.core.draft import Applied, Draft, Policy, cause_of
-from jobtrail.core.model import Operation
+from jobtrail.core.model import AttemptKind, Operation, evolve
+from jobtrail.core.plan import Call, call_for
 from jobtrail.core.states import ENDS_AUTOMATION, Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused
 
@@ -29,18 +30,50 @@ _OBSERVED = {
 def apply(
     op: Operation, outcome: o.Outcome, now: datetime, *, actor: str, policy: Policy
 ) -> Applied:
-    """The transitions and updated record that `outcome` justifies for `op` at `now`."""
+    """The transitions and updated record that `outcome` justifies for `op` at `now`. A
+    call's outcome is judged first (core/evidence.py): an end no answer stated is no end."""
+    outcome = judged(outcome, op)
     allowed = _WHERE.get(type(outcome))
     if allowed is not None and op.state not in allowed:
         raise ActionRefused(
             f"a {type(outcome).__name__} outcome cannot apply to an operation in {op.state}"
         )
     draft = Draft(op, now, actor, policy)
+    if _answers_create(op, outcome):
+        # The create may have reached the provider: a lookup miss proves nothing until the
+        # provider's visibility window has passed since now (see _on_found).
+        draft.set(create_sent_at=now)
     handler = _HANDLERS.get(type(outcome))
     if handler is None:  # pragma: no cover - every outcome type has a handler
         raise TypeError(f"no handler for {type(outcome).__name__}")
     handler(draft, outcome)
     return draft.result()
+
+
+def judged(outcome: o.Outcome, op: Operation) -> o.Outcome:
+    """`outcome` as the evidence it carries allows (core/evidence.py): what the ledger
+    records as the call's outcome, and what `apply` applies."""
+    if isinstance(outcome, o.ResultChecked):
+        summary = evidence.checked_result(outcome.summary, op.capabilities)
+        return outcome if summary is outcome.summary else evolve(outcome, summary=summary)
+    if isinstance(outcome, o.Observed | o.Accepted | o.SyncResult):
+        return evidence.judge(outcome)
+    return outcome
+
+
+def _answers_create(op: Operation, outcome: o.Outcome) -> bool:
+    """Whether `outcome` answers a create call (the call the plan makes in `op`'s state), or
+    settles one interrupted by a crash."""
+    if op.state not in _CREATING:
+        return False
+    if isinstance(outcome, o.Interrupted):
+        return True
+    call = call_for(op)
+    return (
+        isinstance(call, Call)
+        and call.kind is AttemptKind.CREATE
+        and isinstance(outcome, o.CallOutcome)
+    )
 
 
 def _follow_observation(
@@ -215,8 +248,28 @@ def _on_found(draft: Draft, out: o.Outcome) -> None:
         # The provider named a job for our token but does not list it (yet): inconclusive.
         draft.schedule_retry(None, draft.op.create_attempts)
     else:
-        draft.move(State.CREATE_PENDING, Evidence.ABSENCE_PROVEN, cause)
-        draft.now_next()
+        proven_at = draft.now if out.ruled_out else _absence_provable_at(draft.op)
+        if proven_at is not None and draft.now >= proven_at:
+            draft.move(State.CREATE_PENDING, Evidence.ABSENCE_PROVEN, cause)
+            draft.now_next()
+            return
+        # Our create may still land, or the provider may not list it yet: look again (no
+        # sooner than the window's end, if it has one) until the create deadline passes,
+        # when a person decides. Never a resend on a miss that proves nothing.
+        draft.set(create_attempts=draft.op.create_attempts + 1)
+        draft.schedule_retry(None, draft.op.create_attempts)
+        if proven_at is not None and draft.op.next_poll_at is not None:
+            draft.set(next_poll_at=max(draft.op.next_poll_at, proven_at))
+
+
+def _absence_provable_at(op: Operation) -> datetime | None:
+    """When a lookup that finds nothing becomes proof that no job exists: the provider's
+    visibility window after the create was last sent; None if a miss never proves it."""
+    window = op.capabilities.absent_after
+    if window is None:
+        return None
+    sent = op.create_sent_at or op.updated_at or op.created_at
+    return sent + timedelta(seconds=window)
 
 
 def _on_cancel_ack(draft: Draft, out: o.Outcome) -> None:

@@ -69,6 +69,14 @@ class Capabilities:
     cancel: bool = False
     result: ResultMode = ResultMode.NONE
     webhooks: bool = False
+    # A result of nothing (no bytes, JSON null) is a valid result (an action done with no
+    # content); otherwise it never is (core/evidence.py).
+    empty_result: bool = False
+    # Seconds after a create was last sent past which a lookup that finds nothing proves no
+    # job exists: the provider's window for making a new job visible to its lookup. None:
+    # a miss never proves absence; jobtrail keeps looking until the create deadline, then
+    # a person decides.
+    absent_after: float | None = None
 
     @property
     def can_reconcile(self) -> bool:
@@ -170,6 +178,10 @@ class Operation:
     next_poll_at: datetime | None = None
     poll_count: int = 0
     create_attempts: int = 0
+    # When the outcome of the last create call that may have reached the provider was
+    # recorded: a lookup miss proves nothing until the provider's visibility window
+    # (`Capabilities.absent_after`) has passed since then.
+    create_sent_at: datetime | None = None
     inflight_attempt: str | None = None
     # Status reads refused in a row (4xx other than 408/425/429) and when the run began;
     # a readable status answer resets both.

@@ -18,6 +18,46 @@ from jobtrail.core.model import CancelIntent, Json, ResultSummary
 from jobtrail.core.states import RemoteStatus
 
 
+class Body(StrEnum):
+    """The shape of an answer's body, as the provider read it. The core judges what a
+    shape can prove (core/evidence.py); a provider only says which one it saw."""
+
+    ABSENT = "absent"  # no body: 0 bytes, or only white space
+    NULL = "null"  # JSON null
+    EMPTY = "empty"  # an object without members: {}
+    OBJECT = "object"  # a JSON object with members
+    OTHER = "other"  # JSON that is not an object (a list, a number, a text)
+    CUT = "cut"  # JSON cut short
+    NOT_JSON = "not_json"  # not JSON at all (or not UTF-8 text)
+    UNREAD = "unread"  # not a JSON body: a code provider's SDK answer, read by its own code
+
+    def describe(self) -> str:
+        return _BODY_WORDS[self]
+
+
+_BODY_WORDS = {
+    Body.ABSENT: "empty",
+    Body.NULL: "JSON null",
+    Body.EMPTY: "an empty object ({})",
+    Body.OBJECT: "a JSON object",
+    Body.OTHER: "JSON that is not an object",
+    Body.CUT: "JSON cut short",
+    Body.NOT_JSON: "not JSON",
+    Body.UNREAD: "read by the provider's code",
+}
+
+
+class Basis(StrEnum):
+    """Where the state an answer states came from (see core/evidence.py)."""
+
+    WORD = "word"  # a state word the answer holds (`remote_state`), mapped by the provider
+    CODE = "code"  # the answer's HTTP status code, which the provider file declares a state
+    FLAG = "flag"  # a done flag the answer holds (Google's `done: true`)
+    DEFAULT = "default"  # the state declared for an answer that holds a document but no state
+    CONTENT = "content"  # the answer is the result itself (an inline field, a code provider's)
+    NONE = "none"  # the answer states no state
+
+
 @dataclass(frozen=True, kw_only=True)
 class Accepted:
     """The provider confirmed a remote job id (create, or a same-token retry)."""
@@ -32,6 +72,9 @@ class Accepted:
     request_id: str | None = None
     retry_after: str | None = None
     ref: str | None = None
+    # what the answer stated its state with, and its body's shape (core/evidence.py)
+    basis: Basis = Basis.WORD
+    body: Body = Body.UNREAD
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +89,10 @@ class SyncResult:
     http_status: int | None = None
     request_id: str | None = None
     ref: str | None = None
+    # what made the answer read as done with this result, and its body's shape: a null
+    # result is evidence only of an answer whose code is declared done without a body
+    basis: Basis = Basis.CONTENT
+    body: Body = Body.UNREAD
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,6 +158,12 @@ class Observed:
     # A job that ended failed or cancelled whose answer names a partial result (a batch's
     # finished requests): it is collected before the operation ends in that state.
     partial_result: bool = False
+    # What the answer stated its state with, and its body's shape: the core judges whether
+    # that is evidence (core/evidence.py). `unread` is the provider's word for where it
+    # looked and found no state ("no state text at `status`").
+    basis: Basis = Basis.WORD
+    body: Body = Body.UNREAD
+    unread: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,6 +175,9 @@ class Found:
     http_status: int | None = None
     request_id: str | None = None
     ref: str | None = None
+    # With no job ids: why the answer rules out a job of ours altogether (not a miss in a
+    # listing that may lag): a name held by another job, say. Proof at once, no window.
+    ruled_out: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -100,7 +100,7 @@ def plan(op: Operation, now: datetime) -> Action:
     settled = _settlement(op, now)
     if settled is not None:
         return settled
-    call = _call(op)
+    call = call_for(op)
     if isinstance(call, Settle):
         return call
     if op.next_poll_at is not None and now < op.next_poll_at:
@@ -145,7 +145,9 @@ def deadline_in_force(op: Operation) -> datetime | None:
     return None
 
 
-def _call(op: Operation) -> Call | Settle:
+def call_for(op: Operation) -> Call | Settle:
+    """The call the state asks for (deadlines and waits aside): the call whose outcome the
+    next `apply` answers."""
     caps = op.capabilities
     match op.state:
         case State.CREATE_PENDING:

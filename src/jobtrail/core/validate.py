@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobtrail.core.canonical import canonical_json
+from jobtrail.core.evidence import is_nothing
 from jobtrail.core.model import ItemCounts, ResultSummary
 
 MAX_FAILED_REFS = 1000
@@ -35,6 +36,7 @@ class Rules:
     item_success: Sequence[str] = ("succeeded",)
     expected_items: int | None = None
     jsonl: bool = False  # JSON Lines: one record per line, whatever the media type says
+    allow_empty: bool = False  # a result of nothing (no bytes, JSON null) may be valid
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +58,13 @@ class _Report:
 def validate(candidate: Candidate, rules: Rules, location: str | None) -> ResultSummary:
     report = _Report()
     content, digest = candidate.content, hashlib.sha256(candidate.content).hexdigest()
+    report.checks.append("not_empty")
+    if is_nothing(content) and not rules.allow_empty:
+        what = "JSON null" if content.strip() else "empty (no bytes)"
+        report.problems.append(
+            f"the result is {what}, and the provider does not declare that a result may be "
+            "empty ([result] allow_empty)"
+        )
     media = (candidate.content_type or "").split(";")[0].strip().lower() or None
     if rules.content_type:
         report.checks.append("content_type")

@@ -1,10 +1,13 @@
-"""Who may use the dashboard: operators, their roles, sessions and CSRF tokens.
+"""Who may use the dashboard: operators, their roles, sessions and CSRF tokens; and who may
+use the MCP tools over HTTP: agents, by the same token scheme (one piece of code for both).
 
-Operators come from the environment, like every other credential:
+Operators and agents come from the environment, like every other credential:
 
     JOBTRAIL_OPERATOR_TOKENS="alice:TOKEN,bob:TOKEN"   operators (may act)
     JOBTRAIL_VIEWER_TOKENS="carol:TOKEN"               read-only
     JOBTRAIL_OPERATOR_FILE=FILE                        lines of `NAME ROLE sha256:HEX`
+    JOBTRAIL_AGENT_TOKENS="reports:TOKEN,etl:TOKEN"    agents (`/mcp`, as agent:NAME)
+    JOBTRAIL_AGENT_FILE=FILE                           lines of `NAME sha256:HEX`
 
 A token is only ever compared by its SHA-256 (in constant time) and never logged, stored or
 put in a cookie. A login sets a session cookie: the operator's name, role, expiry, a random
@@ -22,14 +25,16 @@ import hmac
 import json
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
+from typing import TypeVar
 
 from jobtrail.errors import InvalidInput
 
+T = TypeVar("T")
 COOKIE = "jobtrail_session"
 MIN_TOKEN = 16
 SESSION_FOR = timedelta(hours=8)
@@ -58,15 +63,42 @@ class Principal:
     session: str  # the session id (a cookie's), or "bearer:" and the token's hash
 
 
+@dataclass(frozen=True, kw_only=True)
+class Agent:
+    """An agent that may call the MCP tools over HTTP with its own token."""
+
+    name: str
+    token_hash: str  # sha256 hex of the token
+
+    @property
+    def actor(self) -> str:
+        """The name the ledger records for this agent's actions (always an agent)."""
+        return f"agent:{self.name}"
+
+
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def match_token(holders: Iterable[tuple[str, T]], token: str) -> T | None:
+    """The holder whose token hash (first of each pair) is the hash of `token`. Every one
+    is compared, in constant time: how long this takes says nothing about the token."""
+    presented, match = token_hash(token), None
+    for digest, holder in holders:
+        if hmac.compare_digest(digest, presented):
+            match = holder
+    return match
 
 
 def operators_from_env(env: Mapping[str, str] | None = None) -> list[Operator]:
     env = os.environ if env is None else env
     found = [
-        *_pairs(env.get("JOBTRAIL_OPERATOR_TOKENS", ""), Role.OPERATOR, "JOBTRAIL_OPERATOR_TOKENS"),
-        *_pairs(env.get("JOBTRAIL_VIEWER_TOKENS", ""), Role.READ_ONLY, "JOBTRAIL_VIEWER_TOKENS"),
+        *_operators(
+            env.get("JOBTRAIL_OPERATOR_TOKENS", ""), Role.OPERATOR, "JOBTRAIL_OPERATOR_TOKENS"
+        ),
+        *_operators(
+            env.get("JOBTRAIL_VIEWER_TOKENS", ""), Role.READ_ONLY, "JOBTRAIL_VIEWER_TOKENS"
+        ),
     ]
     if file := env.get("JOBTRAIL_OPERATOR_FILE"):
         found.extend(operators_from_file(Path(file)))
@@ -76,7 +108,26 @@ def operators_from_env(env: Mapping[str, str] | None = None) -> list[Operator]:
     return found
 
 
-def _pairs(text: str, role: Role, variable: str) -> list[Operator]:
+def agents_from_env(env: Mapping[str, str] | None = None) -> list[Agent]:
+    """The agents of JOBTRAIL_AGENT_TOKENS and JOBTRAIL_AGENT_FILE."""
+    env = os.environ if env is None else env
+    found = [
+        Agent(name=name, token_hash=digest)
+        for name, digest in _pairs(env.get("JOBTRAIL_AGENT_TOKENS", ""), "JOBTRAIL_AGENT_TOKENS")
+    ]
+    if file := env.get("JOBTRAIL_AGENT_FILE"):
+        found.extend(
+            Agent(name=name, token_hash=digest)
+            for name, _, digest in _hashed_lines(Path(file), roles=None, what="agent")
+        )
+    names = [agent.name for agent in found]
+    if len(set(names)) != len(names):
+        raise InvalidInput("an agent name is given twice; each agent needs one token")
+    return found
+
+
+def _pairs(text: str, variable: str) -> list[tuple[str, str]]:
+    """(name, token hash) of each `NAME:TOKEN` in `text`."""
     found = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, colon, token = item.partition(":")
@@ -86,34 +137,55 @@ def _pairs(text: str, role: Role, variable: str) -> list[Operator]:
                 f"{variable} must read NAME:TOKEN,NAME:TOKEN with names of letters, digits, "
                 f"'.', '_' or '-' and tokens of at least {MIN_TOKEN} characters"
             )
-        found.append(Operator(name=name, role=role, token_hash=token_hash(token)))
+        found.append((name, token_hash(token)))
     return found
+
+
+def _operators(text: str, role: Role, variable: str) -> list[Operator]:
+    return [Operator(name=n, role=role, token_hash=h) for n, h in _pairs(text, variable)]
 
 
 def operators_from_file(file: Path) -> list[Operator]:
     """Lines `NAME ROLE sha256:HEX` (`#` starts a comment); ROLE is operator or read-only."""
+    return [
+        Operator(name=name, role=Role(role or ""), token_hash=digest)
+        for name, role, digest in _hashed_lines(
+            file, roles=frozenset(r.value for r in Role), what="operator"
+        )
+    ]
+
+
+def _hashed_lines(
+    file: Path, *, roles: frozenset[str] | None, what: str
+) -> list[tuple[str, str | None, str]]:
+    """(name, role, token hash) of each line `NAME ROLE sha256:HEX` (`NAME sha256:HEX` when
+    there are no `roles`); `#` starts a comment."""
     try:
         lines = file.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"cannot read the operator file {file}: {exc}") from None
+        raise InvalidInput(f"cannot read the {what} file {file}: {exc}") from None
+    size = 2 if roles is None else 3
     found = []
     for number, line in enumerate(lines, 1):
         words = line.split("#", 1)[0].split()
         if not words:
             continue
-        digest = words[2].removeprefix("sha256:") if len(words) == 3 else ""
+        digest = words[-1].removeprefix("sha256:") if len(words) == size else ""
+        role = None if roles is None or len(words) != size else words[1]
         if (
-            len(words) != 3
+            len(words) != size
             or not _good_name(words[0])
-            or words[1] not in {r.value for r in Role}
+            or (roles is not None and role not in roles)
             or len(digest) != 64
             or any(c not in "0123456789abcdef" for c in digest)
         ):
+            shape = "NAME sha256:HEX" if roles is None else "NAME ROLE sha256:HEX"
+            with_roles = "" if roles is None else f" with ROLE {' or '.join(sorted(roles))}"
             raise InvalidInput(
-                f"{file}:{number}: expected `NAME ROLE sha256:HEX` with ROLE operator or "
-                "read-only (the hash: `printf %s TOKEN | sha256sum`)"
+                f"{file}:{number}: expected `{shape}`{with_roles} (the hash: "
+                "`printf %s TOKEN | sha256sum`)"
             )
-        found.append(Operator(name=words[0], role=Role(words[1]), token_hash=digest))
+        found.append((words[0], role, digest))
     return found
 
 
@@ -128,12 +200,7 @@ class Access:
         self._key = key or (env_key.encode() if env_key else secrets.token_bytes(32))
 
     def by_token(self, token: str) -> Operator | None:
-        presented = token_hash(token)
-        match = None
-        for op in self.operators.values():  # every one compared: no early exit to time
-            if hmac.compare_digest(op.token_hash, presented):
-                match = op
-        return match
+        return match_token(((op.token_hash, op) for op in self.operators.values()), token)
 
     def bearer(self, token: str) -> Principal | None:
         op = self.by_token(token)

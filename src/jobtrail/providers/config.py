@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from jobtrail.providers import conventions as cv
 from jobtrail.providers.pathvalues import placeholders
 from jobtrail.providers.spec import (
     DEFAULT_TIMEOUT,
+    DEFAULT_VISIBILITY,
     Auth,
     Cookies,
     ItemsRule,
@@ -289,6 +291,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
             items=str(listing.get("items", "data")),
             job_id=str(listing.get("job_id", "job_id")),
             match=str(listing["match"]) if "match" in listing else None,
+            visible_within=_visibility(listing.get("visible_within")),
         )
         if listing
         else None,
@@ -300,6 +303,20 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
             fields=redact.get("fields", ()),
         ),
     )
+
+
+def _visibility(value: Any) -> timedelta | None:
+    """`reconcile.list.visible_within`: how soon a new job shows in the lookup ("60s"), or
+    "never" (a miss proves nothing); the conservative default when the file says nothing."""
+    if value is None:
+        return DEFAULT_VISIBILITY
+    if value == "never":
+        return None
+    if not isinstance(value, str):
+        raise ProviderConfigError(
+            'reconcile.list.visible_within must be a duration such as "60s", or "never"'
+        )
+    return parse_duration(value)
 
 
 def poll_rules(table: dict[str, Any]) -> PollRules:

@@ -25,8 +25,10 @@ STATUS_KEYS = frozenset(
     }
 )
 BY_HEADER_KEYS = frozenset({"state", "codes", "missing", "error", "answer_is_result"})
-RESULT_KEYS = frozenset({"from", "field", "link", "format", "at_create", "partial", "merge"})
-LIST_KEYS = frozenset({"path", "items", "job_id", "match"})
+RESULT_KEYS = frozenset(
+    {"from", "field", "link", "format", "at_create", "partial", "merge", "allow_empty"}
+)
+LIST_KEYS = frozenset({"path", "items", "job_id", "match", "visible_within"})
 PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural", "format"})
 REQUEST_ID_KEYS = frozenset({"read", "send"})
 RESULT_SOURCES = ("path", "status")
@@ -73,7 +75,7 @@ def codes(value: Any, where: str) -> dict[int, Reading]:
             table[int(code)] = Reading(str(reading))
         except ValueError:
             raise ProviderConfigError(f"{where}.{code} must be one of {choices}") from None
-        if table[int(code)] is Reading.BODY and int(code) >= 300:
+        if table[int(code)] in (Reading.BODY, Reading.DONE) and int(code) >= 300:
             raise ProviderConfigError(f"{where}.{code}: only a 2xx answer's body is read")
     return table
 
@@ -267,7 +269,11 @@ def result_keys(result: dict[str, Any]) -> dict[str, Any]:
             "result.merge must be true or false, and needs two or more `link` fields and "
             'format = "jsonl": the files they name are joined line by line'
         )
+    allow_empty = result.get("allow_empty", False)
+    if not isinstance(allow_empty, bool):
+        raise ProviderConfigError("result.allow_empty must be true or false")
     return {
+        "allow_empty": allow_empty,
         "merge": merge,
         "source": source,
         "field": field,

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.outcomes import Basis, Body
 from jobtrail.core.states import RemoteStatus
 from jobtrail.providers import reading as reading_
 from jobtrail.providers.spec import ListSpec, ProviderSpec, Reading, SourceKind
@@ -51,6 +52,22 @@ def read_json(body: bytes) -> tuple[Any, str | None]:
         return None, "the answer is not UTF-8 text"
     except (ValueError, RecursionError):
         return None, "the answer is not JSON"
+
+
+def read_body(body: bytes) -> tuple[Any, Body]:
+    """An answer's JSON document (None when it has none) and the shape of its body: what
+    was read, for the core to judge (core/evidence.py)."""
+    if not body.strip():
+        return None, Body.ABSENT
+    document, problem = read_json(body)
+    if problem is not None:
+        text = body.lstrip()[:1]
+        return None, Body.CUT if text in (b"{", b"[") else Body.NOT_JSON
+    if document is None:
+        return None, Body.NULL
+    if isinstance(document, Mapping):
+        return document, Body.OBJECT if document else Body.EMPTY
+    return document, Body.OTHER
 
 
 def job_id_at(document: Any, path: str, *, slashes: bool = False) -> tuple[str | None, str | None]:
@@ -168,8 +185,9 @@ def parse_create(
     if not 200 <= status < 300 and reading is None:
         return error_outcome(status, headers, body, what="create", req=req)
     sent_to = request_url or spec.base_url + spec.create_path
-    document, problem = read_json(body) if body.strip() or reading is None else (None, None)
-    if problem is not None and reading in (None, Reading.BODY):
+    document, shape = read_body(body)
+    if shape in (Body.CUT, Body.NOT_JSON) and reading in (None, Reading.BODY):
+        problem = "the answer is JSON cut short" if shape is Body.CUT else "the answer is not JSON"
         return o.Ambiguous(
             reason=f"create answered {status} but {problem}", http_status=status, request_id=req
         )
@@ -184,6 +202,8 @@ def parse_create(
             content_type="application/json",
             http_status=status,
             request_id=req,
+            basis=Basis.CONTENT,
+            body=shape,
         )
     status_url, via = reading_.status_url_from(spec.status_from, headers, document, sent_to)
     job_id, problem = _identity(spec, headers, document, sent_to, status_url)
@@ -191,19 +211,20 @@ def parse_create(
         return o.Ambiguous(
             reason=f"create answered {status} but {problem}", http_status=status, request_id=req
         )
-    read = reading_.read_state(spec.create_rule, spec.states, status, document)
-    word, mapped = read if read is not None else (None, RemoteStatus.UNKNOWN)
+    word, mapped, basis = reading_.read_state(spec.create_rule, spec.states, status, document)
     if spec.result.at_create and mapped is RemoteStatus.SUCCEEDED:
-        # done with no content at all (a 204 declared done): the result is JSON null
-        empty = document is None and not body.strip() and reading is not None
+        # The answer is the result: its field, or all of it (nothing at all reads as JSON
+        # null, which the core accepts only from a code declared done without a body).
         part = document if spec.result.field is None else lookup(document, spec.result.field)
-        if empty or (document is not None and part is not _NOT_FOUND):
+        if shape is Body.ABSENT or (document is not None and part is not _NOT_FOUND):
             return o.SyncResult(
                 job_id=job_id,
                 content=json.dumps(part, ensure_ascii=False).encode("utf-8"),
                 content_type="application/json",
                 http_status=status,
                 request_id=req,
+                basis=basis,
+                body=shape,
             )
     return o.Accepted(
         job_id=job_id,
@@ -214,6 +235,8 @@ def parse_create(
         http_status=status,
         request_id=req,
         retry_after=header(headers, "Retry-After"),
+        basis=basis,
+        body=shape,
     )
 
 
@@ -268,24 +291,10 @@ def parse_status(
     reading = rule.codes.get(status)
     if not 200 <= status < 300 and reading is None:
         return error_outcome(status, headers, body, what="status", req=req)
-    document, problem = read_json(body) if body.strip() or reading is None else (None, None)
-    # From here on the provider answered: an answer that states nothing readable is
-    # marked unreadable, a fact the core weighs (core/refused.py), not a lost answer.
-    if problem is not None and reading in (None, Reading.BODY):
-        why = "the status answer is empty" if not body.strip() else problem
-        why = why.replace("the answer", "the status answer", 1)
-        return o.Ambiguous(reason=why, http_status=status, request_id=req, unreadable=True)
-    if problem is not None:
-        document = None
-    read = reading_.read_state(rule, spec.states, status, document)
-    if read is None:
-        return o.Ambiguous(
-            reason=f"the status answer has no state text at `{'` or `'.join(rule.paths)}`",
-            http_status=status,
-            request_id=req,
-            unreadable=True,
-        )
-    word, mapped = read
+    # From here on the provider answered: what it stated (or not) is read as it is and
+    # judged by the core (core/evidence.py), never guessed at here.
+    document, shape = read_body(body)
+    word, mapped, basis = reading_.read_state(rule, spec.states, status, document)
     if mapped is RemoteStatus.SUCCEEDED and _counted(document, rule.cancelled_count):
         mapped = RemoteStatus.CANCELLED
     # A monitor named by a header moves only by that header: an Azure-AsyncOperation
@@ -295,7 +304,11 @@ def parse_status(
         ((url, n) for url, n in ((header(headers, n), n) for n in follow) if url and url.strip()),
         None,
     )
-    kept = rule.answer_is_result and mapped is RemoteStatus.SUCCEEDED and problem is None
+    kept = (
+        rule.answer_is_result
+        and mapped is RemoteStatus.SUCCEEDED
+        and shape not in (Body.CUT, Body.NOT_JSON)
+    )
     progress = lookup(document, spec.status_progress) if spec.status_progress else None
     updated = lookup(document, spec.status_updated_at) if spec.status_updated_at else None
     return o.Observed(
@@ -313,6 +326,9 @@ def parse_status(
         partial_result=mapped in (RemoteStatus.FAILED, RemoteStatus.CANCELLED)
         and spec.result.partial
         and any(_text(reading_.find(document, p)) for p in spec.result.link),
+        basis=basis,
+        body=shape,
+        unread=f"no state text at `{'` or `'.join(rule.paths)}`" if basis is Basis.NONE else None,
     )
 
 

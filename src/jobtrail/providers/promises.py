@@ -65,6 +65,7 @@ def _source(source: Source) -> str:
 def _codes(rule: StateRule) -> str:
     words = {
         Reading.BODY: "read the body",
+        Reading.DONE: "done (a failure its body states aside)",
         Reading.RUNNING: "still running",
         Reading.SUCCEEDED: "done",
         Reading.FAILED: "failed",

@@ -14,6 +14,7 @@ from typing import Any
 
 from yarl import URL
 
+from jobtrail.core.outcomes import Basis
 from jobtrail.core.states import RemoteStatus
 from jobtrail.providers.spec import Reading, Source, SourceKind, StateRule
 
@@ -56,34 +57,38 @@ def read_state(
     states: Mapping[str, RemoteStatus],
     http_status: int,
     document: Any,
-) -> tuple[str | None, RemoteStatus] | None:
-    """(provider word, what it means), or None when the answer states nothing readable.
+) -> tuple[str | None, RemoteStatus, Basis]:
+    """(provider word, what it means, what gave it). What was read, not what it proves:
+    core/evidence.py judges that (an empty body read by `missing` states nothing there).
 
     A declared status code wins over the body; then Google's `done`; then the first state
     path holding text; then the state declared for an answer without one."""
     word = next((v for v in (find(document, p) for p in rule.paths) if isinstance(v, str)), None)
     reading = rule.codes.get(http_status)
+    if reading is Reading.DONE:
+        ended = word_status(states, word, rule.ignore_case) if word is not None else None
+        if ended in (RemoteStatus.FAILED, RemoteStatus.CANCELLED):
+            return word, ended, Basis.WORD
+        return word or f"HTTP {http_status}", RemoteStatus.SUCCEEDED, Basis.CODE
     if reading is not None and reading is not Reading.BODY:
-        return word or f"HTTP {http_status}", _READ[reading]
+        return word or f"HTTP {http_status}", _READ[reading], Basis.CODE
     if rule.done is not None:
         done = find(document, rule.done)
         if done is True:
             failure = error_of(rule, document)
             if failure is None:
-                return word or "done", RemoteStatus.SUCCEEDED
+                return word or "done", RemoteStatus.SUCCEEDED, Basis.FLAG
             if str(failure.get("code")) in rule.cancelled_codes:
-                return word or "done: cancelled", RemoteStatus.CANCELLED
-            return word or "done: error", RemoteStatus.FAILED
+                return word or "done: cancelled", RemoteStatus.CANCELLED, Basis.FLAG
+            return word or "done: error", RemoteStatus.FAILED, Basis.FLAG
         if done is False or (done is None and isinstance(document, Mapping)):
             # AIP-151: `done` is omitted (false) while the operation runs
-            return word or "not done", RemoteStatus.RUNNING
+            return word or "not done", RemoteStatus.RUNNING, Basis.FLAG
     if word is not None:
-        return word, word_status(states, word, rule.ignore_case)
-    if rule.missing is not None and not (isinstance(document, Mapping) and not document):
-        # an empty object ({}) states nothing: a status monitor that lost its `status`
-        # must not read as "done"
-        return None, rule.missing
-    return None
+        return word, word_status(states, word, rule.ignore_case), Basis.WORD
+    if rule.missing is not None:
+        return None, rule.missing, Basis.DEFAULT
+    return None, RemoteStatus.UNKNOWN, Basis.NONE
 
 
 def error_of(rule: StateRule, document: Any) -> dict[str, Any] | None:

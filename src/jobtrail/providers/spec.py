@@ -16,6 +16,10 @@ from jobtrail.core.states import RemoteStatus
 
 # The longest one call may take unless the provider says otherwise (file or code provider).
 DEFAULT_TIMEOUT = timedelta(seconds=30)
+# How soon a new job is taken to show in a lookup when the provider file does not say
+# (`[reconcile] list.visible_within`): long, so that a slow listing cannot turn a miss into
+# a second job; a provider that makes jobs visible sooner declares it.
+DEFAULT_VISIBILITY = timedelta(minutes=5)
 
 
 class Cookies(StrEnum):
@@ -53,6 +57,9 @@ class Reading(StrEnum):
     """How an answer with a given HTTP status code is read (`codes` tables)."""
 
     BODY = "body"  # read the state from the body
+    # done, as the code says (ARM's Location monitor: any 2xx but 202), even with no body;
+    # a body that states a failure or a cancellation says how it ended
+    DONE = "done"
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
@@ -136,6 +143,7 @@ class ResultSpec:
     jsonl: bool = False  # JSON Lines: one record (item) per line
     partial: bool = False  # a failed or cancelled job whose answer names a result has it collected
     merge: bool = False  # every `link` present is fetched; their JSON Lines make one result
+    allow_empty: bool = False  # a result of nothing (no bytes, JSON null) may be valid
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,6 +152,9 @@ class ListSpec:
     items: str = "data"
     job_id: str = "job_id"
     match: str | None = None  # keep only items whose field here holds our client reference
+    # How soon a new job shows in this lookup: a miss proves no job exists only that long
+    # after the create was last sent. None ("never"): a miss proves nothing, ever.
+    visible_within: timedelta | None = DEFAULT_VISIBILITY
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -255,6 +266,8 @@ class ProviderSpec:
             cancel=self.cancel_path is not None,
             result=mode,
             webhooks=self.webhooks is not None,
+            empty_result=self.result.allow_empty,
+            absent_after=_seconds(self.listing.visible_within) if self.listing else None,
         )
 
     def status_rule_for(self, via: str | None) -> StateRule:
@@ -269,6 +282,10 @@ class ProviderSpec:
         if self.webhooks and os.environ.get(self.webhooks.secret_env):
             values.append(os.environ[self.webhooks.secret_env])
         return values
+
+
+def _seconds(window: timedelta | None) -> float | None:
+    return None if window is None else window.total_seconds()
 
 
 def _idempotency(placement: Placement | None) -> Idempotency:

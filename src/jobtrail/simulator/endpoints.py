@@ -165,6 +165,8 @@ class JobEndpoints:
             data = []
             for job_id in st.by_reference.get(ref, ()):
                 job = st.jobs[job_id]
+                if now < job.created_ts + job.faults.list_visible_after:
+                    continue  # not visible in the listing yet
                 data.append(
                     {
                         "job_id": job.job_id,

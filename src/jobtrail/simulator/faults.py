@@ -180,6 +180,10 @@ class Faults:
     create_status: int = 202
     status_location: StatusLocation = "Location"
     sync_result: bool = False
+    # an eventually consistent listing: the job shows in `GET /v1/reports?client_reference=`
+    # only this many seconds after its create arrived (its create still in flight, or a
+    # listing that lags its writes)
+    list_visible_after: float = 0.0
     # observation side
     duration_polls: int = DEFAULT_DURATION_POLLS
     duration_seconds: float | None = None
@@ -382,6 +386,7 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "create_status": _status_in((200, 201, 202)),
     "status_location": _choice(_LOCATIONS),
     "sync_result": _flag,
+    "list_visible_after": _number,
     "duration_polls": _duration_polls,
     "duration_seconds": _duration_seconds,
     "outcome": _choice(_OUTCOMES),

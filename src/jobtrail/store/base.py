@@ -14,6 +14,7 @@ from jobtrail.core.states import State
 from jobtrail.store.codec import storable
 
 if TYPE_CHECKING:
+    from jobtrail.core.tasks import TaskHandle
     from jobtrail.store.finding import OperationPage, OperationQuery
     from jobtrail.store.retention import Bind, Keep, Pruned
 
@@ -279,10 +280,20 @@ class Store(Protocol):
         bind: Bind | None = None,
     ) -> Pruned:
         """Remove the finished operations (retention.PRUNABLE, no lease, nothing scheduled)
-        last changed before `finished_before`, with everything they own, and append a
-        checkpoint to the audit chain, in one transaction; `keep` (which archives what is
-        removed) runs before the commit, and nothing is removed if it raises. `bind` gives
-        what the checkpoint binds of that archive (every line of it)."""
+        last changed before `finished_before`, with everything they own (their task handles
+        too), and append a checkpoint to the audit chain, in one transaction; `keep` (which
+        archives what is removed) runs before the commit, and nothing is removed if it
+        raises. Task handles expired by `now` go as well; their operations stay. `bind`
+        gives what the checkpoint binds of that archive (every line of it)."""
+        ...
+
+    async def add_task(self, handle: TaskHandle) -> None:
+        """Record a task handle durably (committed before this returns); its operation
+        must exist."""
+        ...
+
+    async def task(self, task_hash: str) -> TaskHandle | None:
+        """The task handle whose id hashes to `task_hash`, expired or not, or None."""
         ...
 
     async def close(self) -> None: ...

@@ -75,6 +75,7 @@ MUTABLE = (
     "updated_at",
     "refused_reads",
     "refused_since",
+    "create_sent_at",
 )
 LEASE = ("fence", "lease_owner", "lease_expires_at", "version")
 COLUMNS = IMMUTABLE + MUTABLE + LEASE
@@ -248,6 +249,7 @@ class Codec:
             ("updated_at", "updated_at", t),
             ("refused_reads", "refused_reads", same),
             ("refused_since", "refused_since", t),
+            ("create_sent_at", "create_sent_at", t),
         ]
 
     def after_update(self, op: Operation, row: Any) -> Operation:
@@ -338,6 +340,7 @@ class Codec:
             "updated_at": t(row["updated_at"]),
             "refused_reads": row["refused_reads"],
             "refused_since": t(row["refused_since"]),
+            "create_sent_at": t(_column(row, "create_sent_at")),
         }
 
     def transition_row(self, tr: Transition) -> dict[str, Any]:

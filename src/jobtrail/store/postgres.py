@@ -25,6 +25,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from jobtrail.audit import AuditEntry, AuditRow, audit_row
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
+from jobtrail.core.tasks import TaskHandle
 from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
 from jobtrail.store.base import (
@@ -46,6 +47,7 @@ from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.postgres_prune import prune
 from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import Bind, Keep, Pruned
+from jobtrail.store.tasks import task_handle, task_row
 
 T = TypeVar("T")
 Conn = AsyncConnection[DictRow]
@@ -73,6 +75,7 @@ _FILL = {  # the operation's columns come from the codec, shared with SQLite
     "operation_o": c.selected("o."),
 }
 _RAW = load_queries("postgres")
+Q_TASKS = load_queries("postgres", "tasks.sql")
 Q = {name: sql.format(**_FILL) for name, sql in _RAW.items()}
 Q_OPERATION = _FILL["operation"]
 _ONE = {"only": "operation_id = %(only)s AND "}
@@ -349,6 +352,19 @@ class PostgresStore:
         one = (operation_id,) if operation_id else None
         rows = await self._rows("audit_rows_of" if one else "audit_rows", one)
         return [audit_row(row) for row in rows]
+
+    # -- task handles (migration 0013) ------------------------------------------------------
+
+    async def add_task(self, handle: TaskHandle) -> None:
+        await self._agree()  # a store whose audit key cannot continue the chain writes nothing
+        row = task_row(CODEC, handle)
+        await self._run(partial(_fetch, Q_TASKS["insert_task"], row), transaction=False)
+
+    async def task(self, task_hash: str) -> TaskHandle | None:
+        found = await self._run(
+            partial(_fetch, Q_TASKS["get_task"], (task_hash,)), transaction=False
+        )
+        return task_handle(CODEC, found[0]) if found else None
 
     async def close(self) -> None:
         await self._pool.close()

@@ -80,12 +80,14 @@ async def prune(
         for statement in Q["delete_owned"].split(";\n"):
             await conn.execute(statement)
     await rows("clear")
+    expired = (await conn.execute(Q["expired_tasks"], {"now": now})).rowcount
     result = Pruned(
         finished_before=finished_before,
         at=now,
         actor=actor,
         checkpoint=checkpoint,
         operations=pruned,
+        expired_tasks=expired,
     )
     keep(result)
     return result

@@ -52,6 +52,7 @@ class Pruned:
     actor: str
     checkpoint: AuditRow | None  # None when nothing was finished before the cut-off
     operations: Sequence[PrunedOperation]
+    expired_tasks: int = 0  # task handles past their time to live, removed (not archived)
 
     @property
     def entries(self) -> int:

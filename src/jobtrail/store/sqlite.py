@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from jobtrail.audit import AuditEntry, AuditRow, audit_row
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
+from jobtrail.core.tasks import TaskHandle
 from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
 from jobtrail.store.backup import backup
@@ -45,6 +46,7 @@ from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import Bind, Keep, Pruned
 from jobtrail.store.sqlite_prune import prune
+from jobtrail.store.tasks import task_handle, task_row
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
@@ -71,6 +73,7 @@ def _t(value: Any) -> datetime:
 
 CODEC = c.Codec(_t_out, _t_in)
 # The codec's column lists are filled in now; the other {braces}, per call.
+Q_TASKS = load_queries("sqlite", "tasks.sql")
 Q = load_queries(
     "sqlite",
     fill={
@@ -604,6 +607,19 @@ class SqliteStore:
         if operation_id:
             return await self._select(Q["audit_rows_of"], (operation_id,), audit_row)
         return await self._select(Q["audit_rows"], (), audit_row)
+
+    # -- task handles (migration 0013) ------------------------------------------------------
+
+    async def add_task(self, handle: TaskHandle) -> None:
+        row = task_row(CODEC, handle)
+        await self._call(self._write, lambda conn: conn.execute(Q_TASKS["insert_task"], row))
+
+    async def task(self, task_hash: str) -> TaskHandle | None:
+        def run() -> TaskHandle | None:
+            row = self._conn.execute(Q_TASKS["get_task"], (task_hash,)).fetchone()
+            return None if row is None else task_handle(CODEC, row)
+
+        return await self._call(run)
 
     async def backup(self, destination: str | Path) -> tuple[int, int]:
         """Copy a consistent snapshot of the ledger, with what is still only in its -wal file,

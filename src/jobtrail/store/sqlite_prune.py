@@ -77,12 +77,14 @@ def prune(
         for statement in Q["delete_owned"].split(";\n"):
             conn.execute(statement)
     conn.execute(Q["clear"])
+    expired = conn.execute(Q["expired_tasks"], {"now": codec.t_out(now)}).rowcount
     result = Pruned(
         finished_before=finished_before,
         at=now,
         actor=actor,
         checkpoint=checkpoint,
         operations=pruned,
+        expired_tasks=expired,
     )
     keep(result)
     return result

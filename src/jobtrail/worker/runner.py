@@ -202,6 +202,7 @@ def _rules(op: Operation, rule: ResultSpec) -> Rules:
         item_success=rule.items.success if rule.items else (),
         expected_items=expected,
         jsonl=rule.jsonl,
+        allow_empty=rule.allow_empty or op.capabilities.empty_result,
     )
 
 

@@ -221,7 +221,7 @@ class AthenaProvider:
             "GetQueryExecution", {"QueryExecutionId": op.remote_job_id or ""}
         )
         if isinstance(seen, Failure):
-            return Reply(outcome=seen.outcome(), detail=seen.detail)
+            return Reply(outcome=seen.status_read(), detail=seen.detail)
         execution = seen.body.get("QueryExecution") or {}
         status = execution.get("Status") or {}
         state = status.get("State")

@@ -40,6 +40,8 @@ from aiohttp import ClientConnectorError
 from jobtrail.core import outcomes as o
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import AttemptKind, Operation
+from jobtrail.core.outcomes import Basis, Body
+from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.tracing import call_span
 
@@ -74,6 +76,7 @@ class Sent(StrEnum):
     INVALID = "not sent: the request is invalid"
     NO_ANSWER = "sent, no answer"
     ANSWERED = "sent, answered with an error"
+    UNREADABLE = "sent, answered with something botocore could not read"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +101,22 @@ class Failure:
     def throttled(self) -> bool:
         return self.sent is Sent.NO or self.code in THROTTLED
 
+    def status_read(self) -> o.CallOutcome:
+        """This failure as the answer to a status read: an answer botocore could not read
+        is reported as read, stating nothing (the core judges it: core/evidence.py); any
+        other failure is `outcome()`."""
+        if self.sent is Sent.UNREADABLE:
+            return o.Observed(
+                remote_state=None,
+                remote_status=RemoteStatus.UNKNOWN,
+                http_status=self.http_status,
+                request_id=self.request_id,
+                basis=Basis.NONE,
+                body=Body.NOT_JSON,
+                unread=self.reason,
+            )
+        return self.outcome()
+
     def outcome(self) -> o.Throttled | o.Ambiguous | o.Rejected:
         """The outcome this failure is on its own, before any call-specific reading:
         nothing sent or throttled -> Throttled; no answer or 5xx -> Ambiguous; any other
@@ -108,7 +127,7 @@ class Failure:
             )
         if self.sent is Sent.INVALID:
             return o.Rejected(reason=self.reason)
-        if self.sent is Sent.NO_ANSWER or (self.http_status or 0) >= 500:
+        if self.sent in (Sent.NO_ANSWER, Sent.UNREADABLE) or (self.http_status or 0) >= 500:
             return o.Ambiguous(
                 reason=self.reason, http_status=self.http_status, request_id=self.request_id
             )
@@ -325,7 +344,8 @@ def _answered(action: str, exc: Any, elapsed: float) -> Failure:
 def _no_answer(action: str, exc: Exception, started: float, *, unreadable: bool = False) -> Failure:
     what = "an answer botocore could not read" if unreadable else "no answer"
     reason = f"{action} sent, {what} ({type(exc).__name__}: {_line(exc)})"
-    return Failure(sent=Sent.NO_ANSWER, reason=reason, detail=_failed(reason, started))
+    sent = Sent.UNREADABLE if unreadable else Sent.NO_ANSWER
+    return Failure(sent=sent, reason=reason, detail=_failed(reason, started))
 
 
 def _line(exc: Exception) -> str:

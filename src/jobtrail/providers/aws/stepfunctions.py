@@ -67,6 +67,9 @@ CAPABILITIES = Capabilities(
     idempotency=Idempotency.NATURAL,  # the execution name, chosen by us
     same_token_retry=True,
     status_by_client_id=True,  # DescribeExecution at the ARN built from the name
+    # DescribeExecution is eventually consistent (AWS documents no bound): a name it does
+    # not know yet proves no execution only a minute after the last StartExecution
+    absent_after=60.0,
     cancel=True,
     result=ResultMode.ENDPOINT,
 )
@@ -321,8 +324,10 @@ class StepFunctionsProvider:
                 return Reply(outcome=found, detail=detail)
             case False:
                 # Names are unique: another input under our name proves none of ours exists.
-                detail["found"] = "the name is held by an execution with another input"
-                return Reply(outcome=o.Found(job_ids=(), request_id=seen.request_id), detail=detail)
+                held = "the name is held by an execution with another input"
+                detail["found"] = held
+                found = o.Found(job_ids=(), request_id=seen.request_id, ruled_out=held)
+                return Reply(outcome=found, detail=detail)
         reason = "the execution under this operation's name has no readable input to compare"
         detail["error"] = reason
         return Reply(outcome=o.Rejected(reason=reason), detail=detail)
@@ -363,7 +368,7 @@ def _why(body: dict[str, Any]) -> dict[str, Any] | None:
 def _read_refused(seen: Failure) -> o.CallOutcome:
     """A refused DescribeExecution. `ExecutionDoesNotExist` is reported as a 404, so a job
     that is not visible yet (the API is eventually consistent) gets the ledger's grace."""
-    outcome = seen.outcome()
+    outcome = seen.status_read()
     if isinstance(outcome, o.Rejected) and seen.code in _MISSING:
         return o.Rejected(reason=outcome.reason, http_status=404, request_id=seen.request_id)
     return outcome

@@ -46,6 +46,9 @@ class VendorFaults:
     cancel_polls: int = 1  # reads spent in the provider's cancelling state
     in_flight_items: int = 1  # requests a batch still finishes after a cancel (Anthropic)
     finished_before_expiry: int = 0  # requests an expiring batch finished (OpenAI)
+    # an eventually consistent listing: a new job is listed only this many seconds after its
+    # create arrived (status reads of its id answer at once)
+    list_visible_after: int = 0
     # Azure Resource Manager only
     create_status: int | None = None  # 200, 201, 202 or 204; None: the method's usual answer
     headers: Literal["azure-async-operation", "location", "both", "none"] = "azure-async-operation"
@@ -226,8 +229,15 @@ class VendorState:
         return self.jobs.get(mode, {}).get(job_id)
 
     def listed(self, mode: str) -> list[VendorJob]:
-        """Newest first, as the batch APIs list."""
-        return sorted(self.jobs.get(mode, {}).values(), key=lambda j: j.created_ts, reverse=True)
+        """Newest first, as the batch APIs list; a job made with `list_visible_after` is
+        left out until that many seconds after its create arrived."""
+        now = self.clock()
+        shown = (
+            j
+            for j in self.jobs.get(mode, {}).values()
+            if now >= j.created_ts + j.faults.list_visible_after
+        )
+        return sorted(shown, key=lambda j: j.created_ts, reverse=True)
 
     def auth_ok(self, presented: str | None) -> bool:
         if self._token_digest is None:
@@ -276,7 +286,9 @@ class VendorState:
                     "cancel_requested": j.cancel_requested,
                     "reads": j.reads,
                 }
-                for j in self.listed(mode)
+                for j in sorted(
+                    self.jobs.get(mode, {}).values(), key=lambda j: j.created_ts, reverse=True
+                )
             ],
         }
 

@@ -34,6 +34,7 @@ ORDER BY seq;
 
 -- Children first: their delete triggers look the operation up.
 -- name: delete_owned
+DELETE FROM task_handles WHERE operation_id IN (SELECT operation_id FROM prune_authorizations);
 DELETE FROM audit_log WHERE operation_id IN (SELECT operation_id FROM prune_authorizations);
 DELETE FROM transitions WHERE operation_id IN (SELECT operation_id FROM prune_authorizations);
 DELETE FROM observations WHERE operation_id IN (SELECT operation_id FROM prune_authorizations);
@@ -46,3 +47,7 @@ SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1;
 
 -- name: last_audit
 SELECT * FROM audit_log ORDER BY seq DESC LIMIT 1;
+
+-- Task handles past their time to live (migration 0013): the handle goes, its operation stays.
+-- name: expired_tasks
+DELETE FROM task_handles WHERE expires_at IS NOT NULL AND expires_at <= :now;

@@ -1,0 +1,1 @@
+"""Small integrations with agent frameworks, each an optional extra (docs/agents.md)."""
