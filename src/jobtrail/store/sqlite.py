@@ -9,7 +9,6 @@ survives power loss before the call it announces is made.
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -45,6 +44,7 @@ from jobtrail.store.machine_clock import machine_now
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import Bind, Keep, Pruned
+from jobtrail.store.sqlite_files import check_same_files, identities
 from jobtrail.store.sqlite_prune import prune
 from jobtrail.store.tasks import task_handle, task_row
 
@@ -113,32 +113,6 @@ def _connect(path: str, create: bool) -> sqlite3.Connection:
     return conn
 
 
-# The files of a WAL-mode ledger. While this process holds its connection, SQLite never
-# deletes or replaces any of them (only the last connection to close removes -wal and -shm),
-# so one that goes or changes was removed under us: our later commits would land in an
-# unlinked file (-wal) or a wal-index no other process sees (-shm), and be lost.
-LEDGER_FILES = ("", "-wal", "-shm")
-
-
-def _identity(path: str) -> tuple[int, int]:
-    """The file behind `path` (device, inode), to notice it deleted or replaced later."""
-    found = os.stat(Path(path).expanduser())
-    return found.st_dev, found.st_ino
-
-
-def _identities(path: str) -> dict[str, tuple[int, int]]:
-    """(device, inode) of each of the ledger's files that exists now, by path."""
-    if path == ":memory:":
-        return {}
-    found = {}
-    for suffix in LEDGER_FILES:
-        try:
-            found[path + suffix] = _identity(path + suffix)
-        except FileNotFoundError:
-            continue
-    return found
-
-
 def _wal(conn: sqlite3.Connection) -> None:
     """Switch to WAL. The switch needs an exclusive lock and SQLite does not wait for it (the
     busy timeout does not apply), so two processes opening a new ledger at once retry here."""
@@ -176,7 +150,7 @@ class SqliteStore:
         self._conn, self._executor = conn, executor
         self._chain = AuditChain(key)
         self._path = path if path == ":memory:" else str(Path(path).expanduser().absolute())
-        self._identities = _identities(self._path)  # the main file now; all three once open
+        self._identities = identities(self._path)  # the main file now; all three once open
         self._synced = True  # the connection's synchronous setting is FULL
 
     @classmethod
@@ -194,7 +168,7 @@ class SqliteStore:
             await loop.run_in_executor(executor, store._migrate)
             # The migration's transaction made the -wal and -shm files: watch them too (the
             # main file as it was when opened, should it have been replaced meanwhile).
-            files = await loop.run_in_executor(executor, _identities, store._path)
+            files = await loop.run_in_executor(executor, identities, store._path)
             store._identities = files | store._identities
         except (sqlite3.Error, OSError, StoreError) as exc:  # OSError: no folder for it
             if conn is not None:
@@ -237,24 +211,10 @@ class SqliteStore:
         return result
 
     def _check_same_file(self) -> None:
-        """Refuse to write once a file of the ledger (the main file, its -wal or its -shm) was
-        deleted or replaced under this process: SQLite would go on writing to the unlinked
-        file, and every later commit would be lost with it, acknowledged to its writer all
-        the same. A few stats per transaction are cheap next to its fsync."""
-        for path, identity in self._identities.items():
-            try:
-                now = os.stat(path)
-            except FileNotFoundError:
-                what = "deleted"
-            else:
-                if (now.st_dev, now.st_ino) == identity:
-                    continue
-                what = "replaced by another file"
-            raise StoreError(
-                f"the ledger file {path} was {what} while this process had it open; "
-                "nothing more is written to it. Restore the ledger (or point JOBTRAIL_DB / "
-                "--db at the one in use) and start again"
-            )
+        """Refuse to write once a file of the ledger was deleted or replaced under this
+        process (store/sqlite_files.py). A few stats per transaction are cheap next to its
+        fsync."""
+        check_same_files(self._identities)
 
     def _check_keying(self, conn: sqlite3.Connection) -> None:
         """Refuse this transaction unless this store's key continues the chain (read under
