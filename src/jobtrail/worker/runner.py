@@ -196,7 +196,7 @@ def _rules(op: Operation, rule: ResultSpec) -> Rules:
         content_type=rule.content_type,
         checksum_field=rule.checksum_field,
         schema=rule.schema,
-        items_path=rule.items.path if rule.items else None,
+        items_path=rule.items.path if rule.items else rule.records,
         item_status=rule.items.status if rule.items else None,
         item_ref=rule.items.ref if rule.items else "id",
         item_success=rule.items.success if rule.items else (),
