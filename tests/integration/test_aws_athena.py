@@ -91,6 +91,7 @@ async def test_a_query_rows_are_the_collected_result(tmp_path: Path, aws_env: st
             assert start["ClientRequestToken"] == op.idempotency_token
             assert start["QueryExecutionContext"] == {"Database": "sales"}
             assert done.result is not None and done.result.location
+            assert done.result.records == 2 and "record_count" in done.result.checks
             stored = json.loads(await r.rt.results.read(done.result.location))
             assert stored["query_execution_id"] == done.remote_job_id
             assert [c["name"] for c in stored["columns"]] == ["month", "total"]
@@ -102,15 +103,16 @@ async def test_a_query_rows_are_the_collected_result(tmp_path: Path, aws_env: st
 async def test_more_rows_than_the_provider_fetches_are_not_collected(
     tmp_path: Path, aws_env: str
 ) -> None:
-    """A result over `max_rows` is never stored cut short: result_unavailable, saying where
-    the whole result is."""
+    """A result over `max_rows` is never stored cut short: result_unavailable, naming the
+    query's OutputLocation (as GetQueryExecution states it), where the whole result is."""
     queue_results(aws_env, row("2026-02", "42"), row("2026-03", "17"))
-    async with rig(tmp_path, athena.factory, athena_settings(aws_env, max_rows=1)) as r:
+    settings = athena_settings(aws_env, max_rows=1, output_location="s3://reports/athena/")
+    async with rig(tmp_path, athena.factory, settings) as r:
         op = await r.submit(QUERY)
         done = await r.until(op, State.SUCCEEDED, State.RESULT_UNAVAILABLE)
         assert done.state is State.RESULT_UNAVAILABLE and done.result is None
         text = await explain(r, done)
-        assert "more than 1 rows" in text and "OutputLocation" in text
+        assert "more than 1 rows" in text and "OutputLocation, s3://reports/athena/" in text
 
 
 async def test_cancel_ends_cancelled_only_when_athena_says_so(

@@ -12,11 +12,13 @@ from jobtrail.cli.context import (
     json_option,
     opened,
     pass_settings,
+    provider_module_option,
     run_async,
     say,
 )
 from jobtrail.cli.records import show
 from jobtrail.core.durations import parse_duration
+from jobtrail.errors import JobtrailError
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.story import read_story
 from jobtrail.views import operation_json
@@ -54,6 +56,7 @@ async def escalation(settings: Settings, operation_id: str, as_json: bool) -> No
 )
 @click.option("--actor", required=True, help="Who decides.")
 @click.option("--reason", required=True, help="Why.")
+@provider_module_option
 @json_option
 @pass_settings
 @run_async
@@ -64,12 +67,22 @@ async def resolve(
     job_id: str | None,
     actor: str,
     reason: str,
+    provider_modules: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Record a human decision for an operation that waits for one (OPERATION_ID may also
-    be its key). `jobtrail explain` says which decisions fit."""
+    be its key); `jobtrail explain` says which decisions fit. Adopting a job id the
+    operation never saw reads it through the operation's provider first: a code provider's
+    operation needs that plug-in here (installed, or --provider-module)."""
+    from jobtrail.providers.plugins import load_plugins
+
     async with opened(settings) as ledger:
-        providers = ProviderRegistry(connections=1)  # for adopt: reads a job id it never saw
+        # for adopt: reads a job id it never saw, with the operation's own provider
+        try:
+            plugins = load_plugins(provider_modules)
+        except JobtrailError as exc:
+            fail(str(exc))
+        providers = ProviderRegistry(connections=1, plugins=plugins)
         try:
             done = await decisions.resolve(
                 ledger, providers, operation_id, decision, actor=actor, reason=reason, job_id=job_id

@@ -12,6 +12,7 @@ the page's live refresh reads a page that exists.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -43,6 +44,7 @@ from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results
 from jobtrail.store.finding import OperationQuery
 from jobtrail.story import Story, read_story
+from jobtrail.worker.blobs import changed
 
 log = logging.getLogger("jobtrail.dashboard")
 LATE_AFTER = timedelta(seconds=30)  # a poll this late, or a lease expired this long, is shown
@@ -284,10 +286,15 @@ class Dashboard:
         op = await self.ledger.get(request.match_info["id"])
         if op.result is None or not op.result.location:
             raise web.HTTPNotFound(text=f"{op.operation_id} has no stored result")
+        planted = await self.ledger.result_problem(op)  # not the result its collection audited
+        if planted is not None:
+            return web.Response(text=f"not served: {planted}", status=409)
         try:
             content = await self.results.read(op.result.location)  # re-checks the hash
         except ResultError as exc:
             return web.Response(text=f"not served: {exc}", status=409)
+        if (problem := changed(op.result.sha256, hashlib.sha256(content).hexdigest())) is not None:
+            return web.Response(text=f"not served: {problem}", status=409)
         kind = (op.result.content_type or "").split(";")[0].strip().lower()
         name = f"{op.operation_id}.{_EXTENSIONS.get(kind, 'result')}"
         return web.Response(

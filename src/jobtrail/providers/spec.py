@@ -167,6 +167,9 @@ class ResultSpec:
     partial: bool = False  # a failed or cancelled job whose answer names a result has it collected
     merge: bool = False  # every `link` present is fetched; their JSON Lines make one result
     allow_empty: bool = False  # a result of nothing (no bytes, JSON null) may be valid
+    # a JSON result's list of records (dotted path), counted and checked against the count
+    # the provider states, when no `items` rule says where the items are
+    records: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -65,7 +65,14 @@ class Runner:
         return await self._call(op, action)
 
     async def _call(self, op: Operation, action: Call) -> Operation:
-        op = await self._renew_if_short(op)
+        if action.kind.safe:
+            op = await self._renew_if_short(op)
+        else:
+            # A call with an effect gets a whole lease, counted on the ledger's clock from
+            # now: however this worker's clock is off, or stepped since the claim, the lease
+            # outlasts the call (its timeout is shorter), so no one can take the operation
+            # over and send it again while this call may still land.
+            op = await self.ledger.renew(op, self.lease_for)
         provider = self.providers.for_operation(op)
         request = provider.describe(action.kind, op)
         local = action.kind is AttemptKind.RESULT and _collects_locally(op)
@@ -199,7 +206,7 @@ def _rules(op: Operation, rule: ResultSpec) -> Rules:
         content_type=rule.content_type,
         checksum_field=rule.checksum_field,
         schema=rule.schema,
-        items_path=rule.items.path if rule.items else None,
+        items_path=rule.items.path if rule.items else rule.records,
         item_status=rule.items.status if rule.items else None,
         item_ref=rule.items.ref if rule.items else "id",
         item_success=rule.items.success if rule.items else (),

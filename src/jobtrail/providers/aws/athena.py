@@ -41,6 +41,7 @@ from jobtrail.core.model import (
 )
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
+from jobtrail.providers.aws.calls import REQUIRES as REQUIRES
 from jobtrail.providers.aws.calls import (
     SECRET_ENV,
     Answer,
@@ -82,7 +83,8 @@ class AthenaProvider:
     deadlines: Mapping[str, str | timedelta] = {"create": "5m", "result": "6h", "cancel": "10m"}
     poll: Mapping[str, Any] = {"initial": "1s", "cap": "30s"}
     secret_env = SECRET_ENV
-    result = ResultSpec(content_type="application/json")
+    # the rows are counted and checked against the count the pages added up to
+    result = ResultSpec(content_type="application/json", records="rows")
 
     def __init__(
         self,
@@ -276,9 +278,10 @@ class AthenaProvider:
             if len(rows) > self.max_rows:
                 # a fetch limit, not a validation (that is jobtrail's): the rows are not
                 # collected here, and the query's own output file still holds them all
+                where = await self._output_location(op)
                 reason = (
                     f"the result has more than {self.max_rows} rows (setting max_rows); "
-                    "read it from the query's OutputLocation in S3"
+                    f"read it from the query's OutputLocation, {where}"
                 )
                 missing = o.ResultMissing(reason=reason, http_status=page.http_status)
                 return Reply(outcome=missing, detail={"pages": pages, "error": reason})
@@ -295,6 +298,18 @@ class AthenaProvider:
             request_id=last.request_id,
         )
         return Reply(outcome=None, detail={"pages": pages}, fetched=fetched)
+
+    async def _output_location(self, op: Operation) -> str:
+        """Where the query wrote its whole result (GetQueryExecution's OutputLocation)."""
+        seen = await self.calls.invoke(
+            "GetQueryExecution", {"QueryExecutionId": op.remote_job_id or ""}
+        )
+        if not isinstance(seen, Failure):
+            execution = seen.body.get("QueryExecution") or {}
+            location = (execution.get("ResultConfiguration") or {}).get("OutputLocation")
+            if isinstance(location, str) and location.startswith("s3://"):
+                return location[:1024]
+        return self.output_location or "in S3 (GetQueryExecution did not name it)"
 
 
 def factory(settings: Mapping[str, Any]) -> AthenaProvider:
