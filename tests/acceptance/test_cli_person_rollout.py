@@ -75,8 +75,10 @@ def test_list_and_demo_fit_the_terminal(ws: Workspace) -> None:
     demo = ws.run("--db", str(ws.root / "demo.db"), "demo", COLUMNS="80")
     lines = demo.stdout.splitlines()
     ops = re.findall(r"op_[0-9A-Z]{26}", demo.stdout)
-    assert ops and all(len(line) <= 80 for line in lines if "op_" in line or "job_" in line)
+    table = [line for line in lines if not line.startswith(("explore:", "ledger:"))]
+    assert ops and all(len(line) <= 80 for line in table)  # the command below is kept whole
     assert all(any(op in line for line in lines) for op in ops)
+    assert re.search(r"^explore: jobtrail --db \S+ explain op_[0-9A-Z]{26}$", demo.stdout, re.M)
 
 
 def test_a_refused_submit_warns_of_nothing_and_leaves_no_ledger(ws: Workspace) -> None:

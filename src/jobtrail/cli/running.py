@@ -296,8 +296,9 @@ async def demo(settings: Settings) -> None:
     print_rows(columns, rows, title="jobtrail demo", on=console)
     console.print(verdict.message())
     shown = shown_url(db)
-    console.print(
-        f"\nledger: {shown}\nexplore: jobtrail --db {shown} explain {rows_[1].op.operation_id}"
+    console.print(  # whole lines, so that the command can be pasted back
+        f"\nledger: {shown}\nexplore: jobtrail --db {shown} explain {rows_[1].op.operation_id}",
+        soft_wrap=True,
     )
     if not verdict.ok:
         raise SystemExit(1)
