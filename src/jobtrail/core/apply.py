@@ -247,6 +247,11 @@ def _on_found(draft: Draft, out: o.Outcome) -> None:
     elif candidate:
         # The provider named a job for our token but does not list it (yet): inconclusive.
         draft.schedule_retry(None, draft.op.create_attempts)
+    elif out.capped:
+        # A scan that stopped at its cap saw only part of the listing, and every job made
+        # since pushes ours further down: looking again cannot settle it. A person decides.
+        draft.set(next_poll_at=None)
+        draft.move(State.NEEDS_HUMAN, Evidence.LOOKUP_CAPPED, cause)
     else:
         proven_at = draft.now if out.ruled_out else _absence_provable_at(draft.op)
         if proven_at is not None and draft.now >= proven_at:
@@ -282,7 +287,10 @@ def _on_cancel_ack(draft: Draft, out: o.Outcome) -> None:
 def _on_result_checked(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.ResultChecked)
     cause = cause_of("result", out.ref)
-    draft.set(inflight_attempt=None, result=out.summary, next_poll_at=None)
+    summary = out.summary
+    if draft.op.remote_status in (RemoteStatus.FAILED, RemoteStatus.CANCELLED):
+        summary = evolve(summary, partial=True)  # what the job finished before it ended
+    draft.set(inflight_attempt=None, result=summary, next_poll_at=None)
     if _ended_after_result(draft, cause):
         return
     if out.summary.valid:

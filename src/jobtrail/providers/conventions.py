@@ -28,7 +28,10 @@ BY_HEADER_KEYS = frozenset({"state", "codes", "missing", "error", "answer_is_res
 RESULT_KEYS = frozenset(
     {"from", "field", "link", "format", "at_create", "partial", "merge", "allow_empty"}
 )
-LIST_KEYS = frozenset({"path", "items", "job_id", "match", "visible_within"})
+LIST_KEYS = frozenset(
+    {"path", "items", "job_id", "match", "visible_within", "pages", "within"}
+    | {"next", "cursor", "more", "created"}
+)
 PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural", "format"})
 REQUEST_ID_KEYS = frozenset({"read", "send"})
 RESULT_SOURCES = ("path", "status")

@@ -25,7 +25,7 @@ from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSumm
 from jobtrail.core.redact import Redactor
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import JobtrailError
-from jobtrail.providers import parse, pathvalues, reading
+from jobtrail.providers import parse, pathvalues, reading, scanning
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.cookies import OperationCookies
 from jobtrail.providers.placement import place
@@ -241,6 +241,8 @@ class HttpProvider:
         with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
             prepared.headers["traceparent"] = parent
             reply = await self._send(kind, prepared, limit, op.operation_id, via=self._via(op))
+            if kind is AttemptKind.RECONCILE and self.spec.listing and self.spec.listing.match:
+                reply = await self._scanned(prepared, reply, op)
             followed = reply.detail.get("result_from") == "status"
             if (
                 kind is AttemptKind.RESULT
@@ -252,6 +254,17 @@ class HttpProvider:
             if client_request_id is not None:
                 reply.detail["client_request_id"] = prepared.headers[client_request_id]
             return reply
+
+    async def _scanned(self, first: Prepared, reply: Reply, op: Operation) -> Reply:
+        """The listing paged through from its first page, within the scan's bounds."""
+        assert self.spec.listing is not None
+
+        async def page(url: str) -> Reply:
+            again = Prepared(method="GET", url=url, headers=first.headers)
+            limit = self.spec.max_response_bytes
+            return await self._send(AttemptKind.RECONCILE, again, limit, op.operation_id)
+
+        return await scanning.scan(reply, first.url, self.spec.listing, op.created_at, page)
 
     async def _follow_link(self, first: Prepared, reply: Reply, limit: int, op_id: str) -> Reply:
         """The status answer names the result (a URL, or an id for `{link}` in the result
@@ -390,6 +403,13 @@ class HttpProvider:
                 return Reply(outcome=parse.parse_cancel(spec, status, headers, body), detail=detail)
             case AttemptKind.RECONCILE:
                 assert spec.listing is not None
+                if spec.listing.match is not None:  # a scan, page by page (scanning.py)
+                    found, page = scanning.read_page(
+                        spec.listing, spec, status, headers, body, reference=operation_id
+                    )
+                    if page is not None:
+                        detail["page"] = page.to_json()
+                    return Reply(outcome=found, detail=detail)
                 outcome = parse.parse_list(
                     spec.listing, spec, status, headers, body, reference=operation_id
                 )

@@ -329,6 +329,7 @@ def parse_status(
         basis=basis,
         body=shape,
         unread=f"no state text at `{'` or `'.join(rule.paths)}`" if basis is Basis.NONE else None,
+        usage=reading_.read_usage(spec.usage, document),
     )
 
 
