@@ -23,6 +23,7 @@ from jobtrail.core.proof import absence_rule
 from jobtrail.providers import promises
 from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec
+from jobtrail.providers.declared import declared_lines
 
 
 @click.group()
@@ -219,6 +220,7 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
             ", ".join(f"{name} {format_duration(value)}" for name, value in spec.deadlines.items()),
         )
     )
+    lines += declared_lines(caps, spec.deadlines["create"], spec.remote_deadline, spec.usage)
     return lines
 
 
@@ -251,6 +253,8 @@ def provider_check(file: str, as_json: bool, provider_modules: tuple[str, ...]) 
                 "version": spec.version,
                 "base_url": getattr(spec, "base_url", None),
                 "at_most_once_provable": spec.capabilities.at_most_once_provable,
+                "tier": spec.capabilities.tier.value,
+                "remote_deadline": spec.remote_deadline is not None,
                 "guarantees": dict(lines),
             }
         )
@@ -300,6 +304,7 @@ def code_guarantees(spec: CodeSpec) -> list[tuple[str, str]]:
         ),
         ("poll", ", ".join(f"{k} {v}" for k, v in sorted(spec.poll.items())) or "defaults"),
         ("call timeout", format_duration(spec.timeout)),
+        *declared_lines(caps, spec.deadlines["create"], spec.remote_deadline, None),
     ]
 
 

@@ -12,10 +12,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from jobtrail.core.durations import format_duration, parse_duration
+from jobtrail.core.model import Capabilities
+from jobtrail.core.proof import deadline_rule, tier_rule
 from jobtrail.core.remote_deadline import UNITS, Form, RemoteDeadline
 from jobtrail.errors import InvalidInput, ProviderConfigError
 
@@ -140,3 +143,26 @@ def usage(value: Any) -> dict[str, str]:
         if not isinstance(path, str) or not path:
             raise ProviderConfigError(f"status.usage.{name} must be a dotted path")
     return {str(k): str(v) for k, v in value.items()}
+
+
+def declared_lines(
+    caps: Capabilities,
+    create_deadline: timedelta,
+    deadline: RemoteDeadline | None,
+    usage_paths: Mapping[str, str] | None,
+) -> list[tuple[str, str]]:
+    """What `provider check` says of the tier, the remote deadline and the usage, for a
+    provider file and a code provider alike (the sentences are core/proof.py's)."""
+    if usage_paths is None:
+        reported = "as the provider's code reads it"
+    elif usage_paths:
+        reported = "read from the status answer: " + ", ".join(
+            f"{name} at `{path}`" for name, path in sorted(usage_paths.items())
+        )
+    else:
+        reported = "none declared ([status] usage)"
+    return [
+        ("reconciliation tier", tier_rule(caps, create_deadline)),
+        ("remote deadline", deadline_rule(deadline)),
+        ("usage", reported + "; kept with the final observation, summed by `list --json`"),
+    ]

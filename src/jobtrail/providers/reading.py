@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ from jobtrail.providers.spec import Reading, Source, SourceKind, StateRule
 
 MAX_ERROR_TEXT = 500
 _MAX_USAGE = 1e18  # larger numbers are no count anyone bills
+_NUMBER = re.compile(r"-?\d{1,18}(\.\d{1,9})?")
 _READ: dict[Reading, RemoteStatus] = {
     Reading.RUNNING: RemoteStatus.RUNNING,
     Reading.SUCCEEDED: RemoteStatus.SUCCEEDED,
@@ -226,6 +228,8 @@ def read_usage(paths: Mapping[str, str], document: Any) -> dict[str, float] | No
     found: dict[str, float] = {}
     for name, path in paths.items():
         value = find(document, path)
+        if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+            value = float(value) if "." in value else int(value)  # proto3 JSON's int64
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
         if math.isfinite(value) and abs(value) < _MAX_USAGE:
