@@ -256,10 +256,12 @@ def result_keys(result: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(at_create, bool):
         raise ProviderConfigError("result.at_create must be true or false")
     partial = result.get("partial", False)
-    if not isinstance(partial, bool) or (partial and not link):
+    in_status = source == "status" and isinstance(result.get("field"), str)
+    if not isinstance(partial, bool) or (partial and not (link or in_status)):
         raise ProviderConfigError(
-            "result.partial must be true or false, and needs result.link: a failed or "
-            "cancelled job's answer must name its partial result"
+            "result.partial must be true or false, and needs result.link, or from = "
+            '"status" with result.field: a failed or cancelled job\'s answer must name or '
+            "hold its partial result"
         )
     if field is not None and (not isinstance(field, str) or (source == "path" and not at_create)):
         raise ProviderConfigError(

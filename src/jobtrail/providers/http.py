@@ -28,7 +28,7 @@ from jobtrail.errors import JobtrailError
 from jobtrail.providers import parse, pathvalues, reading, scanning
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.cookies import OperationCookies
-from jobtrail.providers.placement import place
+from jobtrail.providers.placement import place, reference_value
 from jobtrail.providers.protocol import Fetched, Reply
 from jobtrail.providers.spec import Cookies, SourceKind
 from jobtrail.providers.tracing import call_span
@@ -107,6 +107,10 @@ class HttpProvider:
             path = path.replace("{job_id}", encoded if names else quote(job_id, safe=""))
         if op.request.path:  # the values given at submit, checked then (pathvalues.py)
             path = pathvalues.fill(path, op.request.path)
+        if "{client_reference}" in path:  # the reference as the create placed it
+            path = path.replace(
+                "{client_reference}", quote(reference_value(self.spec, op), safe="")
+            )
         return self.spec.base_url + path.replace("{operation_id}", quote(op.operation_id, safe=""))
 
     def _status_url(self, op: Operation) -> str | None:
