@@ -27,6 +27,8 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict
+	$(BIN)/mypy --strict tests/typing
+	$(BIN)/pyright
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit

@@ -11,7 +11,8 @@ docs/python.md:
     ItemCounts, ResultSummary, ProviderSpec, and the exception tree of `jobtrail.errors`
 
 `jobtrail.testing` (ScriptedProvider, VirtualClock, the simulator fixture) is public too,
-for users' own tests; code providers follow docs/code-providers.md.
+for users' own tests; code providers import what they need from `jobtrail.plugin` and
+follow docs/code-providers.md.
 
 Everything else (`jobtrail.core`, `.ledger`, `.store`, `.providers`, `.worker`, ...) is
 internal: importable, but free to change between versions without notice.
@@ -33,6 +34,7 @@ from jobtrail.errors import (
     KeyConflict,
     LostOwnership,
     NotFound,
+    NotPermitted,
     ProviderConfigError,
     ProviderMissing,
     ResultCorrupted,
@@ -60,6 +62,7 @@ __all__ = [
     "KeyConflict",
     "LostOwnership",
     "NotFound",
+    "NotPermitted",
     "Operation",
     "ProviderConfigError",
     "ProviderMissing",

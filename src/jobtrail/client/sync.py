@@ -34,11 +34,24 @@ def _blocking(
     return call
 
 
+def _arguments_of(
+    init: Callable[Concatenate[Client, P], None],
+) -> Callable[[Callable[..., None]], Callable[Concatenate[SyncClient, P], None]]:
+    """`SyncClient.__init__` takes `Client.__init__`'s arguments, for type checkers too."""
+
+    def same(method: Callable[..., None]) -> Callable[Concatenate[SyncClient, P], None]:
+        functools.update_wrapper(method, init, assigned=("__doc__",))
+        return method
+
+    return same
+
+
 class SyncClient:
     """`with jobtrail.SyncClient("jobtrail.db") as jt: jt.submit(...)`: the same arguments
     and methods as `jobtrail.Client`, without `await`. Opened on creation; `close()` (or the
     end of the `with` block) stops its worker and its thread."""
 
+    @_arguments_of(Client.__init__)
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.client = Client(*args, **kwargs)
         self._loop = asyncio.new_event_loop()

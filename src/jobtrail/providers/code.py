@@ -69,9 +69,15 @@ class CodeProvider(Provider, Protocol):
     schema, item rules jobtrail validates a fetched result against).
     """
 
-    version: str
-    deadlines: Mapping[str, str | timedelta]
-    poll: Mapping[str, Any]
+    # Read-only to jobtrail: a plain class attribute (`deadlines = {"create": "2m"}`) fits.
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def deadlines(self) -> Mapping[str, str | timedelta]: ...
+
+    @property
+    def poll(self) -> Mapping[str, Any]: ...
 
 
 Factory = Callable[[Mapping[str, Any]], CodeProvider]

@@ -1,0 +1,72 @@
+"""Everything a code provider's author imports (docs/code-providers.md), in one public place.
+
+A plug-in imports from here only: the names below are the contract and keep their meaning
+between versions; the modules they come from are internal and may move.
+
+    from jobtrail.plugin import Capabilities, Reply, outcomes as o, ...
+"""
+
+from __future__ import annotations
+
+from jobtrail.core import outcomes
+from jobtrail.core.model import (
+    AttemptKind,
+    Capabilities,
+    Idempotency,
+    ItemCounts,
+    Operation,
+    ResultMode,
+    ResultSummary,
+)
+from jobtrail.core.outcomes import (
+    Accepted,
+    Ambiguous,
+    Basis,
+    Body,
+    CancelAcknowledged,
+    Found,
+    Observed,
+    Rejected,
+    ResultChecked,
+    ResultMissing,
+    SyncResult,
+    Throttled,
+)
+from jobtrail.core.states import RemoteStatus
+from jobtrail.errors import NotPermitted, ProviderConfigError
+from jobtrail.providers.code import CodeProvider, Factory
+from jobtrail.providers.protocol import Fetched, Provider, Reply
+from jobtrail.providers.spec import ItemsRule, ResultSpec
+
+__all__ = [
+    "Accepted",
+    "Ambiguous",
+    "AttemptKind",
+    "Basis",
+    "Body",
+    "CancelAcknowledged",
+    "Capabilities",
+    "CodeProvider",
+    "Factory",
+    "Fetched",
+    "Found",
+    "Idempotency",
+    "ItemCounts",
+    "ItemsRule",
+    "NotPermitted",
+    "Observed",
+    "Operation",
+    "Provider",
+    "ProviderConfigError",
+    "Rejected",
+    "RemoteStatus",
+    "Reply",
+    "ResultChecked",
+    "ResultMissing",
+    "ResultMode",
+    "ResultSpec",
+    "ResultSummary",
+    "SyncResult",
+    "Throttled",
+    "outcomes",
+]
