@@ -9,10 +9,11 @@ the same thing; these functions only pick which applies to one operation.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from jobtrail.core.durations import format_duration
 from jobtrail.core.model import Operation, Tier, Transition
+from jobtrail.core.plan import watched_until
 from jobtrail.core.proof import TIER_NAMES
 from jobtrail.core.states import Evidence, State
 
@@ -93,11 +94,15 @@ def deadline_text(op: Operation) -> str:
     sent = op.request.remote_deadline
     if sent is not None:
         result = op.result_deadline - op.created_at
-        return (
+        text = (
             f"the remote job stops by itself {format_duration(timedelta(seconds=sent))} "
-            f"after it starts (written in the create), within the result deadline "
-            f"({format_duration(result)})"
+            f"after it starts (written in the create; the result deadline is "
+            f"{format_duration(result)})"
         )
+        watched = watched_until(op)
+        if watched > op.result_deadline and not op.state.ends_automation:
+            text += f"; its end is read until {iso(watched)}, to keep what it finished"
+        return text
     if op.capabilities.remote_deadline:
         return (
             "only when cancelled: the provider takes a deadline, but none it accepts is as "
@@ -109,6 +114,10 @@ def deadline_text(op: Operation) -> str:
 def usage_text(usage: dict[str, float]) -> str:
     """`input_tokens 1200, output_tokens 345`: the provider's numbers as it reported them."""
     return ", ".join(f"{name} {_number(value)}" for name, value in sorted(usage.items()))
+
+
+def iso(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
 
 
 def _number(value: float) -> str:

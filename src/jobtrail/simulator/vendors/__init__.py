@@ -38,6 +38,7 @@ from jobtrail.simulator.vendors.anthropic_batch import AnthropicBatch
 from jobtrail.simulator.vendors.azure_ai import AzureAI
 from jobtrail.simulator.vendors.azure_arm import AzureArm
 from jobtrail.simulator.vendors.base import VendorFaults, VendorState, parse_vendor_faults
+from jobtrail.simulator.vendors.bedrock_batch import BedrockBatch
 from jobtrail.simulator.vendors.gemini_batch import GeminiBatch
 from jobtrail.simulator.vendors.google_lro import GoogleLro
 from jobtrail.simulator.vendors.mistral_batch import MistralBatch
@@ -57,6 +58,7 @@ VENDOR_MODES = (
     "openai-responses",
     "replicate",
     "vertex-batch",
+    "bedrock-batch",
 )
 
 __all__ = [
@@ -90,7 +92,7 @@ def mount_vendors(app: web.Application, state: VendorState) -> None:
     """Add every vendor mode's routes and their admin window to ``app``."""
     for mode in (AzureArm, AzureAI, GoogleLro, OpenAIBatch, AnthropicBatch, GeminiBatch):
         mode(state).add_routes(app)
-    for vendor in (MistralBatch, OpenAIResponses, Replicate, VertexBatch):
+    for vendor in (MistralBatch, OpenAIResponses, Replicate, VertexBatch, BedrockBatch):
         vendor(state).add_routes(app)
 
     async def summary(request: web.Request) -> web.Response:

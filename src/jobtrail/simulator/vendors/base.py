@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import itertools
+import json
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -205,6 +206,8 @@ class VendorState:
         self.files: dict[str, tuple[str, bytes]] = {}
         # each mode's handlers, by mode name (vendors/skeleton.py ends jobs through them)
         self.modes: dict[str, Any] = {}
+        # AWS access key id -> secret key: the credentials a SigV4-signed request may use
+        self.aws_keys: dict[str, str] = {}
         self._ids = itertools.count(1)
 
     def reset(self) -> None:
@@ -338,12 +341,14 @@ def strip_sim(body: Any) -> Any:
 
 
 async def json_body(request: web.Request) -> Any:
-    """The request's JSON body, or None when it has none or it does not parse."""
-    if not request.can_read_body:
+    """The request's JSON body, or None when it has none or it does not parse (read once:
+    a mode that checked a signature over the body has read it already)."""
+    raw = await request.read()
+    if not raw.strip():
         return None
     try:
-        return await request.json()
-    except ValueError:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
         return None
 
 

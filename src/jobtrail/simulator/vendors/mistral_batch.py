@@ -83,7 +83,7 @@ class MistralBatch(VendorMode):
         return self.error(400, f"Batch job {job.job_id} is already {self._status(job)}")
 
     async def list(self, request: web.Request) -> web.Response:
-        refusal = self.refused(request)
+        refusal = await self.refused(request)
         if refusal is not None:
             return refusal
         wanted: dict[str, Any] = {}
@@ -101,7 +101,7 @@ class MistralBatch(VendorMode):
         return json_response(200, {"object": "list", "data": shown, "total": len(jobs)})
 
     async def content(self, request: web.Request) -> web.Response:
-        refusal = self.refused(request)
+        refusal = await self.refused(request)
         file = self.state.files.get(request.match_info["file_id"])
         if refusal is not None:
             response = refusal

@@ -54,7 +54,7 @@ class VendorMode:
     def error(self, status: int, message: str) -> web.Response:
         return json_response(status, {"error": {"message": message, "status": status}})
 
-    def refused(self, request: web.Request) -> web.Response | None:
+    async def refused(self, request: web.Request) -> web.Response | None:
         """A refusal before anything is read (auth, a required header), or None."""
         if not self.authorized(request):
             return self.error(401, "invalid credentials")
@@ -95,7 +95,7 @@ class VendorMode:
 
     async def create(self, request: web.Request) -> web.StreamResponse:
         st, mode = self.state, self.mode
-        refusal = self.refused(request)
+        refusal = await self.refused(request)
         if refusal is not None:
             st.record(mode, "create", request, refusal.status, auth_valid=False)
             return refusal
@@ -128,7 +128,7 @@ class VendorMode:
     async def retrieve(self, request: web.Request) -> web.Response:
         st, job_id = self.state, self.job_id(request)
         job = st.get(self.mode, job_id)
-        response = self.refused(request)
+        response = await self.refused(request)
         if response is None:
             if job is None:
                 response = self.error(404, self.missing(job_id))
@@ -147,7 +147,7 @@ class VendorMode:
     async def cancel(self, request: web.Request) -> web.Response:
         st, job_id = self.state, self.job_id(request)
         job = st.get(self.mode, job_id)
-        response = self.refused(request)
+        response = await self.refused(request)
         if response is None:
             if job is None:
                 response = self.error(404, self.missing(job_id))

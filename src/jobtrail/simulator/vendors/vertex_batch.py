@@ -90,7 +90,7 @@ class VertexBatch(VendorMode):
         return json_response(200, {})  # best effort: cancelling an ended job is no error
 
     async def list(self, request: web.Request) -> web.Response:
-        refusal = self.refused(request)
+        refusal = await self.refused(request)
         if refusal is not None:
             return refusal
         wanted: tuple[str, str] | None = None
