@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aws_rig import ENV, set_env
 
 from jobtrail.clock import VirtualClock
 from jobtrail.core.model import Operation
@@ -26,7 +27,6 @@ from jobtrail.runtime import Runtime, runtime
 from jobtrail.simulator import Simulator
 from jobtrail.views import explain_text
 
-from aws_rig import ENV, set_env
 from harness import tick
 
 pytest.importorskip("aiobotocore")
