@@ -14,7 +14,7 @@ from jobtrail.core import evidence, local, refused
 from jobtrail.core import outcomes as o
 from jobtrail.core.draft import Applied, Draft, Policy, cause_of
 from jobtrail.core.model import AttemptKind, Operation, evolve
-from jobtrail.core.plan import Call, call_for
+from jobtrail.core.plan import Call, call_for, watched_until
 from jobtrail.core.states import ENDS_AUTOMATION, Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused
 
@@ -219,6 +219,7 @@ def _on_observed(draft: Draft, out: o.Outcome) -> None:
     _follow_observation(draft, out.remote_status, cause, out.partial_result)
     state = draft.op.state
     if state is State.RESULT_COLLECTING:
+        _time_to_collect(draft)
         draft.now_next()
     elif state.ends_automation:
         draft.set(next_poll_at=None)
@@ -226,6 +227,16 @@ def _on_observed(draft: Draft, out: o.Outcome) -> None:
         draft.now_next()
     else:
         draft.schedule_poll(out.retry_after)
+
+
+def _time_to_collect(draft: Draft) -> None:
+    """A job the provider stopped by itself at its own deadline, read only once jobtrail was
+    back past the end of the watch (plan.watched_until): its result (what it finished) gets
+    the cancel timeout to be collected, instead of a result deadline already gone."""
+    op = draft.op
+    if op.request.remote_deadline is None or draft.now < watched_until(op):
+        return
+    draft.set(result_deadline=draft.now + op.cancel_timeout)
 
 
 def _on_found(draft: Draft, out: o.Outcome) -> None:

@@ -120,16 +120,25 @@ def _settlement(op: Operation, now: datetime) -> Settle | None:
     if state in (State.ACCEPTED, State.OBSERVING):
         if op.cancel_intent is not None:
             return Settle(outcome=o.CancelRequested(intent=op.cancel_intent))
-        if now >= watched_until(op):
+        if now >= watched_until(op) and not _one_more_read(op):
             return Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
         return None
     if state in (State.CANCEL_REQUESTED, State.CANCELLING):
         if op.cancel_deadline is not None and now >= op.cancel_deadline:
             return Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.CANCEL))
         return None
-    if state is State.RESULT_COLLECTING and now >= watched_until(op):
+    if state is State.RESULT_COLLECTING and now >= watched_until(op) and not _one_more_read(op):
         return Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
     return None
+
+
+def _one_more_read(op: Operation) -> bool:
+    """A job the provider was told to stop by itself has stopped by `watched_until`: when
+    nothing was read of it since (jobtrail was away), it is read once more, to learn how it
+    ended and keep what it finished, before its result deadline is called passed."""
+    if op.request.remote_deadline is None:
+        return False
+    return (op.updated_at or op.created_at) < watched_until(op)
 
 
 def watched_until(op: Operation) -> datetime:
