@@ -12,7 +12,6 @@ import pytest
 
 from jobtrail.core.states import State
 from jobtrail.errors import KeyConflict
-
 from vendor_rig import Rig, vendor_rig
 
 

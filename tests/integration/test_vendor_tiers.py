@@ -14,9 +14,9 @@ import pytest
 from jobtrail.core.states import Evidence, State
 from jobtrail.providers.config import parse_provider
 from jobtrail.views import explain_text
+from vendor_rig import Rig, vendor_rig
 
 from harness import SECRET
-from vendor_rig import Rig, vendor_rig
 
 
 async def told(rig: Rig, op_id: str) -> str:
