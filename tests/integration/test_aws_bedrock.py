@@ -252,3 +252,22 @@ def test_the_output_key_follows_bedrocks_layout() -> None:
     assert bedrock.output_key(job, arn) == ("out", "x/abc123def456/prompts.jsonl.out")
     folder = {**job, "inputDataConfig": {"s3InputDataConfig": {"s3Uri": "s3://in/a/"}}}
     assert bedrock.output_key(folder, arn) is None
+
+
+def test_the_docs_provider_file_builds_the_provider(tmp_path: Path) -> None:
+    """docs/aws.md's Bedrock provider file, saved as written, resolves to the code provider
+    with the deadline it declares and the settings it gives."""
+    import re
+
+    from jobtrail.providers.plugins import load_plugins
+    from jobtrail.providers.resolve import resolve_provider
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "aws.md").read_text()
+    (block,) = [b for b in re.findall(r"```toml\n(.*?)```", text, re.S) if "aws-bedrock" in b]
+    file = tmp_path / "nightly-batch.toml"
+    file.write_text(block)
+    spec = resolve_provider(str(file), load_plugins(()))
+    assert isinstance(spec, CodeSpec) and spec.name == "aws-bedrock-batch"
+    assert spec.remote_deadline == bedrock.BedrockBatchProvider.remote_deadline
+    assert spec.settings["role_arn"].endswith(":role/bedrock-batch")
+    assert spec.capabilities.remote_deadline and spec.capabilities.token_kept_for == 86400

@@ -160,3 +160,37 @@ def test_a_result_collected_after_a_failure_is_partial_and_never_a_success() -> 
     )
     done = step(op, o.ResultChecked(summary=summary), at=T0).operation
     assert done.state is State.FAILED and done.result is not None and done.result.partial
+
+
+def _example(name: str) -> dict[str, Any]:
+    import re
+    import tomllib
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "providers.md").read_text()
+    docs = [tomllib.loads(b) for b in re.findall(r"```toml\n(.*?)```", text, re.S)]
+    return next(d for d in docs if d.get("name") == name)
+
+
+def test_the_documented_examples_declare_what_the_page_says() -> None:
+    """docs/providers.md's "Deadlines, reconciliation tiers" examples: a filtered listing
+    with timeout_hours from the result deadline and counts; a token kept 24 h with a
+    bounded scan and Cancel-After."""
+    from jobtrail.core.remote_deadline import place
+
+    hourly = parse_provider(_example("hourly-batches"))
+    assert hourly.capabilities.tier is Tier.FILTER and hourly.capabilities.remote_deadline
+    assert hourly.remote_deadline is not None
+    placed = place(hourly.remote_deadline, {}, {}, hourly.deadlines["result"])
+    assert placed.body == {"timeout_hours": 30}
+    assert dict(hourly.usage) == {
+        "requests": "total_requests",
+        "succeeded_requests": "succeeded_requests",
+    }
+    scanned = parse_provider(_example("scanned-batches"))
+    caps = scanned.capabilities
+    assert caps.tier is Tier.TOKEN and caps.token_kept_for == 24 * 3600
+    assert caps.scan_pages == 5 and caps.scan_seconds == 20
+    assert scanned.remote_deadline is not None
+    sent = place(scanned.remote_deadline, {}, {}, timedelta(hours=1))
+    assert sent.headers == {"Cancel-After": "3600s"}
