@@ -42,6 +42,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             "(apt-get install chromium; CI runs them with JOBTRAIL_REQUIRE_BROWSER=1).",
             red=True,
         )
+    if any("the AutoRest test server cannot run" in reason for reason in reasons):
+        terminalreporter.write_sep("!", "AUTOREST TESTS WERE SKIPPED", red=True, bold=True)
+        terminalreporter.write_line(
+            "No Node.js or npm here; the real AutoRest LRO test server's 81 scenarios did NOT "
+            "run (apt-get install nodejs npm; CI runs them with JOBTRAIL_REQUIRE_AUTOREST=1).",
+            red=True,
+        )
     if any("PostgreSQL not reachable" in reason for reason in reasons):
         terminalreporter.write_sep("!", "PostgreSQL TESTS WERE SKIPPED", red=True, bold=True)
         terminalreporter.write_line(

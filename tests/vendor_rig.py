@@ -224,7 +224,6 @@ CASES.update(
             None,
             "AZURE_ACCESS_TOKEN",
             can_cancel=False,
-            has_result=False,
             setup=True,
         ),
         "azure-arm-post": Case(

@@ -739,7 +739,9 @@ def _own_headers(provider: ProviderSpec | CodeSpec) -> list[str]:
         return ["traceparent"]
     placed = (provider.idempotency, provider.client_reference)
     names = [p.header for p in placed if p is not None and p.header]
-    names += [h for h in (provider.trace_header, provider.client_request_id_header) if h]
+    # the client request id header ([request_ids] send) may be given: it is then sent on
+    # every call of the operation instead of a fresh UUID (providers/http.py)
+    names += [h for h in (provider.trace_header,) if h]
     return [*names, "traceparent"]
 
 

@@ -77,6 +77,22 @@ async def test_azure_request_ids_are_read_and_sent_as_azure_names_them(arm: Rig)
     assert set(ours) <= set(sent)
 
 
+@pytest.mark.parametrize("arm", ["azure-arm-put"], indirect=True)
+async def test_a_client_request_id_given_at_submit_is_sent_on_every_call(arm: Rig) -> None:
+    """`x-ms-client-request-id` given with the request is the operation's: the create and
+    every status and result call carry it (azure-core re-sends the create's on every poll)."""
+    given = "9C4D50EE-2D56-4CD3-8152-34347DC9F2B0"
+    arm.faults(duration_polls=2)
+    submitted = await arm.h.submit(arm.case.body, headers={"x-ms-client-request-id": given})
+    op = await arm.finish(submitted)
+    assert op.state is State.SUCCEEDED, op
+    attempts = await arm.h.rt.ledger.store.attempts(op.operation_id)
+    assert len(attempts) >= 3
+    assert {a.detail["client_request_id"] for a in attempts} == {given}
+    sent = {c.client_request_id for c in arm.h.sim.vendors.calls if c.mode == arm.mode}
+    assert sent == {given}
+
+
 async def test_a_google_request_id_is_the_uuid4_aip_155_asks_for(
     h: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,6 +19,7 @@ from jobtrail.core.model import Idempotency
 from jobtrail.core.states import RemoteStatus
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ProviderConfigError
+from jobtrail.profiles import shipped_profile
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.providers.parse import parse_create, parse_list, parse_status, provider_error
 
@@ -35,6 +36,14 @@ def examples() -> dict[str, dict[str, Any]]:
 
 def spec(name: str) -> ProviderSpec:
     return parse_provider(examples()[name])
+
+
+def arm_reading() -> dict[str, Any]:
+    """The docs' ARM PUT without `at_create`: how its create answers are read, before a
+    done one is taken as the result."""
+    doc = examples()["azure-arm-put"]
+    del doc["result"]["at_create"]
+    return doc
 
 
 def body(document: Any) -> bytes:
@@ -114,7 +123,7 @@ def test_a_header_only_create_is_named_by_its_declared_headers() -> None:
 
 def test_the_order_of_sources_says_whether_a_header_or_the_body_wins() -> None:
     """With `field:` first, the body's status URL wins over a header; reversed, the header."""
-    doc = examples()["azure-arm-put"]
+    doc = arm_reading()
     doc["create"]["status_from"] = ["field:statusUrl", "header:Location"]
     answer = body({"statusUrl": f"{ARM}/from-body", "properties": {}})
     first = parse_create(parse_provider(doc), 201, {"Location": f"{ARM}/hdr"}, answer, PUT_URL)
@@ -130,6 +139,18 @@ def test_an_identity_url_off_the_providers_origin_is_refused() -> None:
     doc = examples()["azure-ai"]
     out = parse_create(parse_provider(doc), 202, {"Operation-Location": "https://evil/x"}, b"")
     assert isinstance(out, o.Ambiguous) and "origin" in out.reason
+
+
+def test_a_status_url_off_the_providers_origin_is_passed_over() -> None:
+    """A monitor header naming another host is ignored as if absent: the next declared
+    place names the status URL (here `Location`, then the resource itself)."""
+    arm = parse_provider(arm_reading())
+    foreign = {"Azure-AsyncOperation": "http://localhost/fakeurl", "Location": "/loc/1"}
+    out = parse_create(arm, 202, foreign, b"", PUT_URL)
+    assert isinstance(out, o.Accepted)
+    assert (out.status_url, out.status_via) == ("/loc/1", "Location")
+    alone = parse_create(arm, 202, {"Azure-AsyncOperation": "https://evil.example/x"}, b"", PUT_URL)
+    assert isinstance(alone, o.Accepted) and (alone.status_url, alone.status_via) == (PUT_URL, None)
 
 
 @pytest.mark.parametrize(
@@ -149,7 +170,7 @@ def test_each_create_status_code_is_read_as_declared(
     """202 is running, 200/201 read the body (absent state: succeeded), 204 is done; a
     body-less 2xx is not ambiguous when its code says what it means."""
     raw = b"" if answer is None else body(answer)
-    out = parse_create(spec("azure-arm-put"), code, {}, raw, PUT_URL)
+    out = parse_create(parse_provider(arm_reading()), code, {}, raw, PUT_URL)
     assert isinstance(out, o.Accepted) and out.remote_status is expected
 
 
@@ -371,7 +392,7 @@ def test_a_status_answer_may_move_its_monitor() -> None:
 def test_a_declared_non_2xx_create_code_is_an_outcome() -> None:
     """An idempotent DELETE may declare 404 as done (already gone); undeclared, a 404 stays
     a refusal."""
-    doc = examples()["azure-arm-put"]
+    doc = arm_reading()
     doc["create"] |= {"method": "DELETE", "codes": {"404": "succeeded"}}
     gone = parse_create(
         parse_provider(doc), 404, {}, body({"error": {"code": "NotFound"}}), PUT_URL
@@ -431,12 +452,14 @@ def test_provider_check_names_request_ids_path_values_and_partial_results() -> N
 def test_a_location_monitor_is_read_by_its_own_rule() -> None:
     """With the header that named the status URL, a Location monitor's 200 with no body is
     done (LRODelete200: its code says so), and a body stating Failed says how it ended; the
-    same empty answer from a monitor named otherwise states nothing. A PUT's result is the
-    resource, read at its URL: the monitor's answer is not kept as the result."""
+    same empty answer from a monitor named otherwise states nothing. The Location monitor's
+    final answer is kept as the result, as read (azure-core's LocationPolling asks no more:
+    LROPut202Retry200's resource URL has nothing to GET); an Azure-AsyncOperation monitor's
+    is not (the PUT's result is then the resource, read at its URL)."""
     arm = spec("azure-arm-put")
     done = judge(parse_status(arm, 200, {}, b"", "location"))
     assert isinstance(done, o.Observed) and done.remote_status is RemoteStatus.SUCCEEDED
-    assert done.content is None
+    assert done.content == b"null"
     failed = {"id": "x", "properties": {"provisioningState": "Failed"}}
     ended = judge(parse_status(arm, 200, {}, body(failed), "Location"))
     assert isinstance(ended, o.Observed) and ended.remote_status is RemoteStatus.FAILED
@@ -454,7 +477,8 @@ def test_the_create_answer_names_the_header_of_its_status_url() -> None:
     headers = {"Azure-AsyncOperation": f"{ARM}/ops/1", "Location": f"{ARM}/loc/1"}
     out = parse_create(arm, 202, headers, b"", PUT_URL)
     assert isinstance(out, o.Accepted) and out.status_via == "Azure-AsyncOperation"
-    alone = parse_create(arm, 201, {}, body({"properties": {}}), PUT_URL)
+    running = body({"properties": {"provisioningState": "Creating"}})
+    alone = parse_create(arm, 201, {}, running, PUT_URL)
     assert isinstance(alone, o.Accepted) and alone.status_via is None
 
 
@@ -484,3 +508,38 @@ def test_a_monitor_named_by_a_header_moves_only_by_that_header() -> None:
     assert isinstance(stays, o.Observed) and stays.status_url is None
     moves = parse_status(arm, 202, {"Location": f"{ARM}/loc/2"}, b"", "Location")
     assert isinstance(moves, o.Observed) and moves.status_url == f"{ARM}/loc/2"
+
+
+def _reading(doc: dict[str, Any]) -> dict[str, Any]:
+    """What decides how a provider file reads answers (not where its requests go)."""
+    create = {k: v for k, v in doc["create"].items() if k not in ("path", "method")}
+    return {
+        "cookies": doc.get("cookies"),
+        "create": create,
+        "status": doc["status"],
+        "states": doc["states"],
+        "result": doc.get("result"),
+        "reconcile": doc.get("reconcile"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("example", "profile"),
+    [
+        ("azure-arm-put", "azure-arm-put"),
+        ("arm-widget", "azure-arm-put"),
+        ("arm-widgets", "azure-arm-put"),
+        ("azure-arm-delete", "azure-arm-delete"),
+        ("azure-arm-patch", "azure-arm-patch"),
+        ("azure-arm-post", "azure-arm-post"),
+        ("azure-arm-post-async", "azure-arm-post-async"),
+    ],
+)
+def test_the_docs_arm_examples_read_answers_as_the_shipped_profiles(
+    example: str, profile: str
+) -> None:
+    """One description of each ARM operation: the docs' example and the shipped profile
+    read every answer alike (they differ only in where requests go)."""
+    shipped = shipped_profile(profile)
+    assert shipped is not None
+    assert _reading(examples()[example]) == _reading(tomllib.loads(shipped.text))

@@ -30,7 +30,7 @@ from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.cookies import OperationCookies
 from jobtrail.providers.placement import place, reference_value
 from jobtrail.providers.protocol import Fetched, Reply
-from jobtrail.providers.spec import Cookies, SourceKind
+from jobtrail.providers.spec import Cookies, ResultSpec, SourceKind
 from jobtrail.providers.tracing import call_span
 from jobtrail.randomness import PooledSystemRandom
 
@@ -240,8 +240,13 @@ class HttpProvider:
                 prepared.headers["Cookie"] = cookie
         client_request_id = self.spec.client_request_id_header
         if client_request_id is not None:
-            # a fresh UUID per call (Azure's x-ms-client-request-id), recorded with its outcome
-            prepared.headers[client_request_id] = _uuid4(self._rand)
+            # Azure's x-ms-client-request-id, recorded with each call's outcome: the value the
+            # submitter gave, on every call of the operation (azure-core re-sends the
+            # create's on every poll), else a fresh UUID per call
+            given = parse.header(op.request.headers, client_request_id)
+            for name in [n for n in prepared.headers if n.lower() == client_request_id.lower()]:
+                del prepared.headers[name]
+            prepared.headers[client_request_id] = given or _uuid4(self._rand)
         with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
             prepared.headers["traceparent"] = parent
             reply = await self._send(kind, prepared, limit, op.operation_id, via=self._via(op))
@@ -461,6 +466,14 @@ class HttpProvider:
         if status in (404, 410):
             reason = f"the result is gone (HTTP {status})"
             return Reply(outcome=o.ResultMissing(reason=reason, http_status=status), detail=detail)
+        if status == 202:
+            # Accepted is not done: a 202 is never a result (a monitor asked again may have
+            # started over); ask again later
+            reason = "the result is not ready yet (HTTP 202)"
+            return Reply(
+                outcome=o.Throttled(reason=reason, http_status=status, request_id=req),
+                detail=detail,
+            )
         if not 200 <= status < 300:
             failed = parse.error_outcome(status, headers, body, what="result", req=req)
             outcome: o.CallOutcome = failed
@@ -483,7 +496,7 @@ class HttpProvider:
                 )
         fetched = Fetched(
             content=body,
-            content_type=parse.header(headers, "Content-Type"),
+            content_type=parse.header(headers, "Content-Type") or _json_type(body, rule),
             checksum=parse.header(headers, rule.checksum_header) if rule.checksum_header else None,
             record_count=int(count)
             if count and count.strip().isascii() and count.strip().isdigit()
@@ -529,6 +542,17 @@ async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes |
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _json_type(body: bytes, rule: ResultSpec) -> str | None:
+    """The media type of a result answered without a Content-Type: JSON, when the file
+    expects JSON and the body is JSON (azure-core reads such an answer; one with another
+    declared type is still checked against the file)."""
+    wanted = (rule.content_type or "").split(";")[0].strip().lower()
+    if wanted != "application/json" or not body.strip():
+        return None
+    _, problem = parse.read_json(body)
+    return wanted if problem is None else None
 
 
 def _named(value: Any) -> bool:

@@ -205,7 +205,9 @@ def parse_create(
             basis=Basis.CONTENT,
             body=shape,
         )
-    status_url, via = reading_.status_url_from(spec.status_from, headers, document, sent_to)
+    status_url, via = reading_.status_url_from(
+        spec.status_from, headers, document, sent_to, spec.base_url
+    )
     job_id, problem = _identity(spec, headers, document, sent_to, status_url)
     if job_id is None:
         return o.Ambiguous(

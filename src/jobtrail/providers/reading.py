@@ -166,10 +166,16 @@ def header(headers: Mapping[str, str], name: str) -> str | None:
 
 
 def status_url_from(
-    sources: tuple[Source, ...], headers: Mapping[str, str], document: Any, request_url: str
+    sources: tuple[Source, ...],
+    headers: Mapping[str, str],
+    document: Any,
+    request_url: str,
+    base_url: str | None = None,
 ) -> tuple[str | None, str | None]:
     """The first status URL the declared sources name (raw: resolved where it is used), and
-    the answer header that named it (None for a body field or the create URL)."""
+    the answer header that named it (None for a body field or the create URL). With
+    `base_url`, a URL off its origin (another host, user info) is passed over as if the
+    answer had not named it: the next declared place is tried."""
     for source in sources:
         via = None
         if source.kind is SourceKind.HEADER:
@@ -178,8 +184,11 @@ def status_url_from(
             value = find(document, source.name)
         else:
             value = request_url
-        if isinstance(value, str) and value.strip():
-            return value, via
+        if not isinstance(value, str) or not value.strip():
+            continue
+        if base_url is not None and same_origin(base_url, request_url, value) is None:
+            continue
+        return value, via
     return None, None
 
 
