@@ -117,3 +117,25 @@ async def test_an_incomplete_response_keeps_its_output_and_fails(
         assert op.state is State.FAILED and op.remote_state == "incomplete", op
         assert op.result is not None and op.result.partial and op.result.valid
         assert op.usage == {"input_tokens": 120, "output_tokens": 64}
+
+
+@pytest.mark.parametrize(
+    ("name", "items"),
+    [("mistral-batch", (1, 0)), ("vertex-batch", None), ("openai-batch", (1, 0))],
+)
+async def test_a_cancelled_job_keeps_what_it_finished(
+    name: str, items: tuple[int, int] | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled while running, the job's finished work (Mistral's output file, Vertex's
+    outputInfo, OpenAI's output file) is collected, valid and partial, with its per-item
+    outcomes where the provider gives them; the operation is `cancelled`."""
+    async with vendor_rig(name, f"keep-{name}", tmp_path, monkeypatch) as rig:
+        rig.faults(duration_polls=50, cancel_polls=1, in_flight_items=1)
+        op = await rig.h.until(await rig.submit(), State.OBSERVING)
+        await rig.h.rt.ledger.cancel(op.operation_id, actor="test", reason="not needed")
+        op = await rig.finish(op)
+        assert op.state is State.CANCELLED, op
+        assert op.result is not None and op.result.valid and op.result.partial
+        if items is not None:
+            assert op.result.items is not None
+            assert (op.result.items.succeeded, op.result.items.failed) == items
