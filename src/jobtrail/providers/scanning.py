@@ -158,7 +158,10 @@ def _joined(replies: list[Reply], outcome: o.CallOutcome | None, found: list[str
     if len(replies) == 1:
         detail = dict(replies[0].detail)
     else:
-        detail = {**replies[-1].detail, "pages": [r.detail for r in replies]}
+        # each page as it was answered, its body kept only for the last (a record per scan,
+        # not a copy of the provider's listing)
+        pages = [{k: v for k, v in r.detail.items() if k != "body"} for r in replies[:-1]]
+        detail = {**replies[-1].detail, "pages": [*pages, replies[-1].detail]}
     detail["scanned"] = {"pages": len(replies), "found": list(found)}
     if isinstance(outcome, o.Found) and outcome.capped:
         detail["error"] = outcome.capped
