@@ -368,7 +368,8 @@ def simulator(
     """Serve the provider simulator (the source article's API, with fault injection).
 
     The same server speaks the vendor modes the shipped profiles use, under /azure-arm,
-    /azure-ai, /google, /openai, /anthropic and /gemini (their keys: the same token)."""
+    /azure-ai, /google, /openai, /anthropic, /gemini, /mistral, /replicate and /vertex
+    (their keys: the same token), and Bedrock batch inference under /bedrock (SigV4)."""
     from jobtrail.simulator import serve_forever
 
     secret = os.environ.get(webhook_secret_env)
