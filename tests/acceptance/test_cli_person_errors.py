@@ -41,7 +41,7 @@ def test_body_and_duration_mistakes_are_one_sentence(ws: Workspace) -> None:
     line = _one_sentence(ws, "submit", "simulator", "--body", "@big.json")
     assert "1 MiB" in line
     listed = json.loads(ws.run("list", "--json").stdout)
-    assert listed["operations"] == [] and listed["totals"]["operations"] == 0  # nothing recorded
+    assert listed["operations"] == [] and listed["total"] == 0  # nothing was recorded
 
 
 def test_the_request_body_is_stored_once(ws: Workspace) -> None:

@@ -270,16 +270,24 @@ async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
 @pass_settings
 @run_async
 async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json: bool) -> None:
-    """List operations, newest first. With --json: {"operations": [...], "totals": {...}},
-    the totals summing what the providers reported of work done and billed."""
+    """List operations, newest first. With --json: {"total", "shown", "operations", "totals"},
+    `totals.usage` summing what the providers reported of work done and billed."""
+    from jobtrail.store.finding import OperationQuery
+
     async with opened(settings) as ledger:
-        ops = await ledger.store.list_operations(states=[State(s) for s in states], limit=limit)
+        found = await ledger.store.find_operations(
+            OperationQuery(states=[State(s) for s in states], limit=limit)
+        )
         now = ledger.clock()
+    ops = found.operations
     if as_json:
         emit_json(
             {
+                "total": found.total,
+                "shown": len(ops),
                 "operations": [operation_json(op, now) for op in ops],
-                "totals": {"operations": len(ops), "usage": usage_totals(ops)},
+                # what the providers reported of work done and billed, summed over those shown
+                "totals": {"usage": usage_totals(ops)},
             }
         )
         return
