@@ -42,6 +42,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             "(apt-get install chromium; CI runs them with JOBTRAIL_REQUIRE_BROWSER=1).",
             red=True,
         )
+    if any("Airflow tests cannot run" in reason for reason in reasons):
+        terminalreporter.write_sep("!", "AIRFLOW TESTS WERE SKIPPED", red=True, bold=True)
+        terminalreporter.write_line(
+            "Apache Airflow could not be installed or started (see the skip reason); the "
+            "Airflow profile's tests against a real server did NOT run. CI runs them "
+            "(JOBTRAIL_REQUIRE_AIRFLOW=1).",
+            red=True,
+        )
     if any("the AutoRest test server cannot run" in reason for reason in reasons):
         terminalreporter.write_sep("!", "AUTOREST TESTS WERE SKIPPED", red=True, bold=True)
         terminalreporter.write_line(

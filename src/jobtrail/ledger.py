@@ -50,6 +50,7 @@ from jobtrail.errors import (
 from jobtrail.histories import Forgery, audited_requests, audited_steps, request_problem
 from jobtrail.histories import check as check_history
 from jobtrail.policy import Action, ActionPolicy, kind_of
+from jobtrail.providers.baseurl import unfilled
 from jobtrail.providers.code import CodeSpec, stored_spec
 from jobtrail.providers.config import ProviderSpec, parse_provider, poll_rules
 from jobtrail.providers.pathvalues import checked
@@ -166,6 +167,10 @@ class Ledger:
         """`submit`, also saying whether the operation already existed under its key (True:
         nothing new was recorded). `path` fills the create path's placeholders."""
         await self.permit(Action.SUBMIT, actor, None, subject=key)
+        if isinstance(provider, ProviderSpec):
+            placeholder = unfilled(provider)  # ARM's .../subscriptions/SUBSCRIPTION/...
+            if placeholder is not None:
+                raise InvalidInput(placeholder)
         headers = dict(headers or {})
         in_use = provider.secret_values()  # read from the environment once per submit
         check_request(

@@ -32,6 +32,8 @@ from jobtrail.core.redact import Redactor
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.providers.code import is_code_document, stored_document
 from jobtrail.providers.config import parse_provider
+from jobtrail.providers.spec import Auth
+from jobtrail.providers.tokens import known_values
 from jobtrail.store.base import Change
 
 _FALLBACK = Redactor()
@@ -44,7 +46,7 @@ class Redactors:
     values that provider uses now. Built once per provider shape and set of values."""
 
     def __init__(self) -> None:
-        self._bases: dict[str, tuple[Redactor, tuple[str, ...]]] = {}
+        self._bases: dict[str, tuple[Redactor, tuple[str, ...], Auth | None]] = {}
         self._built: dict[tuple[str, tuple[str, ...]], Redactor] = {}
         # The records of one operation share its provider document: its shape is worked out
         # once per document object (the document is kept, so its id is not reused).
@@ -74,8 +76,9 @@ class Redactors:
         known = self._bases.get(shape)
         if known is None:
             known = self._bases[shape] = _base(doc)
-        base, names = known
-        values = tuple(os.environ.get(name, "") for name in names)
+        base, names, auth = known
+        # the secrets in use: from the environment, and tokens this process fetched
+        values = tuple(os.environ.get(name, "") for name in names) + known_values(auth)
         redactor = self._built.get((shape, values))
         if redactor is None:
             redactor = self._built[(shape, values)] = base.extended(values=values)
@@ -92,22 +95,23 @@ class Redactors:
         return redactor
 
 
-def _base(doc: dict[str, Any]) -> tuple[Redactor, tuple[str, ...]]:
-    """The provider's redactor without values, and the environment variables holding them."""
+def _base(doc: dict[str, Any]) -> tuple[Redactor, tuple[str, ...], Auth | None]:
+    """The provider's redactor without values, the environment variables holding them, and
+    its `auth` (whose fetched tokens are secrets in use too)."""
     if is_code_document(doc):
         try:
             code = stored_document(doc)
         except (ProviderConfigError, InvalidInput, TypeError, ValueError):
-            return _FALLBACK, ()
-        return code.redactor, code.secret_env
+            return _FALLBACK, (), None
+        return code.redactor, code.secret_env, None
     try:
         spec = parse_provider(doc)
     except ProviderConfigError:
-        return _FALLBACK, ()
-    names = [spec.auth.env] if spec.auth else []
+        return _FALLBACK, (), None
+    names = [spec.auth.env] if spec.auth and spec.auth.env else []
     if spec.webhooks:
         names.append(spec.webhooks.secret_env)
-    return spec.redactor, tuple(names)
+    return spec.redactor, tuple(names), spec.auth
 
 
 def redacted(change: Change, r: Redactor) -> Change:

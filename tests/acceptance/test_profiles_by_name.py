@@ -19,6 +19,7 @@ from harness import SECRET
 
 SHIPPED = {
     "simulator",
+    "airflow",
     "openai-batch",
     "anthropic-batch",
     "gemini-batch",

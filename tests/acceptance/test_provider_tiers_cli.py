@@ -16,6 +16,7 @@ from cliutil import JOBTRAIL
 
 # profile -> (tier, deadline pushed to the provider, words the tier's sentence must hold)
 EXPECTED = {
+    "airflow": ("token", False, "looks the job up by the token"),
     "anthropic-batch": ("none", False, "none (in doubt): nothing can find"),
     "azure-ai": ("token", False, "the provider documents no limit on how long it keeps"),
     "azure-arm-delete": ("token", False, "the provider's own token"),

@@ -305,3 +305,24 @@ async def test_a_provider_answering_one_token_with_two_ids(rig: Rig) -> None:
     assert first.job_id != second.job_id
     found = (await rig.call(K.RECONCILE, op)).outcome
     assert isinstance(found, o.Found) and set(found.job_ids) == {first.job_id, second.job_id}
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [("state", b'"running"'), ("no_such_field", None)],
+)
+async def test_a_get_result_is_narrowed_to_its_field(
+    monkeypatch: pytest.MonkeyPatch, field: str, expected: bytes | None
+) -> None:
+    """`[result] field` with `from = "path"`: the GET's JSON answer is narrowed to that part
+    (stored as JSON); an answer without it is a missing result, never the whole answer."""
+    result = {"path": "/v1/jobs/{job_id}", "field": field, "content_type": "application/json"}
+    async for rig in make_rig(monkeypatch, result=result):
+        op = await rig.created({"_sim": {"duration_polls": 3}})
+        reply = await rig.call(K.RESULT, op)
+        if expected is None:
+            assert isinstance(reply.outcome, o.ResultMissing), reply
+            assert "no result at `no_such_field`" in reply.outcome.reason
+        else:
+            assert reply.fetched is not None and reply.fetched.content == expected
+            assert reply.fetched.content_type == "application/json"

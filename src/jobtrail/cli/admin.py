@@ -20,7 +20,7 @@ from jobtrail.cli.context import (
 )
 from jobtrail.core.durations import format_duration
 from jobtrail.core.proof import absence_rule
-from jobtrail.providers import promises
+from jobtrail.providers import baseurl, promises
 from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.declared import declared_lines
@@ -130,6 +130,8 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
         means.append("same-token retry")
     if spec.listing:
         means.append(f"lookup by client reference ({spec.listing.path})")
+    if spec.lookup:
+        means.append(f"lookup by our key (GET {spec.lookup.path})")
     lines.append(("reconciliation", ", ".join(means) or "none"))
     note = promises.idempotency_note(spec)
     if note:
@@ -166,14 +168,7 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
                 "its own",
             )
         )
-    lines.append(
-        (
-            "cancel",
-            f"{spec.cancel_method} {spec.cancel_path}"
-            if spec.cancel_path
-            else "not supported: jobtrail will refuse cancel requests",
-        )
-    )
+    lines.append(("cancel", promises.cancel_line(spec)))
     result = spec.result
     special = promises.result_line(spec)
     if result.path or special:
@@ -204,16 +199,8 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
             else "none: polling only",
         )
     )
-    if spec.auth:
-        present = "set" if os.environ.get(spec.auth.env) else "NOT SET"
-        lines.append(
-            (
-                "credentials",
-                f"header {spec.auth.header} from ${spec.auth.env} ({present}); never stored",
-            )
-        )
-    else:
-        lines.append(("credentials", "none"))
+    lines.append(("credentials", promises.credentials_line(spec)))
+    lines.append(("environment", "; ".join(baseurl.environment(spec)) or "nothing"))
     lines.append(
         (
             "deadlines",

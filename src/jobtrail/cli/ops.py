@@ -206,8 +206,7 @@ async def submit(
     from jobtrail.providers.resolve import resolve_provider
 
     spec = resolve_provider(provider, load_plugins(provider_modules))
-    if (unset := unset_credentials(spec)) is not None:
-        say(unset.at_submit(), err=True)
+    unset = unset_credentials(spec)  # said once the operation is recorded, not if refused
     async with opened(settings, create=True) as ledger:
         op, existing = await ledger.admit(
             spec,
@@ -223,6 +222,8 @@ async def submit(
             cancel_deadline=parse_duration(cancel_deadline) if cancel_deadline else None,
         )
         document = operation_json(op, ledger.clock()) | {"existing": existing}
+    if unset is not None:
+        say(unset.at_submit(), err=True)
     if as_json:
         emit_json(document)
     elif existing:

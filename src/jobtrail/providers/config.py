@@ -20,12 +20,11 @@ from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.profiles import profile_names, shipped_profile
 from jobtrail.providers import conventions as cv
-from jobtrail.providers import declared
+from jobtrail.providers import declared, sections
 from jobtrail.providers.pathvalues import placeholders
 from jobtrail.providers.spec import (
     DEFAULT_TIMEOUT,
     DEFAULT_VISIBILITY,
-    Auth,
     Cookies,
     ItemsRule,
     ListSpec,
@@ -123,6 +122,7 @@ _KEYS: dict[str, frozenset[str]] = {
             "name",
             "base_url",
             "base_url_env",  # read by load_provider_text: overrides base_url when set
+            "path_values",  # names given at submit for paths other than the create path
             "auth",
             "trace_header",
             "request_ids",
@@ -142,7 +142,7 @@ _KEYS: dict[str, frozenset[str]] = {
             "poll",
         }
     ),
-    "auth": frozenset({"header", "env", "prefix", "value", "token"}),  # _auth refuses the last two
+    "auth": sections.AUTH_KEYS | {"value", "token"},  # sections.auth refuses the last two
     "redact": frozenset({"headers", "fields"}),
     "create": frozenset(
         {
@@ -161,7 +161,7 @@ _KEYS: dict[str, frozenset[str]] = {
     "status": frozenset(
         {"path", "state", "progress", "updated_at", "error", "usage", *cv.STATUS_KEYS}
     ),
-    "cancel": frozenset({"method", "path"}),
+    "cancel": frozenset({"method", "path", "body"}),
     "result": frozenset(
         {
             "path",
@@ -176,7 +176,7 @@ _KEYS: dict[str, frozenset[str]] = {
             *cv.RESULT_KEYS,
         }
     ),
-    "reconcile": frozenset({"same_token", "list", "token_kept"}),
+    "reconcile": frozenset({"same_token", "list", "lookup", "token_kept"}),
     "webhooks": frozenset(
         {
             "signing",
@@ -225,7 +225,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
             )
     create, status, cancel = r.sub("create"), r.sub("status"), r.sub("cancel", optional=True)
     result, reconcile = r.sub("result", optional=True), r.sub("reconcile", optional=True)
-    auth = _auth(r.table("auth")) if "auth" in doc else None
+    auth = sections.auth(r.table("auth")) if "auth" in doc else None
     method = create.text("method", "POST").upper()
     idempotency = cv.placement(create.table("idempotency"), "create.idempotency", method=method)
     client_reference = cv.placement(
@@ -245,7 +245,15 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         unknown = sorted(set(listing) - cv.LIST_KEYS)[0]
         known = ", ".join(sorted(cv.LIST_KEYS))
         raise ProviderConfigError(f"unknown key {unknown!r} in reconcile.list; known keys: {known}")
+    lookup = sections.reconcile_lookup(
+        reconcile.doc if reconcile else {}, listing, idempotency, client_reference
+    )
     status_rule = cv.status_rule(status.doc)
+    create_rule = cv.create_rule(create.doc, status_rule.ignore_case)
+    sections.check_exists(create_rule.codes, same_token, bool(listing or lookup))
+    submitted = sections.path_values(doc, placeholders(create.text("path"), "create.path"))
+    sections.check_paths(doc, submitted)
+    cancel_method = cancel.text("method", "POST").upper() if cancel else "POST"
     redact = r.table("redact")
     deadlines = {
         k: parse_duration(v) for k, v in (DEFAULT_DEADLINES | r.table("deadlines")).items()
@@ -272,7 +280,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         cookies=_cookies(doc.get("cookies", Cookies.IGNORE.value)),
         create_method=method,
         create_path=create.text("path"),
-        create_placeholders=placeholders(create.text("path"), "create.path"),
+        create_placeholders=submitted,
         idempotency=idempotency,
         client_reference=client_reference,
         create_job_id=create.text("job_id", "job_id"),
@@ -285,12 +293,13 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         status_error=status_rule.error[0],
         identity=cv.identity(create.doc),
         status_from=cv.status_from(create.doc),
-        create_rule=cv.create_rule(create.doc, status_rule.ignore_case),
+        create_rule=create_rule,
         status_rule=status_rule,
         status_by_header=cv.status_by_header(status.doc, status_rule),
         states=_states(r.table("states")),
-        cancel_method=cancel.text("method", "POST").upper() if cancel else "POST",
+        cancel_method=cancel_method,
         cancel_path=cv.template(cancel.text("path"), "cancel.path") if cancel else None,
+        cancel_body=sections.cancel_body(cancel.doc if cancel else None, cancel_method),
         result=_result(result, create.text("result", None)),
         same_token=same_token,
         listing=ListSpec(
@@ -303,6 +312,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         )
         if listing
         else None,
+        lookup=lookup,
         webhooks=_webhooks(r.table("webhooks")) if "webhooks" in doc else None,
         deadlines=deadlines,
         poll=poll,
@@ -404,18 +414,6 @@ class _Reader:
                 return None
             raise ProviderConfigError(f"the [{key}] table is required")
         return _Reader(self.table(key), f"{key}.")
-
-
-def _auth(table: dict[str, Any]) -> Auth:
-    if "value" in table or "token" in table:
-        raise ProviderConfigError(
-            'auth must name an environment variable (env = "NAME"), never hold the secret'
-        )
-    if "header" not in table or "env" not in table:
-        raise ProviderConfigError("auth needs `header` and `env`")
-    return Auth(
-        header=str(table["header"]), env=str(table["env"]), prefix=str(table.get("prefix", ""))
-    )
 
 
 def _cookies(value: Any) -> Cookies:

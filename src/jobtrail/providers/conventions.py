@@ -80,6 +80,11 @@ def codes(value: Any, where: str) -> dict[int, Reading]:
             raise ProviderConfigError(f"{where}.{code} must be one of {choices}") from None
         if table[int(code)] in (Reading.BODY, Reading.DONE) and int(code) >= 300:
             raise ProviderConfigError(f"{where}.{code}: only a 2xx answer's body is read")
+        if table[int(code)] is Reading.EXISTS and where != "create.codes":
+            raise ProviderConfigError(
+                f'{where}.{code}: "exists" is what a create answer may say (a job already '
+                "exists under our key), not a status"
+            )
     return table
 
 
@@ -263,10 +268,21 @@ def result_keys(result: dict[str, Any]) -> dict[str, Any]:
             '"status" with result.field: a failed or cancelled job\'s answer must name or '
             "hold its partial result"
         )
-    if field is not None and (not isinstance(field, str) or (source == "path" and not at_create)):
+    narrows_path = source == "path" and bool(result.get("path")) and not link
+    if field is not None and (
+        not isinstance(field, str)
+        or not field
+        or not (narrows_path or source != "path" or at_create)
+    ):
         raise ProviderConfigError(
-            'result.field is a path into the status answer (from = "status") or into a '
+            "result.field is a path into the answer that holds the result: the GET of "
+            'result.path (from = "path", no link), the status answer (from = "status") or a '
             "create answer that is the result (at_create = true)"
+        )
+    if field is not None and narrows_path and (fmt != "json" or result.get("checksum_header")):
+        raise ProviderConfigError(
+            "result.field narrows a JSON answer to one of its parts: not with "
+            'format = "jsonl", nor with checksum_header (which covers the whole answer)'
         )
     merge = result.get("merge", False)
     if not isinstance(merge, bool) or (merge and (len(link) < 2 or fmt != "jsonl")):

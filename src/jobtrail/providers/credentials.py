@@ -66,8 +66,9 @@ def unset_credentials(spec: ProviderSpec | CodeSpec) -> Unset | None:
         if not names or any(os.environ.get(name) for name in names):
             return None
         return Unset(provider=spec.name, names=names, code=True)
-    if spec.auth is not None and not os.environ.get(spec.auth.env):
-        return Unset(provider=spec.name, names=(spec.auth.env,), code=False)
+    env = spec.auth.env if spec.auth is not None else None  # a token command has none
+    if env is not None and not os.environ.get(env):
+        return Unset(provider=spec.name, names=(env,), code=False)
     return None
 
 

@@ -9,7 +9,6 @@ used, so a provider's answer can never steer our credentials elsewhere.
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 import uuid
@@ -25,7 +24,8 @@ from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSumm
 from jobtrail.core.redact import Redactor
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import JobtrailError
-from jobtrail.providers import parse, pathvalues, reading, scanning
+from jobtrail.providers import lookup, parse, pathvalues, reading, scanning
+from jobtrail.providers.authorize import Authorizer, NoCredential
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.cookies import OperationCookies
 from jobtrail.providers.placement import place, reference_value
@@ -64,6 +64,7 @@ class HttpProvider:
         self.name: str = spec.name
         self.capabilities: Capabilities = spec.capabilities
         self._rand = PooledSystemRandom()
+        self._auth = Authorizer(spec)
         self._base_origin = URL(spec.base_url).origin()
         self._redactors: dict[tuple[str, ...], Redactor] = {}
         self._origins: dict[tuple[str, str], str | None] = {}
@@ -111,6 +112,8 @@ class HttpProvider:
             path = path.replace(
                 "{client_reference}", quote(reference_value(self.spec, op), safe="")
             )
+        # our own keys: the token names the job where the provider keys it by the token
+        path = path.replace("{idempotency_token}", quote(op.idempotency_token, safe=""))
         return self.spec.base_url + path.replace("{operation_id}", quote(op.operation_id, safe=""))
 
     def _status_url(self, op: Operation) -> str | None:
@@ -175,6 +178,9 @@ class HttpProvider:
                 if spec.cancel_path is None:
                     return "the provider file has no [cancel] path"
                 method, url = spec.cancel_method, self._url(spec.cancel_path, op)
+                if spec.cancel_body is not None:
+                    headers["Content-Type"] = "application/json"
+                    body = json.dumps(spec.cancel_body, ensure_ascii=False).encode("utf-8")
             case AttemptKind.RESULT:
                 rule = spec.result
                 if rule.source != "path" or rule.link:
@@ -189,9 +195,10 @@ class HttpProvider:
                     method, url = "GET", self._url(rule.path, op)
                     headers["Accept"] = rule.content_type or "*/*"
             case AttemptKind.RECONCILE:
-                if spec.listing is None:
-                    return "the provider file has no [reconcile] list"
-                method, url = "GET", self._url(spec.listing.path, op)
+                found = spec.listing or spec.lookup
+                if found is None:
+                    return "the provider file has no [reconcile] list or lookup"
+                method, url = "GET", self._url(found.path, op)
         if spec.trace_header:
             headers[spec.trace_header] = op.trace_id
         return Prepared(method=method, url=url, headers=headers, body=body)
@@ -216,13 +223,15 @@ class HttpProvider:
         if isinstance(prepared, str):
             return Reply(outcome=o.Rejected(reason=prepared), detail={"error": prepared})
         auth = self.spec.auth
-        if auth is not None:
-            secret = os.environ.get(auth.env)
-            if not secret:
-                reason = f"environment variable {auth.env} is not set; nothing was sent"
-                detail = {"error": reason, "sent": False}
-                return Reply(outcome=o.Throttled(reason=reason), detail=detail)
-            prepared.headers[auth.header] = auth.prefix + secret
+        try:
+            credential = await self._auth.credential()
+        except NoCredential as exc:
+            reason = str(exc)
+            return Reply(
+                outcome=o.Throttled(reason=reason), detail={"error": reason, "sent": False}
+            )
+        if auth is not None and credential is not None:
+            prepared.headers[auth.header] = credential
         limit = (
             self.spec.result.max_bytes
             if kind is AttemptKind.RESULT
@@ -250,6 +259,8 @@ class HttpProvider:
         with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
             prepared.headers["traceparent"] = parent
             reply = await self._send(kind, prepared, limit, op.operation_id, via=self._via(op))
+            if auth is not None and credential is not None and reply.detail.get("status") == 401:
+                reply = await self._after_401(kind, prepared, reply, limit, op)
             if kind is AttemptKind.RECONCILE and self.spec.listing and self.spec.listing.match:
                 reply = await self._scanned(prepared, reply, op)
             followed = reply.detail.get("result_from") == "status"
@@ -274,6 +285,22 @@ class HttpProvider:
             return await self._send(AttemptKind.RECONCILE, again, limit, op.operation_id)
 
         return await scanning.scan(reply, first.url, self.spec.listing, op.created_at, page)
+
+    async def _after_401(
+        self, kind: AttemptKind, prepared: Prepared, refused: Reply, limit: int, op: Operation
+    ) -> Reply:
+        """A fetched token answered 401: sent once more with a fresh one when that is safe
+        (authorize.py); the first answer is kept in the detail."""
+        auth = self.spec.auth
+        assert auth is not None
+        fresh = await self._auth.after_refusal(kind, prepared.headers[auth.header])
+        if fresh is None:
+            return refused
+        prepared.headers[auth.header] = fresh
+        reply = await self._send(kind, prepared, limit, op.operation_id, via=self._via(op))
+        first = {k: v for k, v in refused.detail.items() if k in ("status", "elapsed_ms")}
+        reply.detail["refused_token"] = {**first, "then": "sent again with a fresh token"}
+        return reply
 
     async def _follow_link(self, first: Prepared, reply: Reply, limit: int, op_id: str) -> Reply:
         """The status answer names the result (a URL, or an id for `{link}` in the result
@@ -411,19 +438,42 @@ class HttpProvider:
             case AttemptKind.CANCEL:
                 return Reply(outcome=parse.parse_cancel(spec, status, headers, body), detail=detail)
             case AttemptKind.RECONCILE:
+                if spec.lookup is not None:
+                    found = lookup.parse_lookup(spec.lookup, spec, status, headers, body)
+                    return Reply(outcome=found, detail=detail)
                 assert spec.listing is not None
                 if spec.listing.match is not None:  # a scan, page by page (scanning.py)
-                    found, page = scanning.read_page(
+                    scanned, page = scanning.read_page(
                         spec.listing, spec, status, headers, body, reference=operation_id
                     )
                     if page is not None:
                         detail["page"] = page.to_json()
-                    return Reply(outcome=found, detail=detail)
+                    return Reply(outcome=scanned, detail=detail)
                 outcome = parse.parse_list(
                     spec.listing, spec, status, headers, body, reference=operation_id
                 )
                 return Reply(outcome=outcome, detail=detail)
-        return self._result(status, headers, body, detail)
+        reply = self._result(status, headers, body, detail)
+        rule = spec.result
+        narrows = rule.field and rule.source == "path" and not rule.link  # the GET of `path`
+        return self._narrowed(reply) if narrows and reply.fetched else reply
+
+    def _narrowed(self, reply: Reply) -> Reply:
+        """A `from = "path"` result narrowed to its `field` (an Airflow XCom entry's `value`)."""
+        assert reply.fetched is not None
+        field = self.spec.result.field
+        assert field is not None
+        document, problem = parse.read_json(reply.fetched.content)
+        part = parse.NOT_FOUND if problem is not None else parse.lookup(document, field)
+        if part is parse.NOT_FOUND:
+            reason = f"the result answer holds no result at `{field}`"
+            status = reply.fetched.http_status
+            return Reply(
+                outcome=o.ResultMissing(reason=reason, http_status=status), detail=reply.detail
+            )
+        content = json.dumps(part, ensure_ascii=False).encode("utf-8")
+        fetched = evolve(reply.fetched, content=content, content_type="application/json")
+        return Reply(outcome=None, detail=reply.detail, fetched=fetched)
 
     def _result_in_status(
         self, status: int, headers: dict[str, str], body: bytes, detail: dict[str, Any]

@@ -159,6 +159,20 @@ def error_outcome(
     return o.Rejected(reason=reason, http_status=status, request_id=req)
 
 
+def exists_outcome(status: int, req: str | None) -> o.Ambiguous:
+    """A create refused because a job already exists under our key (a declared
+    `"409" = "exists"`): it may be ours, from an earlier attempt whose answer was lost, so
+    nothing is created again; the operation goes to the declared lookup, which names it."""
+    return o.Ambiguous(
+        reason=(
+            f"create answered HTTP {status}: a job already exists under this operation's key; "
+            "it is looked up, never created again"
+        ),
+        http_status=status,
+        request_id=req,
+    )
+
+
 def _reason_suffix(body: bytes) -> str:
     document, problem = read_json(body[:4096])
     if problem is None and isinstance(document, Mapping):
@@ -182,6 +196,8 @@ def parse_create(
     resolved against it, and it is the job's identity for `identity = ["request"]`."""
     req = request_id(spec, headers)
     reading = spec.create_rule.codes.get(status)
+    if reading is Reading.EXISTS:
+        return exists_outcome(status, req)
     if not 200 <= status < 300 and reading is None:
         return error_outcome(status, headers, body, what="create", req=req)
     sent_to = request_url or spec.base_url + spec.create_path

@@ -17,7 +17,7 @@ from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.providers.parse import unsafe_segment
 
 # placeholders jobtrail fills itself; a path value may not take their names
-RESERVED = frozenset({"job_id", "job_url", "operation_id", "link"})
+RESERVED = frozenset({"job_id", "job_url", "operation_id", "idempotency_token", "link"})
 MAX_VALUE_LENGTH = 256
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -50,12 +50,12 @@ def checked(expected: tuple[str, ...], given: Mapping[str, str] | None) -> dict[
     if unknown:
         known = ", ".join(expected) or "none"
         raise InvalidInput(
-            f"the create path has no placeholder {{{unknown[0]}}}; its placeholders: {known}"
+            f"the provider's paths have no placeholder {{{unknown[0]}}}; theirs: {known}"
         )
     missing = [name for name in expected if name not in values]
     if missing:
         raise InvalidInput(
-            f"the create path needs a value for {{{missing[0]}}}: give it as "
+            f"the provider needs a value for {{{missing[0]}}}: give it as "
             f"--path {missing[0]}=VALUE (or path={{'{missing[0]}': ...}})"
         )
     for name, value in values.items():

@@ -3,6 +3,10 @@ plain words, and what they change in what jobtrail can promise."""
 
 from __future__ import annotations
 
+import json
+import os
+
+from jobtrail.core.durations import format_duration
 from jobtrail.providers.spec import ProviderSpec, Reading, Source, SourceKind, StateRule
 
 _DEFAULT_STATUS_FROM = ("header:Operation-Location", "header:Location")
@@ -70,6 +74,7 @@ def _codes(rule: StateRule) -> str:
         Reading.SUCCEEDED: "done",
         Reading.FAILED: "failed",
         Reading.CANCELLED: "cancelled",
+        Reading.EXISTS: "a job exists under our key: looked up, never created again",
     }
     return ", ".join(f"{code} = {words[r]}" for code, r in sorted(rule.codes.items()))
 
@@ -110,6 +115,8 @@ def result_line(spec: ProviderSpec) -> str | None:
         field = f"`{rule.field}` of " if rule.field else ""
         other = "when it names none, " if rule.link else ""
         parts.append(f"{other}{field}the final status answer, read once more")
+    if rule.source == "path" and rule.field and rule.path and not rule.link:
+        parts.append(f"GET {rule.path}, its `{rule.field}` is the result")
     if rule.at_create:
         parts.append("a create answer that says done is the result itself")
     if rule.jsonl:
@@ -134,4 +141,38 @@ def idempotency_note(spec: ProviderSpec) -> str | None:
             "operation id: it proves a job absent only if the list reaches back to the "
             "create (one page of recent jobs)"
         )
+    if spec.lookup is not None and "{idempotency_token}" in spec.lookup.path:
+        codes = "/".join(str(c) for c in spec.lookup.absent)
+        notes.append(
+            "the job is read by our token (the provider keys it by the token), so a "
+            f"{codes} proves that no job holds it, and a create sent again under the same "
+            "token cannot make a second one"
+        )
     return "; ".join(notes) or None
+
+
+def cancel_line(spec: ProviderSpec) -> str:
+    if spec.cancel_path is None:
+        return "not supported: jobtrail will refuse cancel requests"
+    text = f"{spec.cancel_method} {spec.cancel_path}"
+    if spec.cancel_body is not None:
+        text += f" with the JSON body {json.dumps(spec.cancel_body, sort_keys=True)}"
+    return text
+
+
+def credentials_line(spec: ProviderSpec) -> str:
+    """Where the credential comes from, and how long a fetched token is kept."""
+    auth = spec.auth
+    if auth is None:
+        return "none"
+    text = f"header {auth.header} from {auth.describe()}"
+    if auth.fetched:
+        kept = (
+            f"kept in memory for {format_duration(auth.lifetime)} at most"
+            if auth.lifetime
+            else "kept in memory until it expires (a JWT's exp, else 5 minutes)"
+        )
+        text += f", {kept}; fetched again after a 401"
+    else:
+        text += " (" + ("set" if os.environ.get(auth.env or "") else "NOT SET") + ")"
+    return text + "; never stored"

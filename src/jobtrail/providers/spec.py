@@ -14,6 +14,7 @@ from jobtrail.core.redact import Redactor
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.schedule import Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
+from jobtrail.providers.tokens import known_values
 
 # The longest one call may take unless the provider says otherwise (file or code provider).
 DEFAULT_TIMEOUT = timedelta(seconds=30)
@@ -65,6 +66,9 @@ class Reading(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    # a create refused because a job already exists under our key (Airflow's 409 for a
+    # dag_run_id in use): the job is looked up, never created again
+    EXISTS = "exists"
 
 
 class SourceKind(StrEnum):
@@ -110,9 +114,28 @@ class StateRule:
 
 @dataclass(frozen=True, kw_only=True)
 class Auth:
+    """Where the credential comes from: an environment variable (`env`), or, for a token
+    that expires, a command that prints one or a file that holds one (providers/tokens.py)."""
+
     header: str
-    env: str
+    env: str | None = None
     prefix: str = ""
+    command: tuple[str, ...] = ()
+    file: str | None = None
+    lifetime: timedelta | None = None  # how long a fetched token lasts (a JWT says itself)
+    timeout: timedelta = timedelta(seconds=30)  # the longest the command may take
+
+    @property
+    def fetched(self) -> bool:
+        """A token fetched when needed (a command or a file), not read from the environment."""
+        return bool(self.command) or self.file is not None
+
+    def describe(self) -> str:
+        if self.command:
+            return f"the token printed by `{' '.join(self.command)}`"
+        if self.file is not None:
+            return f"the token in the file {self.file}"
+        return f"${self.env}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,6 +189,18 @@ class ListSpec:
     cursor: str | None = None
     more: str | None = None
     created: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LookupSpec:
+    """`[reconcile] lookup`: a GET of the job by a key of ours in its path (Airflow's DAG run
+    whose id is our idempotency token). 2xx names the job; a code in `absent` proves none."""
+
+    path: str
+    job_id: str = "job_id"
+    absent: tuple[int, ...] = (404,)
+    # as for a list: a miss proves no job exists only this long after the create was sent
+    visible_within: timedelta | None = DEFAULT_VISIBILITY
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,9 +271,11 @@ class ProviderSpec:
     states: dict[str, RemoteStatus] = field(default_factory=dict)
     cancel_method: str = "POST"
     cancel_path: str | None = None
+    cancel_body: Any = None  # `[cancel] body`: the JSON sent with the cancel, if any
     result: ResultSpec = field(default_factory=ResultSpec)
     same_token: bool = False
     listing: ListSpec | None = None
+    lookup: LookupSpec | None = None
     webhooks: WebhookSpec | None = None
     deadlines: dict[str, timedelta] = field(default_factory=dict)
     poll: PollRules = field(default_factory=lambda: PollRules())
@@ -279,11 +316,14 @@ class ProviderSpec:
             idempotency=idem,
             same_token_retry=self.same_token,
             list_by_reference=self.listing is not None,
+            status_by_client_id=self.lookup is not None,
             cancel=self.cancel_path is not None,
             result=mode,
             webhooks=self.webhooks is not None,
             empty_result=self.result.allow_empty,
-            absent_after=_seconds(self.listing.visible_within) if self.listing else None,
+            absent_after=_seconds(found.visible_within)
+            if (found := self.listing or self.lookup)
+            else None,
             token_kept_for=_seconds(self.token_kept),
             scan_pages=scanned.pages if scanned else None,
             scan_seconds=_seconds(scanned.within) if scanned else None,
@@ -297,8 +337,9 @@ class ProviderSpec:
     def secret_values(self) -> list[str]:
         """The secrets this provider uses, read now from the environment (for redaction)."""
         values = []
-        if self.auth and os.environ.get(self.auth.env):
+        if self.auth and self.auth.env and os.environ.get(self.auth.env):
             values.append(os.environ[self.auth.env])
+        values.extend(known_values(self.auth))  # tokens fetched by a command or from a file
         if self.webhooks and os.environ.get(self.webhooks.secret_env):
             values.append(os.environ[self.webhooks.secret_env])
         return values

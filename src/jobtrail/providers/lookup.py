@@ -1,0 +1,36 @@
+"""Reading the answer to `[reconcile] lookup` and to a create that says "already exists".
+Pure functions of (status, headers, body), like parse.py.
+
+A lookup GETs the job by a key of ours in its path: Airflow's DAG run, whose id is the
+idempotency token jobtrail chose. A 2xx answer names the job; a declared `absent` code
+(404) says no job holds that key, which proves that a lost create made nothing; anything
+else proves nothing either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from jobtrail.core import outcomes as o
+from jobtrail.providers import parse
+from jobtrail.providers.spec import LookupSpec, ProviderSpec, SourceKind
+
+
+def parse_lookup(
+    lookup: LookupSpec, spec: ProviderSpec, status: int, headers: Mapping[str, str], body: bytes
+) -> o.Found | o.Rejected | o.Ambiguous | o.Throttled:
+    req = parse.request_id(spec, headers)
+    if status in lookup.absent:
+        return o.Found(job_ids=(), http_status=status, request_id=req)
+    if not 200 <= status < 300:
+        return parse.error_outcome(status, headers, body, what="lookup", req=req)
+    document, problem = parse.read_json(body)
+    if problem is not None:
+        return o.Ambiguous(reason=f"lookup {problem}", http_status=status, request_id=req)
+    names = any(source.kind is SourceKind.NAME for source in spec.identity)
+    job_id, problem = parse.job_id_at(document, lookup.job_id, slashes=names)
+    if job_id is None:
+        return o.Ambiguous(
+            reason=f"the lookup answer is unreadable: {problem}", http_status=status, request_id=req
+        )
+    return o.Found(job_ids=(job_id,), http_status=status, request_id=req)
