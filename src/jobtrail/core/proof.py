@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from jobtrail.core.durations import format_duration
-from jobtrail.core.model import Capabilities, Tier
+from jobtrail.core.model import Capabilities, Idempotency, Tier
 from jobtrail.core.remote_deadline import RemoteDeadline
 
 
@@ -50,6 +50,12 @@ def tier_rule(caps: Capabilities, create_deadline: timedelta) -> str:
     words `provider check` says beside "reconciliation tier"."""
     tier = caps.tier
     deadline = format_duration(create_deadline)
+    if tier is Tier.TOKEN and caps.idempotency is Idempotency.NATURAL:
+        return (
+            f"{TIER_NAMES[tier]}, the request itself: after a lost create answer jobtrail "
+            "sends the same PUT or DELETE again to the same client-chosen URL, idempotent by "
+            f"nature, until the create deadline ({deadline})"
+        )
     if tier is Tier.TOKEN:
         means = (
             "sends the create again under the same token, which the provider answers with the "
