@@ -21,7 +21,9 @@ BENCHMARKS = (
     "multiworker",
     "calls_per_job",
     "startup",
+    "pollcpu",
     "dbos_peer",
+    "procrastinate_peer",
     "storage",
 )
 

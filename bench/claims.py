@@ -25,12 +25,17 @@ from datetime import datetime, timedelta
 import psycopg
 
 from jobtrail.store.postgres import Q
+from jobtrail.store.sqlite import Q as SQLITE_Q
 from jobtrail.store.sqlite import _t_out
 
 # What SqliteStore.claim_due selects before leasing (jobtrail/store/sqlite.py).
-SQLITE_DUE = "SELECT operation_id, due_at FROM operations WHERE due_at <= ? ORDER BY due_at LIMIT ?"
+SQLITE_DUE = SQLITE_Q["claimable"].format(only="")
 CLAIM_A = Q["claim_due"]
-_DUE = "SELECT operation_id, due_at FROM operations\n    WHERE due_at <= %(now)s ORDER BY due_at"
+_DUE = (
+    "SELECT operation_id, due_at FROM operations\n    WHERE due_at <= %(now)s\n"
+    "        AND (lease_owner IS NULL OR lease_until IS NULL\n"
+    "            OR lease_until <= (SELECT now FROM clock))\n    ORDER BY due_at"
+)
 assert _DUE in CLAIM_A, "the claim query changed: update bench/claims.py"
 CLAIM_B = CLAIM_A.replace(
     _DUE,
@@ -41,7 +46,8 @@ CLAIM_B = CLAIM_A.replace(
 
 def sqlite_plan(path: str, now: datetime) -> str:
     with sqlite3.connect(path) as conn:
-        rows = conn.execute("EXPLAIN QUERY PLAN " + SQLITE_DUE, (_t_out(now), 100)).fetchall()
+        args = (_t_out(now), "boot:bench", 0.0, 100)  # now, the machine clock and its reading
+        rows = conn.execute("EXPLAIN QUERY PLAN " + SQLITE_DUE, args).fetchall()
     return "\n".join(str(row[-1]) for row in rows)
 
 

@@ -217,7 +217,10 @@ class RawWrites:
 
     def _lease(self, op_id: str, j: int) -> tuple[str, tuple[Any, ...]]:
         lease = self.leases[j % len(self.leases)]
-        sql = "INSERT INTO leases VALUES (?, ?, ?, ?, ?, NULL)"
+        sql = (
+            "INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at, "
+            "released_at) VALUES (?, ?, ?, ?, ?, NULL)"
+        )
         return sql, (op_id, j + 1, lease["owner"], lease["acquired_at"], lease["expires_at"])
 
     def _release(self, op_id: str, j: int) -> tuple[str, tuple[Any, ...]]:

@@ -42,18 +42,27 @@ CONCURRENCY = 50  # the worker's default
 POLL = "100ms"
 
 
-def run_worker(db: str, data: Path, seconds: float, warmup: float, concurrency: int) -> Any:
-    """Run bench.workerproc (optionally under a profiler named by JOBTRAIL_BENCH_PROFILE)."""
+def run_worker(
+    db: str,
+    data: Path,
+    seconds: float,
+    warmup: float,
+    concurrency: int,
+    profiler: str | None = None,
+) -> Any:
+    """Run bench.workerproc, under `profiler` (a command line) if given, else under the one
+    JOBTRAIL_BENCH_PROFILE names, if any."""
     command = [sys.executable, "-m", "bench.workerproc", "--db", db, "--data", str(data)]
     command += ["--seconds", str(seconds), "--warmup", str(warmup)]
     command += ["--concurrency", str(concurrency)]
-    profiler = os.environ.get("JOBTRAIL_BENCH_PROFILE")
+    profiler = profiler or os.environ.get("JOBTRAIL_BENCH_PROFILE")
     if profiler:
         command = [*profiler.split(), "--", *command]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the worker process failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    # a profiler may print after the worker's own line (py-spy does)
+    return json.loads([row for row in done.stdout.splitlines() if row.startswith("{")][-1])
 
 
 async def hammer(base_url: str, job_ids: list[str], concurrency: int, seconds: float) -> float:
@@ -85,20 +94,27 @@ async def hammer(base_url: str, job_ids: list[str], concurrency: int, seconds: f
     return rate
 
 
+async def seeded(url: str, folder: Path, n: int) -> tuple[str, list[str]]:
+    """(a SQLite ledger under `folder` holding `n` observing operations, each due within a
+    second, on never-ending simulator jobs; those jobs' ids)."""
+    jobs = await seed.create_sim_jobs(url, n, {"never_finish": True})
+    spec = parse_provider(provider_doc(url, poll_initial=POLL, poll_cap=POLL))
+    db = str(folder / "ledger.db")
+    await (await SqliteStore.open(db)).close()
+    start = seed.now()
+    dues = seed.spread(start, 1.0, n)
+    seed.insert(db, seed.rows(seed.codec_for(db), seed.template(spec, start), jobs, dues,
+                              count=n, seed=1))  # fmt: skip
+    return db, jobs
+
+
 async def measure(
     n: int, seconds: float, warmup: float, concurrency: int = CONCURRENCY
 ) -> tuple[dict[str, Any], float, dict[str, Any]]:
     """(the worker's figures, the bare client's rate, simulator stats)."""
     use_token()
     with simulator_process() as url, tempfile.TemporaryDirectory(prefix="jobtrail-bench-") as d:
-        jobs = await seed.create_sim_jobs(url, n, {"never_finish": True})
-        spec = parse_provider(provider_doc(url, poll_initial=POLL, poll_cap=POLL))
-        db = str(Path(d) / "ledger.db")
-        await (await SqliteStore.open(db)).close()
-        start = seed.now()
-        dues = seed.spread(start, 1.0, n)
-        seed.insert(db, seed.rows(seed.codec_for(db), seed.template(spec, start), jobs, dues,
-                                  count=n, seed=1))  # fmt: skip
+        db, jobs = await seeded(url, Path(d), n)
         worker = await asyncio.to_thread(
             run_worker, db, Path(d) / "data", seconds + warmup, warmup, concurrency
         )

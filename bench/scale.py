@@ -136,6 +136,7 @@ async def claim_cost_postgres(report: Report, db: str, live: int, ended: int, re
         "limit": 100,
         "owner": "bench",
         "expires": now + timedelta(minutes=5),
+        "lease_s": 300.0,  # the lease's length on the server's clock (migration 0012)
         "only": None,
     }
     results: dict[str, tuple[float, int]] = {}

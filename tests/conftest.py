@@ -57,6 +57,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             "run (apt-get install nodejs npm; CI runs them with JOBTRAIL_REQUIRE_AUTOREST=1).",
             red=True,
         )
+    if any("bench peer not installed" in reason for reason in reasons):
+        terminalreporter.write_sep("!", "BENCH PEER SMOKE TESTS WERE SKIPPED", red=True, bold=True)
+        terminalreporter.write_line(
+            "DBOS or procrastinate is missing (the bench extra: pip install -e '.[bench]'); the "
+            "peer benchmarks' smoke tests did NOT run. CI runs them (JOBTRAIL_REQUIRE_BENCH=1).",
+            red=True,
+        )
     if any("PostgreSQL not reachable" in reason for reason in reasons):
         terminalreporter.write_sep("!", "PostgreSQL TESTS WERE SKIPPED", red=True, bold=True)
         terminalreporter.write_line(

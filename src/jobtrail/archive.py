@@ -3,7 +3,12 @@
     {"type": "header", "format": "jobtrail-archive", "version": 1, ...}
     {"type": "checkpoint", "seq": ..., "entry": ..., "prev_hash": ..., "hash": ...}
     {"type": "operation", ...}   then its "transition", "attempt", "observation", "lease"
-                                 and "audit" lines, operation by operation
+                                 and "audit" lines, operation by operation, each operation
+    {"type": "digests", ...}     closed by the sha256 of each of its lines
+
+Every line is bound by the checkpoint (jobtrail.archive_lines): the checkpoint entry, in the
+ledger's chain, holds the header's digest and a digest of each operation's line digests, so
+`archive verify` and `archive show` refuse any line changed, dropped, moved or inserted.
 
 Records are stored in the SQLite column form (times as fixed-width UTC text, JSON columns as
 canonical JSON text), whichever store they came from, so one reader serves both. The file is
@@ -17,15 +22,16 @@ import gzip
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from jobtrail.archive_lines import DIGESTS, Line, check_lines, digest_of, line_digest
 from jobtrail.audit import AuditRow, audit_row, cuts_of, link
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.errors import InvalidInput, NotFound
-from jobtrail.store.base import Lease
+from jobtrail.store.base import CLOCK_FIELDS, Lease
 from jobtrail.store.retention import Pruned, PrunedOperation
 from jobtrail.store.sqlite import CODEC
 
@@ -57,15 +63,47 @@ def _sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _line(record: dict[str, Any]) -> bytes:
+def _text(record: dict[str, Any]) -> str:
     # default=str: a column a later migration adds (a timestamptz, say) is kept as text.
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
-    return text.encode() + b"\n"
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return _text(record).encode() + b"\n"
 
 
 def _records(pruned: Pruned) -> Iterator[dict[str, Any]]:
+    yield header_record(pruned)
+    if pruned.checkpoint is not None:
+        yield {"type": "checkpoint", **_audit_doc(pruned.checkpoint)}
+    for item in pruned.operations:
+        lines = list(operation_records(item))
+        yield from lines
+        yield {
+            "type": DIGESTS,
+            "operation_id": item.operation.operation_id,
+            "lines": [line_digest(_text(record)) for record in lines],
+        }
+
+
+def binding(pruned: Pruned) -> dict[str, Any]:
+    """What the checkpoint of `pruned` binds of the archive that will hold it: the header
+    line's digest, and for each operation the digest of its lines' digests (the archive's
+    "digests" line lists those), so every line but the checkpoint's own is in the chain."""
+    return {
+        "header": line_digest(_text(header_record(pruned))),
+        "operations": {
+            item.operation.operation_id: digest_of(
+                [line_digest(_text(record)) for record in operation_records(item)]
+            )
+            for item in pruned.operations
+        },
+    }
+
+
+def header_record(pruned: Pruned) -> dict[str, Any]:
     t = CODEC.t_out
-    yield {
+    return {
         "type": "header",
         "format": FORMAT,
         "version": VERSION,
@@ -75,28 +113,31 @@ def _records(pruned: Pruned) -> Iterator[dict[str, Any]]:
         "operations": len(pruned.operations),
         "audit_entries": pruned.entries,
     }
-    if pruned.checkpoint is not None:
-        yield {"type": "checkpoint", **_audit_doc(pruned.checkpoint)}
-    for item in pruned.operations:
-        yield {"type": "operation", **CODEC.operation_row(item.operation)}
-        for tr in item.history:
-            yield {"type": "transition", "seq": tr.seq, **CODEC.transition_row(tr)}
-        for at in item.attempts:
-            yield {"type": "attempt", **CODEC.attempt_row(at)}
-        for ob in item.observations:
-            yield {"type": "observation", **CODEC.observation_row(ob)}
-        for lease in item.leases:
-            yield {
-                "type": "lease",
-                "operation_id": lease.operation_id,
-                "fence": lease.fence,
-                "owner": lease.owner,
-                "acquired_at": t(lease.acquired_at),
-                "expires_at": t(lease.expires_at),
-                "released_at": t(lease.released_at),
-            }
-        for row in item.audit:
-            yield {"type": "audit", **_audit_doc(row)}
+
+
+def operation_records(item: PrunedOperation) -> Iterator[dict[str, Any]]:
+    """One operation's lines, in the order the archive holds them."""
+    t = CODEC.t_out
+    yield {"type": "operation", **CODEC.operation_row(item.operation)}
+    for tr in item.history:
+        yield {"type": "transition", "seq": tr.seq, **CODEC.transition_row(tr)}
+    for at in item.attempts:
+        yield {"type": "attempt", **CODEC.attempt_row(at)}
+    for ob in item.observations:
+        yield {"type": "observation", **CODEC.observation_row(ob)}
+    for lease in item.leases:
+        yield {
+            "type": "lease",
+            "operation_id": lease.operation_id,
+            "fence": lease.fence,
+            "owner": lease.owner,
+            "acquired_at": t(lease.acquired_at),
+            "expires_at": t(lease.expires_at),
+            "released_at": t(lease.released_at),
+            **{name: getattr(lease, name) for name in CLOCK_FIELDS},
+        }
+    for row in item.audit:
+        yield {"type": "audit", **_audit_doc(row)}
 
 
 def _audit_doc(row: AuditRow) -> dict[str, Any]:
@@ -114,12 +155,22 @@ class Archive:
     header: dict[str, Any]
     checkpoint: AuditRow | None
     operations: dict[str, PrunedOperation]
+    lines: tuple[Line, ...] = ()  # every line as read (number, text, type, operation id)
 
     def checkpoint_time(self) -> datetime:
         """When the operations left the ledger (what `explain` calls now)."""
         when = CODEC.t_in(self.header.get("pruned_at"))
         assert when is not None
         return when
+
+    @property
+    def lines_bound(self) -> bool:
+        """Whether its checkpoint binds every line (else only the audit lines: an archive
+        written by a jobtrail from before that binding)."""
+        if self.checkpoint is None:
+            return False
+        data = json.loads(self.checkpoint.entry).get("data", {})
+        return isinstance(data, dict) and isinstance(data.get("archive"), dict)
 
     def get(self, operation_id: str) -> PrunedOperation:
         found = self.operations.get(operation_id)
@@ -131,8 +182,9 @@ class Archive:
 def read(path: Path) -> Archive:
     """Load an archive; a file that is not one is refused with what is wrong with it."""
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            records = [json.loads(line) for line in lines if line.strip()]
+        with gzip.open(path, "rt", encoding="utf-8") as opened:
+            texts = [(n, line.rstrip("\n")) for n, line in enumerate(opened, 1) if line.strip()]
+        records = [json.loads(text) for _, text in texts]
     except FileNotFoundError:
         raise NotFound(f"no archive at {path}") from None
     except (OSError, EOFError, ValueError) as exc:
@@ -145,7 +197,16 @@ def read(path: Path) -> Archive:
             f"{path} is archive format version {header.get('version')}; this jobtrail reads "
             f"version {VERSION}: use the jobtrail that wrote it"
         )
-    return _assemble(header, records[1:])
+    lines = tuple(
+        Line(
+            number=n,
+            text=text,
+            kind=str(record.get("type")) if isinstance(record, dict) else "",
+            operation_id=record.get("operation_id") if isinstance(record, dict) else None,
+        )
+        for (n, text), record in zip(texts, records, strict=True)
+    )
+    return replace(_assemble(header, records[1:]), lines=lines)  # _assemble pops "type"
 
 
 def _assemble(header: dict[str, Any], records: list[dict[str, Any]]) -> Archive:
@@ -198,6 +259,7 @@ def _decode(
             acquired_at=datetime.fromisoformat(record["acquired_at"]),
             expires_at=datetime.fromisoformat(record["expires_at"]),
             released_at=CODEC.t_in(record["released_at"]),
+            **{name: record.get(name) for name in CLOCK_FIELDS},  # 0012; absent before
         )
     if kind == "audit":
         return audit_row(record)
@@ -220,7 +282,11 @@ def verify_archive(archive: Archive, key: bytes | None) -> list[str]:
     if link(checkpoint.prev_hash, checkpoint.entry, key) != checkpoint.hash:
         problems.append("the archive's checkpoint entry does not match its hash")
         return problems
-    named = json.loads(checkpoint.entry).get("data", {}).get("cuts", [])
+    data = json.loads(checkpoint.entry).get("data", {})
+    bound = data.get("archive")
+    if isinstance(bound, dict):  # absent from the checkpoints of older jobtrails
+        problems += check_lines(archive.lines, bound, checkpoint.seq)
+    named = data.get("cuts", [])
     found = [cut.doc() for cut in cuts_of(rows, {row.seq for row in rows})]
     if found != named:
         problems.append(

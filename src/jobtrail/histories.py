@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from jobtrail.audit import AuditRow
 from jobtrail.core.canonical import fingerprint
 from jobtrail.core.model import Operation, Transition
 from jobtrail.core.replay import replay
+from jobtrail.core.states import State
 from jobtrail.errors import TransitionRefused
+from jobtrail.store.codec import storable
 
 _TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 StepKey = tuple[str | None, ...]
@@ -48,12 +51,12 @@ def audited_steps(rows: Iterable[AuditRow]) -> Counter[StepKey]:
             (
                 doc.get("operation_id"),
                 doc.get("at"),
-                doc.get("actor"),
+                storable(doc.get("actor")),
                 data.get("from"),
                 data.get("to"),
                 data.get("evidence"),
-                data.get("cause"),
-                data.get("remote_job_id"),
+                storable(data.get("cause")),  # the stored step holds it as text
+                storable(data.get("remote_job_id")),
             )
         ] += 1
     return steps
@@ -63,12 +66,12 @@ def _key(tr: Transition) -> StepKey:
     return (
         tr.operation_id,
         tr.at.strftime(_TIME),
-        tr.actor,
+        storable(tr.actor),
         tr.from_state.value,
         tr.to_state.value,
         tr.evidence.value,
-        tr.cause,
-        tr.remote_job_id,
+        storable(tr.cause),
+        storable(tr.remote_job_id),
     )
 
 
@@ -127,3 +130,44 @@ def request_problem(op: Operation, audited: str | None) -> str | None:
             "(forged request)"
         )
     return None
+
+
+# The states a collection ends in with a stored result summary: their transition's audit
+# entry binds the result's sha256 and size to the chain.
+COLLECTED = frozenset({State.SUCCEEDED, State.RESULT_VALIDATION_FAILED})
+
+
+def audited_results(rows: Iterable[AuditRow]) -> dict[str, dict[str, Any]]:
+    """Each operation's result as its latest audited collection recorded it (sha256, size).
+    Operations collected before results were bound have none."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        try:
+            doc = json.loads(row.entry)
+        except ValueError:
+            continue
+        if not isinstance(doc, dict) or doc.get("kind") != "transition":
+            continue
+        data = doc.get("data") or {}
+        bound = data.get("result") if isinstance(data, dict) else None
+        if isinstance(bound, dict) and isinstance(doc.get("operation_id"), str):
+            found[doc["operation_id"]] = bound
+    return found
+
+
+def result_problem(op: Operation, bound: Mapping[str, Any] | None) -> str | None:
+    """What is wrong with `op`'s stored result summary given the digest and size its
+    collection audited, or None (also when nothing was bound: an older ledger)."""
+    if bound is None:
+        return None
+    summary = op.result
+    if summary is not None and (summary.sha256, summary.size) == (
+        bound.get("sha256"),
+        bound.get("size"),
+    ):
+        return None
+    stored = "no result" if summary is None else f"sha256:{summary.sha256} ({summary.size} bytes)"
+    return (
+        f"its stored result, {stored}, is not the one the audit log recorded when it was "
+        f"collected, sha256:{bound.get('sha256')} ({bound.get('size')} bytes) (planted result)"
+    )

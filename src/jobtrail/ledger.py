@@ -47,7 +47,15 @@ from jobtrail.errors import (
     NotFound,
     NotPermitted,
 )
-from jobtrail.histories import Forgery, audited_requests, audited_steps, request_problem
+from jobtrail.histories import (
+    COLLECTED,
+    Forgery,
+    audited_requests,
+    audited_results,
+    audited_steps,
+    request_problem,
+    result_problem,
+)
 from jobtrail.histories import check as check_history
 from jobtrail.policy import Action, ActionPolicy, kind_of
 from jobtrail.providers.baseurl import unfilled
@@ -58,7 +66,7 @@ from jobtrail.randomness import PooledSystemRandom
 from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
-from jobtrail.store.retention import Keep, Pruned
+from jobtrail.store.retention import Bind, Keep, Pruned
 
 Now = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
 _MAX_RETRIES = 8
@@ -294,14 +302,24 @@ class Ledger:
         # in these rows even while workers run.
         rows = await self.store.audit_rows()
         audited, requests = audited_steps(rows), audited_requests(rows)
+        results = audited_results(rows)
         found = []
         for op, history in read:
-            problem = check_history(op, history, audited) or request_problem(
-                op, requests.get(op.operation_id)
+            problem = (
+                check_history(op, history, audited)
+                or request_problem(op, requests.get(op.operation_id))
+                or result_problem(op, results.get(op.operation_id))
             )
             if problem is not None:
                 found.append(Forgery(operation_id=op.operation_id, problem=problem))
         return found
+
+    async def result_problem(self, op: Operation) -> str | None:
+        """Why `op`'s stored result summary is not the one collected (its digest and size
+        differ from those its audited collection recorded), or None. Every reader of a
+        result asks this before serving it."""
+        rows = await self.store.audit_rows(op.operation_id)
+        return result_problem(op, audited_results(rows).get(op.operation_id))
 
     async def _with_history(self, op: Operation) -> tuple[Operation, list[Transition]] | None:
         """The record and a history read at the same version (every step moves the version),
@@ -316,7 +334,9 @@ class Ledger:
             op = again
         return op, await self.store.history(op.operation_id)
 
-    async def prune(self, older_than: timedelta, *, actor: str, keep: Keep) -> Pruned:
+    async def prune(
+        self, older_than: timedelta, *, actor: str, keep: Keep, bind: Bind | None = None
+    ) -> Pruned:
         """Move the operations that finished more than `older_than` ago out of the ledger,
         with everything they own, leaving a checkpoint in the audit chain (see
         store/retention.py). `keep` archives them; nothing is removed if it fails."""
@@ -324,7 +344,7 @@ class Ledger:
             raise InvalidInput("prune needs a positive age, like 30d: only the past is pruned")
         await self.permit(Action.PRUNE, actor, None)
         now = self.clock()
-        return await self.store.prune(now - older_than, now, actor, keep)
+        return await self.store.prune(now - older_than, now, actor, keep, bind)
 
     # -- task handles (MCP Tasks: core/tasks.py) -----------------------------------------
 
@@ -697,19 +717,23 @@ class Ledger:
     ) -> Change:
         op = applied.operation
         for tr in applied.transitions:
+            data: dict[str, Any] = {
+                "from": tr.from_state.value,
+                "to": tr.to_state.value,
+                "evidence": tr.evidence.value,
+                "cause": tr.cause,
+                "remote_job_id": tr.remote_job_id,
+            }
+            if tr.to_state in COLLECTED and op.result is not None:
+                # the stored result is bound to the chain: every read checks it against this
+                data["result"] = {"sha256": op.result.sha256, "size": op.result.size}
             audit.append(
                 AuditEntry(
                     at=tr.at,
                     operation_id=op.operation_id,
                     kind="transition",
                     actor=tr.actor,
-                    data={
-                        "from": tr.from_state.value,
-                        "to": tr.to_state.value,
-                        "evidence": tr.evidence.value,
-                        "cause": tr.cause,
-                        "remote_job_id": tr.remote_job_id,
-                    },
+                    data=data,
                 )
             )
         return Change(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -188,3 +189,43 @@ def test_provider_check_prints_what_a_code_provider_declares(
     assert "settings" in text and "base_url" in text
     document = workspace.json("provider", "check", "reports", PYTHONPATH=str(site))
     assert (document["kind"], document["version"]) == ("code", "1.0.0")
+
+
+def test_resolve_adopts_a_job_id_for_a_code_provider_operation(
+    workspace: Workspace, simulator: SimulatorThread, tmp_path: Path
+) -> None:
+    """A code provider's operation stuck in needs_human (the same token answered with two
+    job ids): `resolve --decision adopt` with a job id it never saw reads it through the
+    code provider named by --provider-module, then adopts it; without the plug-in the
+    read cannot be made and nothing changes."""
+    ws = workspace
+    module = tmp_path / "modules"
+    module.mkdir()
+    (module / "reports_provider.py").write_text(docs_example(), encoding="utf-8")
+    env = {"PYTHONPATH": str(module)}
+    plugin = ("--provider-module", "reports_provider")
+    body = '{"account": "d", "_sim": {"drop_create_answer": true, "different_id_on_retry": true}}'
+    op = ws.json("submit", "reports", *plugin, "--body", body, **env)["operation_id"]
+    stuck = ws.run("run", op, *plugin, "--json", check=False, **env)
+    assert json.loads(stuck.stdout)["state"] == "needs_human", stuck.stderr
+    unseen = _job_made_elsewhere(simulator.base_url)
+    decide = ("resolve", op, "--decision", "adopt", "--job-id", unseen)
+    who = ("--actor", "alice", "--reason", "support found it")
+    refused = ws.run(*decide, *who, check=False)
+    assert refused.returncode == 1 and "reports" in refused.stderr
+    assert ws.json("status", op)["state"] == "needs_human"
+    adopted = ws.json(*decide, *who, *plugin, **env)
+    assert adopted["state"] == "accepted" and adopted["remote_job_id"] == unseen
+
+
+def _job_made_elsewhere(base_url: str) -> str:
+    """A job made on the simulator outside jobtrail (a person's own call), by its API."""
+    request = urllib.request.Request(
+        f"{base_url}/v1/reports",
+        data=b'{"account": "d"}',
+        headers={"Authorization": f"Bearer {SECRET}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        job_id: str = json.loads(answer.read())["job_id"]
+    return job_id

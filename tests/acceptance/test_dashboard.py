@@ -4,10 +4,12 @@ operator's name. The ledger is a real SQLite file; the provider is the simulator
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import sqlite3
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from jobtrail.core.states import State
 from jobtrail.dashboard.access import COOKIE, Access, operators_from_env
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.simulator.faults import HOSTILE_TEXT
+from jobtrail.store.codec import dump, result_doc
 
 from harness import Harness, harness
 
@@ -296,3 +299,26 @@ async def test_the_result_download_rechecks_the_hash(rig: Rig) -> None:
     stored.write_bytes(stored.read_bytes() + b"forged,row\n")
     forged = await rig.get(url)
     assert forged.status == 409 and b"forged" not in await forged.read()
+
+
+async def test_the_result_download_refuses_a_planted_result(rig: Rig) -> None:
+    """Another stored result swapped into the record, with its own digest and size (so the
+    hash check alone would pass), is refused: it is not the result the audit log bound
+    when it was collected (issue 19)."""
+    op = await rig.h.submit({"account": "a"})
+    await rig.h.run()
+    op = await rig.h.op(op)
+    assert op.result is not None
+    planted = b"id,status,value\nplanted,succeeded,1000000\n"
+    location = await rig.h.rt.results.put(planted)
+    forged = replace(
+        op.result, location=location, sha256=hashlib.sha256(planted).hexdigest(), size=len(planted)
+    )
+    with sqlite3.connect(rig.h.db) as conn:
+        conn.execute(
+            "UPDATE operations SET result = ? WHERE operation_id = ?",
+            (dump(result_doc(forged)), op.operation_id),
+        )
+    refused = await rig.get(f"/operations/{op.operation_id}/result")
+    body = await refused.read()
+    assert refused.status == 409 and b"planted" in body and b"1000000" not in body

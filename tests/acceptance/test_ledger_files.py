@@ -119,10 +119,12 @@ def _replace(db: Path) -> None:
     os.replace(copy, db)
 
 
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"], ids=["main", "wal", "shm"])
 @pytest.mark.parametrize("swap", [Path.unlink, _replace], ids=["deleted", "replaced"])
-def test_a_worker_stops_when_its_ledger_file_goes(ws: Workspace, swap: object) -> None:
-    """A worker whose ledger file is deleted or replaced while it observes a job stops with
-    a non-zero exit and an error naming the file, instead of writing on into the void."""
+def test_a_worker_stops_when_its_ledger_file_goes(ws: Workspace, swap: object, suffix: str) -> None:
+    """A worker whose ledger file, or its -wal or -shm file, is deleted or replaced while it
+    observes a job stops with a non-zero exit and an error naming the file, instead of
+    writing on into the void (a deleted -wal once lost every write made after it)."""
     op = ws.json("submit", "simulator", "--body", '{"_sim": {"never_finish": true}}')
     worker = subprocess.Popen(
         [JOBTRAIL, "worker"],
@@ -132,6 +134,7 @@ def test_a_worker_stops_when_its_ledger_file_goes(ws: Workspace, swap: object) -
         stderr=subprocess.PIPE,
         text=True,
     )
+    gone = ws.db.with_name(ws.db.name + suffix)
     try:
         until_true(  # the job is observed within a few polls
             lambda: _state(ws.db, op["operation_id"]) == "observing" or worker.poll() is not None,
@@ -139,15 +142,15 @@ def test_a_worker_stops_when_its_ledger_file_goes(ws: Workspace, swap: object) -
             "the job observed",
         )
         assert _state(ws.db, op["operation_id"]) == "observing"
-        assert callable(swap)
-        swap(ws.db)
+        assert callable(swap) and gone.exists()
+        swap(gone)
         _, stderr = worker.communicate(timeout=60)
     finally:
         if worker.poll() is None:
             worker.kill()
             worker.communicate()
     assert worker.returncode not in (0, None)
-    assert f"the ledger file {ws.db} was" in stderr, stderr[-2000:]
+    assert f"the ledger file {gone} was" in stderr, stderr[-2000:]
 
 
 def _count(db: Path, table: str) -> int:

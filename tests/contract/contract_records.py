@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -28,6 +29,15 @@ from jobtrail.store import Change
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
+# A lease ends on the ledger's own clock (PostgreSQL's, or on SQLite the machine's boot
+# clock), which no claimer's `now` moves: a test of a takeover takes a SHORT lease and waits
+# for it to run out for real (`outlive`), then claims at any `now` past its expiry.
+SHORT = timedelta(milliseconds=300)
+
+
+async def outlive(lease: timedelta = SHORT) -> None:
+    """Wait until a lease of `lease` taken before has ended on the ledger's clock."""
+    await asyncio.sleep(lease.total_seconds() + 0.05)
 
 
 def at(seconds: float) -> datetime:

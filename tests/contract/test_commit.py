@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 from jobtrail.audit import verify
 from jobtrail.core.model import Operation
@@ -12,12 +13,14 @@ from jobtrail.store.base import Verdict
 
 from contract_records import (
     LEASE,
+    SHORT,
     at,
     attempt,
     entry,
     finished,
     observation,
     operation,
+    outlive,
     step,
 )
 
@@ -28,9 +31,11 @@ async def _created(store: Store, n: int, **fields: object) -> Operation:
     return op
 
 
-async def _leased(store: Store, n: int, owner: str = "worker:a") -> Operation:
+async def _leased(
+    store: Store, n: int, owner: str = "worker:a", lease_for: timedelta = LEASE
+) -> Operation:
     await _created(store, n, next_poll_at=at(0))
-    (claim,) = await store.claim_due(owner, at(1), 1, LEASE)
+    (claim,) = await store.claim_due(owner, at(1), 1, lease_for)
     return claim.operation
 
 
@@ -103,13 +108,14 @@ async def test_change_to_an_unknown_operation_is_stale(store: Store) -> None:
 async def test_fence_guard_keeps_only_the_finished_attempt(store: Store) -> None:
     """After a takeover the old owner's change is FENCED_OUT: its finished attempt (a fact)
     and its audit entries are recorded; the record, history and observations are not."""
-    op = await _leased(store, 1, owner="worker:a")
+    op = await _leased(store, 1, owner="worker:a", lease_for=SHORT)
     att = attempt(op, at(2))
     (begun,) = await store.commit(
         [Change(operation=replace(op, updated_at=at(2)), owner_fence=op.fence, attempt_started=att)]
     )
     assert begun.operation is not None
-    (taken,) = await store.claim_due("worker:b", at(1) + LEASE, 1, LEASE)
+    await outlive()
+    (taken,) = await store.claim_due("worker:b", at(1) + SHORT, 1, LEASE)
     assert taken.operation.fence == op.fence + 1
     late = step(begun.operation, at(40), fence=op.fence, to=State.ACCEPTED)
     late = replace(

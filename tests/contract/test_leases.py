@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
+
 from jobtrail.store import Store
 
-from contract_records import LEASE, at, operation
+from contract_records import LEASE, SHORT, at, operation, outlive
 from stores import LedgerDb
 
 
@@ -51,8 +53,9 @@ async def test_a_claimed_operation_is_claimable_again_only_at_expiry(store: Stor
     """Until its lease expires a claimed operation is not due; at expiry another worker
     takes it over with the next fence, and was_due is the old lease's expiry."""
     await _create_due(store, {1: 0})
-    (first,) = await store.claim_due("worker:a", at(1), 5, LEASE)
-    expiry = at(1) + LEASE
+    (first,) = await store.claim_due("worker:a", at(1), 5, SHORT)
+    expiry = at(1) + SHORT
+    await outlive()
     assert await store.claim_due("worker:b", expiry - timedelta(microseconds=1), 5, LEASE) == []
     (second,) = await store.claim_due("worker:b", expiry, 5, LEASE)
     assert second.operation.fence == first.operation.fence + 1
@@ -61,17 +64,25 @@ async def test_a_claimed_operation_is_claimable_again_only_at_expiry(store: Stor
 
 
 async def test_claims_write_lease_rows(store: Store) -> None:
-    """Every claim writes a lease row: operation, fence, owner, acquired and expiry times."""
+    """Every claim writes a lease row: operation, fence, owner, acquired and expiry times,
+    by the claimer's reckoning and on the ledger's one clock, where tenures never overlap."""
     ids = await _create_due(store, {1: 0, 2: 0})
-    await store.claim_due("worker:a", at(1), 5, LEASE)
-    await store.claim_due("worker:b", at(1) + LEASE, 1, LEASE, only=ids[1])
+    await store.claim_due("worker:a", at(1), 5, SHORT)
+    await outlive()
+    await store.claim_due("worker:b", at(1) + SHORT, 1, LEASE, only=ids[1])
     leases = await store.leases()
     assert [(lease.operation_id, lease.fence, lease.owner) for lease in leases] == sorted(
         [(ids[1], 1, "worker:a"), (ids[1], 2, "worker:b"), (ids[2], 1, "worker:a")]
     )
     one, two = await store.leases(ids[1])
-    assert (one.acquired_at, one.expires_at, one.released_at) == (at(1), at(1) + LEASE, None)
-    assert (two.acquired_at, two.expires_at) == (at(1) + LEASE, at(1) + 2 * LEASE)
+    assert (one.acquired_at, one.expires_at, one.released_at) == (at(1), at(1) + SHORT, None)
+    assert (two.acquired_at, two.expires_at) == (at(1) + SHORT, at(1) + SHORT + LEASE)
+    assert one.clock == two.clock and one.clock is not None
+    assert one.clock_acquired is not None and one.clock_expires is not None
+    assert two.clock_acquired is not None and two.clock_expires is not None
+    assert one.clock_expires - one.clock_acquired == pytest.approx(SHORT.total_seconds())
+    assert two.clock_acquired >= one.clock_expires  # the ledger's clock says: one at a time
+    assert two.clock_expires - two.clock_acquired == pytest.approx(LEASE.total_seconds())
 
 
 async def test_claim_only_one_operation(store: Store) -> None:
@@ -107,8 +118,9 @@ async def test_renew_fails_after_a_takeover(store: Store) -> None:
     """Once another worker took the operation over, the old fence can neither renew nor
     release it."""
     ids = await _create_due(store, {1: 0})
-    (old,) = await store.claim_due("worker:a", at(1), 1, LEASE)
-    (new,) = await store.claim_due("worker:b", at(1) + LEASE, 1, LEASE)
+    (old,) = await store.claim_due("worker:a", at(1), 1, SHORT)
+    await outlive()
+    (new,) = await store.claim_due("worker:b", at(1) + SHORT, 1, LEASE)
     assert await store.renew(ids[1], old.operation.fence, at(40), LEASE) is False
     assert await store.release(ids[1], old.operation.fence, at(40), at(40)) is False
     assert await store.get(ids[1]) == new.operation
@@ -139,6 +151,36 @@ async def test_release_with_nothing_left_to_do_is_never_due(store: Store) -> Non
     (claim,) = await store.claim_due("worker:a", at(1), 1, LEASE)
     assert await store.release(ids[1], claim.operation.fence, at(2), None) is True
     assert await store.claim_due("worker:b", at(10_000), 10, LEASE) == []
+
+
+async def test_a_claimer_whose_clock_runs_ahead_cannot_take_a_live_lease(store: Store) -> None:
+    """A lease ends on the ledger's clock: a claimer whose `now` is an hour past the
+    lease's expiry by the holder's reckoning still cannot take it while it runs, nor after
+    the holder renewed it; once it ran out for real, the same claimer takes it over."""
+    ids = await _create_due(store, {1: 0})
+    (held,) = await store.claim_due("worker:a", at(1), 1, SHORT)
+    ahead = at(1) + timedelta(hours=1)
+    assert await store.claim_due("worker:b", ahead, 5, LEASE) == []
+    assert await store.renew(ids[1], held.operation.fence, at(1), LEASE)
+    await outlive()  # the first lease would have run out: the renewal holds it
+    assert await store.claim_due("worker:b", ahead, 5, LEASE) == []
+    assert await store.renew(ids[1], held.operation.fence, at(1), SHORT)
+    await outlive()
+    (taken,) = await store.claim_due("worker:b", ahead, 5, LEASE)
+    assert taken.operation.fence == held.operation.fence + 1
+
+
+async def test_a_claimer_whose_clock_runs_behind_takes_over_late_never_early(
+    store: Store,
+) -> None:
+    """A claimer whose `now` is before the lease's expiry by the holder's reckoning waits
+    for it, even once the lease ran out on the ledger's clock: late, never early."""
+    await _create_due(store, {1: 0})
+    await store.claim_due("worker:a", at(1), 1, SHORT)
+    await outlive()
+    assert await store.claim_due("worker:b", at(1), 5, LEASE) == []
+    (taken,) = await store.claim_due("worker:b", at(1) + SHORT, 5, LEASE)
+    assert taken.operation.lease_owner == "worker:b"
 
 
 async def test_concurrent_claimers_never_share_an_operation(ledger_db: LedgerDb) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -14,7 +15,18 @@ from jobtrail.core.states import RemoteStatus, State
 from jobtrail.store import Store
 from jobtrail.store.base import Change, Verdict
 
-from contract_records import LEASE, at, attempt, entry, finished, observation, operation, step
+from contract_records import (
+    LEASE,
+    SHORT,
+    at,
+    attempt,
+    entry,
+    finished,
+    observation,
+    operation,
+    outlive,
+    step,
+)
 from stores import RAW_ERRORS, LedgerDb
 
 
@@ -38,10 +50,10 @@ def _read(op: Operation, second: float, n: int, ob: Observation | None) -> Chang
     return replace(change, observations=[ob] if ob else [], safe_read=done, audit=[])
 
 
-async def _leased(store: Store) -> Operation:
+async def _leased(store: Store, lease_for: timedelta = LEASE) -> Operation:
     op = operation(1, next_poll_at=at(0), state=State.OBSERVING, remote_job_id="j1")
     await store.create_operation(op, [])
-    (claim,) = await store.claim_due("worker:a", at(1), 1, LEASE)
+    (claim,) = await store.claim_due("worker:a", at(1), 1, lease_for)
     return claim.operation
 
 
@@ -146,8 +158,9 @@ async def test_ending_automation_closes_the_run_in_the_same_commit(store: Store)
 async def test_a_fenced_out_safe_read_leaves_nothing(store: Store) -> None:
     """A read by an owner whose lease was taken over writes no attempt, observation or
     audit entry: it had no effect, and the new owner reads again."""
-    op = await _leased(store)
-    await store.claim_due("worker:b", at(1) + LEASE, 1, LEASE)
+    op = await _leased(store, SHORT)
+    await outlive()
+    await store.claim_due("worker:b", at(1) + SHORT, 1, LEASE)
     change = replace(_read(op, 40, 0, _seen(op, 40)), audit=[entry(op, "read", at(40))])
     (result,) = await store.commit([change])
     assert result.verdict is Verdict.FENCED_OUT

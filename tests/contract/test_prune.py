@@ -182,3 +182,30 @@ async def test_the_archive_holds_every_record_and_verifies(store: Store, tmp_pat
     with gzip.open(forged, "wt") as out:
         out.writelines(json.dumps(r) + "\n" for r in edited)
     assert "was edited" in " ".join(archive.verify_archive(archive.read(forged), None))
+
+
+async def test_every_archived_line_is_bound_by_the_checkpoint(store: Store, tmp_path: Path) -> None:
+    """Pruned with the archive's binding, the checkpoint in the chain holds the header's
+    digest and each operation's; the intact archive verifies, and a forged transition
+    line is named by its line number (issue 19: only the audit lines used to be checked)."""
+    ledger, _ = await _ledger_with_old_and_new(store)
+    path = tmp_path / "old.jsonl.gz"
+    pruned = await ledger.prune(
+        MONTH, actor="ops:ana", keep=lambda p: archive.write(path, p), bind=archive.binding
+    )
+    assert pruned.checkpoint is not None
+    bound = json.loads(pruned.checkpoint.entry)["data"]["archive"]
+    assert set(bound["operations"]) == {p.operation.operation_id for p in pruned.operations}
+    assert archive.verify_archive(archive.read(path), None) == []
+    with gzip.open(path, "rt") as lines:
+        texts = [line.rstrip("\n") for line in lines]
+    number = next(n for n, t in enumerate(texts, 1) if json.loads(t)["type"] == "transition")
+    record = json.loads(texts[number - 1]) | {"cause": "forged by hand"}
+    texts[number - 1] = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    forged = tmp_path / "forged.jsonl.gz"
+    with gzip.open(forged, "wt") as out:
+        out.writelines(text + "\n" for text in texts)
+    problems = archive.verify_archive(archive.read(forged), None)
+    assert any(p.startswith(f"archive line {number} (a transition line") for p in problems), (
+        problems
+    )

@@ -15,6 +15,7 @@ import boto3
 from aws_rig import ENV, ROLE, aws_env, moto_endpoint
 
 import jobtrail
+from jobtrail.cli.exits import RunExit
 from jobtrail.core.states import State
 
 from cliutil import Workspace
@@ -118,3 +119,50 @@ def test_provider_check_says_what_each_aws_provider_can_promise(tmp_path: Path) 
     assert "AWS_SECRET_ACCESS_KEY" in sfn["guarantees"]["secrets"]
     athena = ws.json("provider", "check", "aws-athena")
     assert athena["guarantees"]["reconciliation"] == "same-token retry"
+
+
+# A site directory whose sitecustomize makes aiobotocore unimportable: a Python without the
+# `aws` extra, for the processes started with it on PYTHONPATH.
+WITHOUT_AWS = """
+import sys
+
+
+class _NoAws:
+    def find_spec(self, name, path=None, target=None):
+        if name == "aiobotocore" or name.startswith("aiobotocore."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NoAws())
+"""
+
+
+def test_a_worker_without_the_aws_extra_never_claims_aws_operations(
+    tmp_path: Path, aws_env: str
+) -> None:
+    """Installed but unusable (aiobotocore missing): the loader says so before advertising
+    the AWS providers, so `worker --until-idle` leaves their operations unclaimed and exits
+    at once, `run` exits 7 naming the missing extra, and the operation stays as submitted."""
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "providers" / "monthly-report.toml").write_text(
+        'code = "aws-stepfunctions"\n[settings]\n'
+        'state_machine_arn = "arn:aws:states:us-east-1:123456789012:stateMachine:reports"\n'
+        f'endpoint_url = "{aws_env}"\n',
+        encoding="utf-8",
+    )
+    site = tmp_path / "no-aws"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(WITHOUT_AWS, encoding="utf-8")
+    ws = Workspace(root=tmp_path, base_url=aws_env)
+    op = ws.json("submit", "monthly-report", "--body", '{"month": "2026-02"}')["operation_id"]
+    bare = {"PYTHONPATH": str(site)}
+    worker = ws.run("worker", "--until-idle", "-v", check=False, **bare)
+    assert worker.returncode == 0, worker.stderr
+    assert "aiobotocore" in worker.stderr and "jobtrail[aws]" in worker.stderr
+    assert "claimed" not in worker.stderr.lower()
+    ran = ws.run("run", op, "--json", check=False, **bare)
+    assert ran.returncode == RunExit.PROVIDER_MISSING, ran.stderr
+    assert "jobtrail[aws]" in ran.stderr
+    status = ws.json("status", op)
+    assert status["state"] == State.CREATE_PENDING

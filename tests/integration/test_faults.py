@@ -4,6 +4,7 @@ clock)."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -91,13 +92,15 @@ async def test_the_same_observation_delivered_twice_has_one_effect(rig: Harness)
 
 
 async def test_a_stale_lease_holder_is_refused(rig: Harness) -> None:
-    """A worker whose lease expired and was taken over cannot write; the new owner keeps it."""
-    ledger, store, lease = rig.rt.ledger, rig.rt.ledger.store, timedelta(seconds=30)
+    """A worker whose lease expired and was taken over cannot write; the new owner keeps it.
+    (The lease is short and runs out for real: leases end on the ledger's clock.)"""
+    ledger, store, lease = rig.rt.ledger, rig.rt.ledger.store, timedelta(milliseconds=300)
     op = await rig.submit({"account": "a"})
     (stale,) = await store.claim_due("worker-A", rig.clock.now(), 1, lease)
     stale_op, attempt = await ledger.begin_call(stale.operation, AttemptKind.CREATE, {}, "worker-A")
-    rig.clock.advance(31)  # worker-A stalls past its lease
-    (fresh,) = await store.claim_due("worker-B", rig.clock.now(), 1, lease)
+    await asyncio.sleep(0.35)  # worker-A stalls past its lease
+    rig.clock.advance(1)
+    (fresh,) = await store.claim_due("worker-B", rig.clock.now(), 1, timedelta(seconds=30))
     assert fresh.operation.fence == stale.operation.fence + 1
     accepted = o.Accepted(job_id="job_x", remote_state="queued", remote_status=RemoteStatus.RUNNING)
     with pytest.raises(LostOwnership):

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import boto3
 import psycopg
 import pytest
-from moto.server import ThreadedMotoServer
 
 from jobtrail.agent.tools import AgentTools
 from jobtrail.core.states import State
@@ -26,34 +25,6 @@ from stores import require_postgres
 BUCKET = "jobtrail-results"
 LEDGERS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 STORES = ["files", "db", "s3"]
-
-
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[str]:
-    """A real S3-compatible server (moto's) on a free loopback port, for this module."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def s3_env(s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The standard AWS settings pointing at the local server, and an empty bucket."""
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test-key-id")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    client = boto3.client("s3")
-    with suppress(client.exceptions.BucketAlreadyOwnedByYou):
-        client.create_bucket(Bucket=BUCKET)
-    return s3_server
 
 
 def _url(store: str, tmp_path: Path) -> str | None:

@@ -558,6 +558,24 @@ async def test_result_integrity_faults(sim: Simulator, http: aiohttp.ClientSessi
     assert len(miscount.body.decode().splitlines()) == 4  # header + 3 rows
 
 
+async def test_distinct_result_per_job(sim: Simulator, http: aiohttp.ClientSession) -> None:
+    """By default two jobs return the same bytes; with distinct_result each job's values are
+    its own, the rows, checksum and record count still consistent."""
+    same = [(await result(http, sim, await finished(http, sim, {}))).body for _ in range(2)]
+    assert same[0] == same[1]
+    answers = [await result(http, sim, await finished(http, sim, {"distinct_result": True}))
+               for _ in range(2)]  # fmt: skip
+    bodies = [a.body for a in answers]
+    assert bodies[0] != bodies[1]
+    for answer in answers:
+        assert answer.headers["X-Checksum-SHA256"] == hashlib.sha256(answer.body).hexdigest()
+        assert answer.headers["X-Record-Count"] == "3"
+        rows = [line.split(",") for line in answer.body.decode().splitlines()]
+        assert rows[0] == ["id", "status", "value"]
+        assert [(r[0], r[1]) for r in rows[1:]] == [(f"item-{i}", "succeeded") for i in (1, 2, 3)]
+        assert all(r[2].isdigit() for r in rows[1:])
+
+
 @pytest.mark.parametrize("gone", [404, 410])
 async def test_result_gone(sim: Simulator, http: aiohttp.ClientSession, gone: int) -> None:
     """A succeeded job whose result expired answers 404 or 410."""

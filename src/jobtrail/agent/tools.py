@@ -176,15 +176,16 @@ class AgentTools:
         if summary is None:
             return _no_result(op, self.ledger.clock())
         items = summary.items
+        planted = await self.ledger.result_problem(op)  # not the result its collection audited
         read = (
             await read_stored(
                 summary.location, self.results, sha256=summary.sha256, data_dir=self.data_dir
             )
-            if summary.location
+            if summary.location and planted is None
             else None
         )
-        note = read.note if read else "no stored content is recorded for this result"
-        changed = [read.problem] if read and read.problem else []
+        note = read.note if read else planted or "no stored content is recorded for this result"
+        changed = [planted] if planted else [read.problem] if read and read.problem else []
         valid = summary.valid and not changed
         if not valid:
             note = "the result FAILED validation (see problems); " + note

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from jobtrail.audit import verify
+from jobtrail.audit import ChainReport, verify
 from jobtrail.cli.context import (
     Settings,
     emit_json,
@@ -58,9 +58,12 @@ async def audit_verify(settings: Settings, anchor: str | None, replay: bool, as_
             fail("write the anchor as COUNT:HASH, as `jobtrail audit head` prints it")
         expected = (int(count), head)
     async with opened(settings) as ledger:
+        keying = await ledger.store.keying_problem()
         rows = await ledger.store.audit_rows()
         forged = await ledger.forged_operations() if replay else []
     verdict = verify(rows, settings.audit_key, expected)
+    if keying is not None:  # every link would fail: say which key, not which entry
+        verdict = ChainReport(ok=False, entries=0, head="", problem=keying)
     if as_json:
         document = {
             "ok": verdict.ok and not forged,
@@ -76,7 +79,7 @@ async def audit_verify(settings: Settings, anchor: str | None, replay: bool, as_
             ]
         emit_json(document)
     else:
-        click.echo(verdict.message())
+        click.echo(f"audit log not verified: {keying}" if keying else verdict.message())
         if replay:
             for forgery in forged:
                 click.echo(f"operation forged: {forgery.message()}")
@@ -93,7 +96,10 @@ async def audit_verify(settings: Settings, anchor: str | None, replay: bool, as_
 async def audit_head(settings: Settings, as_json: bool) -> None:
     """Print COUNT:HASH of the chain's head, to keep somewhere else as an anchor."""
     async with opened(settings) as ledger:
+        keying = await ledger.store.keying_problem()
         rows = await ledger.store.audit_rows()
+    if keying is not None:
+        fail(keying)
     verdict = verify(rows, settings.audit_key)
     if not verdict.ok:
         fail(verdict.message())

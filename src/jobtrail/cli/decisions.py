@@ -12,10 +12,12 @@ from jobtrail.cli.context import (
     json_option,
     opened,
     pass_settings,
+    provider_module_option,
     run_async,
 )
 from jobtrail.cli.ops import console, show
 from jobtrail.core.durations import parse_duration
+from jobtrail.errors import JobtrailError
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.story import read_story
 from jobtrail.views import operation_json
@@ -51,6 +53,7 @@ async def escalation(settings: Settings, operation_id: str, as_json: bool) -> No
 )
 @click.option("--actor", required=True, help="Who decides.")
 @click.option("--reason", required=True, help="Why.")
+@provider_module_option
 @json_option
 @pass_settings
 @run_async
@@ -61,11 +64,21 @@ async def resolve(
     job_id: str | None,
     actor: str,
     reason: str,
+    provider_modules: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Record a human decision for an operation that needs one."""
+    """Record a human decision for an operation that needs one. Adopting a job id the
+    operation never saw reads it through the operation's provider first: a code provider's
+    operation needs that plug-in here (installed, or --provider-module)."""
+    from jobtrail.providers.plugins import load_plugins
+
     async with opened(settings) as ledger:
-        providers = ProviderRegistry(connections=1)  # for adopt: reads a job id it never saw
+        # for adopt: reads a job id it never saw, with the operation's own provider
+        try:
+            plugins = load_plugins(provider_modules)
+        except JobtrailError as exc:
+            fail(str(exc))
+        providers = ProviderRegistry(connections=1, plugins=plugins)
         try:
             done = await decisions.resolve(
                 ledger, providers, operation_id, decision, actor=actor, reason=reason, job_id=job_id

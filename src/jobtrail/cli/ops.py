@@ -409,18 +409,30 @@ async def cancel(
 async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show the validated result summary and where the content is stored."""
     from jobtrail.client.result import read_back
+    from jobtrail.results import open_results
 
     async with opened(settings) as ledger:
         op = await ledger.find(operation_id)
+        # the summary must be the one its collection audited, and the stored content (a
+        # file, database chunks or an object) must still hash to it
+        problem = await ledger.result_problem(op) if op.result is not None else None
     summary = operation_json(op, op.created_at)["result"]
-    problem = None
-    if op.result is not None and op.result.location and is_file_location(op.result.location):
-        # the path handed out is re-hashed first; other stores' locations are only named
-        stored = await read_back(op.result.location, op.result.sha256, None, settings.data_dir)
-        summary["location"], problem = str(stored.path), stored.problem
-        if problem:  # never shown as valid: what was validated is not what is stored now
-            summary["valid"] = False
-            summary["problems"] = [*summary["problems"], problem]
+    if op.result is not None and op.result.location and problem is None:
+        location = op.result.location
+        results = None
+        if not is_file_location(location):
+            results = open_results(settings.results, data_dir=settings.data_dir, ledger=settings.db)
+        try:
+            stored = await read_back(location, op.result.sha256, results, settings.data_dir)
+        finally:
+            if results is not None:
+                await results.close()
+        if stored.path is not None:
+            summary["location"] = str(stored.path)
+        problem = stored.problem
+    if problem:  # never shown as valid: what was validated is not what is stored now
+        summary["valid"] = False
+        summary["problems"] = [*summary["problems"], problem]
     if as_json:
         emit_json(
             {

@@ -80,8 +80,9 @@ async def _prune(
         if archive_path is not None and pruned.operations:
             archive.write(archive_path, pruned)
 
+    bind = archive.binding if archive_path is not None else None  # every line, in the chain
     async with opened(settings) as ledger:
-        pruned = await ledger.prune(older_than, actor=actor, keep=keep)
+        pruned = await ledger.prune(older_than, actor=actor, keep=keep, bind=bind)
     written = str(archive_path) if archive_path is not None and pruned.operations else None
     if as_json:
         emit_json(
@@ -119,13 +120,18 @@ def archive() -> None:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("operation_id")
 @json_option
+@pass_settings
 @run_async
-async def archive_show(file: Path, operation_id: str, as_json: bool) -> None:
-    """Tell an archived operation's story, as `explain` does for a live one."""
-    from jobtrail.archive import read
+async def archive_show(settings: Settings, file: Path, operation_id: str, as_json: bool) -> None:
+    """Tell an archived operation's story, as `explain` does for a live one; refused when
+    any line of the archive is not what its checkpoint bound (`archive verify` lists all)."""
+    from jobtrail.archive import read, verify_archive
     from jobtrail.views import explain_text, iso, operation_json, timeline
 
     found = read(file)
+    if problems := verify_archive(found, settings.audit_key):
+        more = f" (and {len(problems) - 1} more: `jobtrail archive verify`)" if problems[1:] else ""
+        fail(f"not shown: {problems[0]}{more}")
     item = found.get(operation_id)
     op, now = item.operation, found.checkpoint_time()
     args = (op, list(item.history), list(item.attempts), list(item.observations))
@@ -175,9 +181,10 @@ async def archive_verify(
             click.echo(f"archive tampered: {problem}")
     else:
         seq = found.checkpoint.seq if found.checkpoint else None
+        only = "" if found.lines_bound else " (audit lines only: its checkpoint binds no other)"
         click.echo(
             f"archive intact: {len(found.operations)} operations, {entries} audit entries, "
-            f"checkpoint #{seq}"
+            f"checkpoint #{seq}{only}"
         )
     if problems:
         raise SystemExit(1)

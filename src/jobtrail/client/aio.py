@@ -253,7 +253,7 @@ class Client:
                 f"{operation_id} has no result ({why} {op.state}); `wait` follows it, "
                 "`explain` tells its story"
             )
-        return await read_result(op, rt.results, self.data_dir)
+        return await read_result(op, rt.results, self.data_dir, ledger=rt.ledger)
 
     async def explain(self, operation_id: str) -> str:
         """The operation's story, as `jobtrail explain` tells it."""

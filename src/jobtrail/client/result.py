@@ -7,12 +7,16 @@ import asyncio
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jobtrail.core.model import ItemCounts, Operation
 from jobtrail.core.states import State
 from jobtrail.errors import ResultCorrupted, ResultError
 from jobtrail.results import Results, ResultStore
 from jobtrail.worker.blobs import BlobStore, changed, is_file_location, read_checked
+
+if TYPE_CHECKING:
+    from jobtrail.ledger import Ledger
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,17 +99,28 @@ async def read_back(
         content = await results.read(location)
     except ResultError as exc:
         return Stored(problem=str(exc))
+    # the store checked the content against its location's address; this checks it against
+    # what was validated too (a location swapped in the record names other bytes)
+    problem = changed(sha256, hashlib.sha256(content).hexdigest())
+    if problem:
+        return Stored(problem=problem)
     return Stored(content=content, head=content[:keep], size=len(content))
 
 
-async def read_result(op: Operation, results: Results, data_dir: Path) -> Result:
-    """The operation's result summary, its content located and re-hashed. The caller has
-    checked that a summary exists."""
+async def read_result(
+    op: Operation, results: Results, data_dir: Path, *, ledger: Ledger | None = None
+) -> Result:
+    """The operation's result summary, its content located and re-hashed, and (given the
+    ledger) the summary checked against the digest and size its collection audited. The
+    caller has checked that a summary exists."""
     summary = op.result
     assert summary is not None
     location = summary.location
-    stored = await read_back(location, summary.sha256, results, data_dir) if location else None
-    problem = stored.problem if stored else None
+    problem = await ledger.result_problem(op) if ledger is not None else None
+    stored = None
+    if location and problem is None:
+        stored = await read_back(location, summary.sha256, results, data_dir)
+        problem = stored.problem
     # never handed out when invalid: what was validated is not what is stored now
     kept = stored if stored and not problem else Stored()
     return Result(

@@ -7,6 +7,7 @@ webhook endpoint and the static assets (no data in them) are not behind this gat
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -34,6 +35,7 @@ from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results
 from jobtrail.store.finding import OperationQuery
 from jobtrail.story import Story, read_story
+from jobtrail.worker.blobs import changed
 
 log = logging.getLogger("jobtrail.dashboard")
 PAGE_SIZE = 50
@@ -230,10 +232,15 @@ class Dashboard:
         op = await self.ledger.get(request.match_info["id"])
         if op.result is None or not op.result.location:
             raise web.HTTPNotFound(text=f"{op.operation_id} has no stored result")
+        planted = await self.ledger.result_problem(op)  # not the result its collection audited
+        if planted is not None:
+            return web.Response(text=f"not served: {planted}", status=409)
         try:
             content = await self.results.read(op.result.location)  # re-checks the hash
         except ResultError as exc:
             return web.Response(text=f"not served: {exc}", status=409)
+        if (problem := changed(op.result.sha256, hashlib.sha256(content).hexdigest())) is not None:
+            return web.Response(text=f"not served: {problem}", status=409)
         return web.Response(
             body=content,
             content_type="application/octet-stream",  # never the provider's word: no HTML here

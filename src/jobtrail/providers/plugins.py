@@ -18,6 +18,8 @@ and submitting to it raises it.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
@@ -97,6 +99,9 @@ def load_plugins(modules: Sequence[str] = ()) -> Plugins:
             found.broken[point.name] = str(exc)
     for module in modules:
         for name, factory in _module_providers(module).items():
+            missing = missing_requirements(factory)
+            if missing is not None:
+                raise ProviderConfigError(f"--provider-module {module}: {name!r} {missing}")
             found[name] = Plugin(name=name, factory=factory, origin=f"--provider-module {module}")
     return found
 
@@ -122,7 +127,29 @@ def _load(point: EntryPoint, origin: str) -> Factory:
         ) from None
     if not callable(factory):
         raise ProviderConfigError(f"code provider {origin}: {point.value} is not callable")
+    missing = missing_requirements(factory)
+    if missing is not None:
+        raise ProviderConfigError(f"code provider {origin} cannot be used here: {missing}")
     return factory  # type: ignore[no-any-return]
+
+
+def missing_requirements(factory: Any) -> str | None:
+    """Why the modules a factory's module declares it needs (`REQUIRES`: import name ->
+    how to install it) cannot be imported here, or None. Checked before a provider is
+    advertised, so a worker lacking them never claims its operations; nothing is imported
+    (a plug-in whose module imports its dependencies lazily is checked all the same)."""
+    module = sys.modules.get(getattr(factory, "__module__", "") or "")
+    needs = getattr(module, "REQUIRES", None)
+    if not isinstance(needs, Mapping):
+        return None
+    for name, how in needs.items():
+        try:
+            found = importlib.util.find_spec(str(name))
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            return f"it needs {name}, which is not installed ({how})"
+    return None
 
 
 def _module_providers(module: str) -> dict[str, Factory]:

@@ -109,6 +109,13 @@ class CreateEndpoint:
             record(faults.reject_create.status, None)
             return error(faults.reject_create.status, "rejected", faults.reject_create.message)
 
+        if faults.delay_accept > 0:
+            # a slow front end: nothing exists yet, so a lookup meanwhile finds no job
+            await asyncio.sleep(faults.delay_accept)
+            now = st.clock()
+            entry = st.keys.get(key) if key is not None else None
+            if entry is not None:  # a same-key request got in first
+                return await self._retry(request, entry, fp, body, record)
         job = self._new_job(body, key, ref, faults, now)
         answer = self._answer_for(request, job)
         if key is not None and fp is not None:

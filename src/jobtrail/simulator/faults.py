@@ -31,6 +31,13 @@ HOSTILE_TEXT = "\x1b]8;;http://evil.example/\x07click\x1b]8;;\x07\x1b[2J\x1b[31m
 # HTTP header values cannot carry C0 controls; these are the ones they can: C1 and bidi.
 HOSTILE_HEADER_TEXT = "\x9b31m\u202e\u2066"
 
+
+def with_nul(word: str) -> str:
+    """What `nul_text` does to a provider word: a NUL in its middle (PostgreSQL text cannot
+    hold one), as in "run\\x00ning"."""
+    return f"{word[:3]}\x00{word[3:]}"
+
+
 DEFAULT_ITEMS = 3
 DEFAULT_DURATION_POLLS = 2
 
@@ -164,6 +171,7 @@ class Faults:
     # create side
     drop_create_answer: int = 0
     delay_create: float = 0.0
+    delay_accept: float = 0.0  # seconds before the job is made (delay_create: after)
     throttle_create: Throttle | None = None
     reject_create: Rejection | None = None
     create_error_after_accept: int | None = None
@@ -194,6 +202,9 @@ class Faults:
     result_gone: int | None = None
     result_error: int = 0
     record_count_mismatch: bool = False
+    # each item's value derived from the job id, so no two jobs' results are the same bytes
+    # (by default every job with the same items returns the same result)
+    distinct_result: bool = False
     # webhooks
     webhooks: WebhookMode = "normal"
     # secrets (hostile providers): echo the bearer token the request carried into every
@@ -205,6 +216,7 @@ class Faults:
     hostile_status_url: HostileStatusUrl | None = None  # see create._hostile_status_url
     set_cookie: bool = False  # create answers set a session cookie naming the job
     hostile_text: bool = False  # terminal escapes in state words, progress and request ids
+    nul_text: bool = False  # a NUL inside state words, progress notes and error messages
     # hostile create (issue 9): how every same-key retry is answered once the first create
     # made the job (and, with drop_create_answer, its answer was lost)
     reject_retry: Rejection | None = None  # refused: 409 "already exists", 400, 422
@@ -367,6 +379,7 @@ def _gone(name: str, raw: Any) -> int | None:
 
 _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "drop_create_answer": _drop,
+    "delay_accept": _number,
     "delay_create": _number,
     "throttle_create": _throttle,
     "reject_create": _rejection,
@@ -392,6 +405,7 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "result_gone": _gone,
     "result_error": _int,
     "record_count_mismatch": _flag,
+    "distinct_result": _flag,
     "webhooks": _choice(_WEBHOOK_MODES),
     # secrets (hostile providers)
     "echo_credentials": _flag,
@@ -400,6 +414,7 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "hostile_status_url": _optional_choice(("relative", "off_origin", "userinfo")),
     "set_cookie": _flag,
     "hostile_text": _flag,
+    "nul_text": _flag,
     # hostile create
     "reject_retry": _rejection,
     "retry_error": _server_error,

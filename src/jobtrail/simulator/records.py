@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from jobtrail.simulator.faults import HOSTILE_TEXT, Faults
+from jobtrail.simulator.faults import HOSTILE_TEXT, Faults, with_nul
 
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -89,6 +89,11 @@ class SimJob:
             out["progress"]["note"] = HOSTILE_TEXT
             if "error" in out:
                 out["error"]["message"] = f"{self.error_message}{HOSTILE_TEXT}"
+        if self.faults.nul_text:
+            out["state"] = with_nul(self.state)
+            out["progress"]["note"] = with_nul("progress")
+            if "error" in out:
+                out["error"]["message"] = with_nul(self.error_message or "error")
         return out
 
     def admin_json(self) -> dict[str, Any]:

@@ -11,7 +11,8 @@ CSV_HEADER = "id,status,value"
 
 
 def result_rows(job: SimJob) -> list[dict[str, Any]]:
-    """Per-item outcomes; the last ``failed_items`` items failed, the rest carry a value."""
+    """Per-item outcomes; the last ``failed_items`` items failed, the rest carry a value
+    (``i * 10``, or with ``distinct_result`` a number derived from the job id and item)."""
     total = job.faults.items
     first_failed = total - job.faults.failed_items
     rows: list[dict[str, Any]] = []
@@ -19,8 +20,15 @@ def result_rows(job: SimJob) -> list[dict[str, Any]]:
         if i > first_failed:
             rows.append({"id": f"item-{i}", "status": "failed", "value": ""})
         else:
-            rows.append({"id": f"item-{i}", "status": "succeeded", "value": str(i * 10)})
+            rows.append({"id": f"item-{i}", "status": "succeeded", "value": _value(job, i)})
     return rows
+
+
+def _value(job: SimJob, item: int) -> str:
+    if not job.faults.distinct_result:
+        return str(item * 10)
+    digest = hashlib.sha256(f"{job.job_id}/{item}".encode()).digest()
+    return str(int.from_bytes(digest[:4], "big"))
 
 
 def result_csv(job: SimJob) -> tuple[bytes, str]:

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Protocol
 from jobtrail.audit import AuditEntry, AuditRow
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
+from jobtrail.store.codec import storable
 
 if TYPE_CHECKING:
     from jobtrail.core.tasks import TaskHandle
     from jobtrail.store.finding import OperationPage, OperationQuery
-    from jobtrail.store.retention import Keep, Pruned
+    from jobtrail.store.retention import Bind, Keep, Pruned
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,7 +65,7 @@ def folds(change: Change) -> bool:
         and (
             before is None
             or (
-                before.remote_state == change.observations[0].remote_state
+                storable(before.remote_state) == storable(change.observations[0].remote_state)
                 and before.remote_status is change.observations[0].remote_status
             )
         )
@@ -161,6 +162,17 @@ class Lease:
     acquired_at: datetime
     expires_at: datetime
     released_at: datetime | None
+    # The same tenure on the ledger's one clock (seconds on `clock`: the PostgreSQL server's
+    # epoch, or on SQLite this machine's boot clock): what decides when a lease ends, and
+    # what shows that no two owners overlapped whatever the holders' own clocks said. None
+    # for a lease taken before migration 0012.
+    clock: str | None = None
+    clock_acquired: float | None = None
+    clock_expires: float | None = None
+    clock_released: float | None = None
+
+
+CLOCK_FIELDS = ("clock", "clock_acquired", "clock_expires", "clock_released")
 
 
 class Store(Protocol):
@@ -253,14 +265,26 @@ class Store(Protocol):
 
     async def append_audit(self, entries: Sequence[AuditEntry]) -> None: ...
 
+    async def keying_problem(self) -> str | None:
+        """Why this store's audit key cannot verify or continue the ledger's chain (keyed
+        with another key, or not keyed at all: store/chain.py), or None when it can. Every
+        write is refused with that sentence; reads are not."""
+        ...
+
     async def prune(
-        self, finished_before: datetime, now: datetime, actor: str, keep: Keep
+        self,
+        finished_before: datetime,
+        now: datetime,
+        actor: str,
+        keep: Keep,
+        bind: Bind | None = None,
     ) -> Pruned:
         """Remove the finished operations (retention.PRUNABLE, no lease, nothing scheduled)
         last changed before `finished_before`, with everything they own (their task handles
         too), and append a checkpoint to the audit chain, in one transaction; `keep` (which
         archives what is removed) runs before the commit, and nothing is removed if it
-        raises. Task handles expired by `now` go as well; their operations stay."""
+        raises. Task handles expired by `now` go as well; their operations stay. `bind`
+        gives what the checkpoint binds of that archive (every line of it)."""
         ...
 
     async def add_task(self, handle: TaskHandle) -> None:

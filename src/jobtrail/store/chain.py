@@ -1,15 +1,58 @@
-"""Extending the audit chain inside a store transaction (both dialects)."""
+"""Extending the audit chain inside a store transaction (both dialects), and keeping a keyed
+chain keyed.
+
+A chain is keyed (HMAC links) or not from its first entry on; a link made with another key,
+or without one, would break it for good, and `audit verify` would then blame an innocent
+entry. So the ledger records its keying with its first entry (migration 0011: `keyed`, and
+for a keyed chain a check value, the HMAC of a fixed text under the key, which tells whether
+a key is the chain's without revealing it), and a store whose key does not match refuses to
+write anything. A chain begun before 0011 has no such row: its head entry tells, since it
+verifies only under the chain's key.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Sequence
+from typing import Any
 
 from jobtrail.audit import GENESIS, AuditEntry, link
+
+_CHECK_TEXT = b"jobtrail audit key check v1"
+WRITE = "write to this ledger (nothing was written)"
+VERIFY = "verify its chain"
+NO_KEY = (
+    "this ledger's audit chain is keyed and no audit key (JOBTRAIL_AUDIT_KEY) is set: set it "
+    "to the chain's key to {act}"
+)
+OTHER_KEY = (
+    "this ledger's audit chain is keyed with another key than the audit key given "
+    "(JOBTRAIL_AUDIT_KEY): set it to the chain's key to {act}"
+)
+NOT_KEYED = (
+    "this ledger's audit chain is not keyed but an audit key (JOBTRAIL_AUDIT_KEY) is set: "
+    "unset it to {act}"
+)
+HEAD_UNVERIFIED = (
+    "this ledger's newest audit entry does not verify {how} (the chain is keyed with another "
+    "key, or was tampered with, which `jobtrail audit verify` tells): set the audit key "
+    "(JOBTRAIL_AUDIT_KEY) to the chain's key to {act}"
+)
+
+
+def key_check(key: bytes) -> str:
+    """The value that tells whether a key is the chain's: a MAC of a fixed text, from which
+    the key cannot be recovered (no more than from any entry's link)."""
+    return hmac.new(key, _CHECK_TEXT, hashlib.sha256).hexdigest()
 
 
 class AuditChain:
     def __init__(self, key: bytes | None) -> None:
         self._key = key
+        # Set once this store saw the ledger's keying row agree with its key: the row never
+        # changes, so it is not read again.
+        self.agreed = False
 
     def extend(
         self, last_seq: int, last_hash: str | None, entries: Sequence[AuditEntry]
@@ -23,3 +66,33 @@ class AuditChain:
             rows.append((last_seq + offset, entry.operation_id, text, prev, digest))
             prev = digest
         return rows
+
+    def judge(
+        self, keying: Any, head: Any, act: str = WRITE
+    ) -> tuple[str | None, tuple[bool, str | None]]:
+        """(why this store's key cannot continue the chain or None, the keying row the chain
+        has or is to get). `keying` is the stored row (keyed, key_check), None when there is
+        none yet; `head` is then the newest entry (prev_hash, entry, hash), None when the
+        chain has no entry: then this store's key starts it. `act` ends the sentence: what
+        the right key would let one do."""
+        mine: tuple[bool, str | None] = (True, key_check(self._key)) if self._key else (False, None)
+        if keying is None and head is not None:  # a chain begun before migration 0011
+            prev_hash, entry, digest = head[0], head[1], head[2]
+            if link(prev_hash, entry, None) == digest:
+                keying = (False, None)
+            elif self._key and link(prev_hash, entry, self._key) == digest:
+                keying = mine
+            else:
+                how = "with the audit key given" if self._key else "without an audit key"
+                return HEAD_UNVERIFIED.format(how=how, act=act), mine
+        if keying is None:
+            return None, mine
+        keyed, check = bool(keying[0]), keying[1]
+        stored = (keyed, check)
+        if not keyed:
+            return (NOT_KEYED.format(act=act) if self._key else None), stored
+        if not self._key:
+            return NO_KEY.format(act=act), stored
+        if not hmac.compare_digest(str(check), key_check(self._key)):
+            return OTHER_KEY.format(act=act), stored
+        return None, stored

@@ -122,6 +122,16 @@ _ENCODE = json.JSONEncoder(
 ).encode
 
 
+def storable(value: Any) -> Any:
+    """A text as a text column holds it: PostgreSQL text cannot hold U+0000, so both stores
+    keep a NUL in a text field (a provider's state word, id, request id, an error cause) as
+    U+FFFD, the replacement character. JSON documents keep it exactly: their text escapes it
+    as \\u0000. Anything but a text is returned as it is; applying it twice changes nothing."""
+    if type(value) is str and "\x00" in value:
+        return value.replace("\x00", "\ufffd")
+    return value
+
+
 def dump(value: Any) -> str | None:
     return None if value is None else _ENCODE(value)
 
@@ -179,7 +189,7 @@ class Codec:
         t = self.t_out
         return {
             "operation_id": op.operation_id,
-            "op_key": op.key,
+            "op_key": storable(op.key),
             "provider": op.provider,
             "provider_config": _shared_text(op.provider_config),
             "provider_kind": op.provider_kind.value,
@@ -189,9 +199,9 @@ class Codec:
             "fingerprint": op.fingerprint,
             "idempotency_token": op.idempotency_token,
             "trace_id": op.trace_id,
-            "actor": op.actor,
-            "authorized_by": op.authorized_by,
-            "reason": op.reason,
+            "actor": storable(op.actor),
+            "authorized_by": storable(op.authorized_by),
+            "reason": storable(op.reason),
             "created_at": t(op.created_at),
             "create_deadline": t(op.create_deadline),
             "cancel_timeout_s": op.cancel_timeout.total_seconds(),
@@ -216,25 +226,26 @@ class Codec:
         """(column, field, encoder) for every mutable column, in MUTABLE order."""
         t = self.t_out
         same: Callable[[Any], Any] = lambda value: value  # noqa: E731
+        text = storable
         return [
             ("result_deadline", "result_deadline", t),
             ("state", "state", lambda state: state.value),
-            ("remote_job_id", "remote_job_id", same),
-            ("remote_state", "remote_state", same),
+            ("remote_job_id", "remote_job_id", text),
+            ("remote_state", "remote_state", text),
             ("remote_status", "remote_status", lambda status: status.value if status else None),
             ("progress", "progress", dump),
-            ("status_url", "status_url", same),
-            ("status_via", "status_via", same),
-            ("candidate_job_id", "candidate_job_id", same),
+            ("status_url", "status_url", text),
+            ("status_via", "status_via", text),
+            ("candidate_job_id", "candidate_job_id", text),
             ("conflicting_job_ids", "conflicting_job_ids", lambda ids: dump(list(ids))),
             ("next_poll_at", "next_poll_at", t),
             ("poll_count", "poll_count", same),
             ("create_attempts", "create_attempts", same),
-            ("inflight_attempt", "inflight_attempt", same),
+            ("inflight_attempt", "inflight_attempt", text),
             ("cancel_intent", "cancel_intent", lambda i: dump(self._intent(i)) if i else None),
             ("cancel_deadline", "cancel_deadline", t),
             ("cancel_sent", "cancel_sent", int),
-            ("inline_result", "inline_result", same),
+            ("inline_result", "inline_result", text),
             ("result", "result", lambda result: dump(result_doc(result)) if result else None),
             ("updated_at", "updated_at", t),
             ("refused_reads", "refused_reads", same),
@@ -339,12 +350,12 @@ class Codec:
         return {
             "operation_id": tr.operation_id,
             "at": self.t_out(tr.at),
-            "actor": tr.actor,
+            "actor": storable(tr.actor),
             "from_state": tr.from_state.value,
             "to_state": tr.to_state.value,
             "evidence": tr.evidence.value,
-            "cause": tr.cause,
-            "remote_job_id": tr.remote_job_id,
+            "cause": storable(tr.cause),
+            "remote_job_id": storable(tr.remote_job_id),
         }
 
     def transition(self, row: Any) -> Transition:
@@ -370,9 +381,9 @@ class Codec:
             "started_at": self.t_out(at.started_at),
             "request": dump(at.request),
             "finished_at": self.t_out(at.finished_at),
-            "outcome": at.outcome,
+            "outcome": storable(at.outcome),
             "http_status": at.http_status,
-            "provider_request_id": at.provider_request_id,
+            "provider_request_id": storable(at.provider_request_id),
             "detail": dump(at.detail),
         }
 
@@ -381,9 +392,9 @@ class Codec:
         return {
             "attempt_id": at.attempt_id,
             "finished_at": self.t_out(at.finished_at),
-            "outcome": at.outcome,
+            "outcome": storable(at.outcome),
             "http_status": at.http_status,
-            "provider_request_id": at.provider_request_id,
+            "provider_request_id": storable(at.provider_request_id),
             "detail": dump(at.detail),
         }
 
@@ -408,15 +419,15 @@ class Codec:
             "operation_id": ob.operation_id,
             "source": ob.source,
             "observed_at": self.t_out(ob.observed_at),
-            "remote_state": ob.remote_state,
+            "remote_state": storable(ob.remote_state),
             "remote_status": ob.remote_status.value,
-            "provider_updated_at": ob.provider_updated_at,
+            "provider_updated_at": storable(ob.provider_updated_at),
             "progress": dump(ob.progress),
-            "ref": ob.ref,
-            "event_id": ob.event_id,
+            "ref": storable(ob.ref),
+            "event_id": storable(ob.event_id),
             "last_seen_at": self.t_out(ob.last_seen_at),
             "seen_count": ob.seen_count,
-            "last_request_id": ob.request_id,
+            "last_request_id": storable(ob.request_id),
             "last_progress": dump(ob.last_progress),
             "usage": dump(ob.usage),
             # Only a status read opens a run that later reads may fold into.
@@ -449,10 +460,10 @@ class Codec:
         return {
             "operation_id": ob.operation_id,
             "source": ob.source,
-            "remote_state": ob.remote_state,
+            "remote_state": storable(ob.remote_state),
             "remote_status": ob.remote_status.value,
             "last_seen_at": self.t_out(ob.observed_at),
-            "last_request_id": ob.request_id,
+            "last_request_id": storable(ob.request_id),
             "last_progress": dump(ob.progress),
         }
 

@@ -41,12 +41,12 @@ from jobtrail.store.base import (
     must_sync,
     refusal,
 )
-from jobtrail.store.chain import AuditChain
+from jobtrail.store.chain import VERIFY, WRITE, AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.postgres_prune import prune
 from jobtrail.store.queries import load_queries
-from jobtrail.store.retention import Keep, Pruned
+from jobtrail.store.retention import Bind, Keep, Pruned
 from jobtrail.store.tasks import task_handle, task_row
 
 T = TypeVar("T")
@@ -164,11 +164,13 @@ class PostgresStore:
     # -- operations -------------------------------------------------------------------
 
     async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
+        await self._agree()
+
         async def run(conn: Conn) -> Operation:
             row = CODEC.operation_row(op)
             await _fetch(Q["insert_config"], c.keyed_config(row), conn)
             if not await _fetch(Q["insert_operation"], row, conn):
-                (row,) = await _fetch(Q["get_by_key"], (op.key,), conn)
+                (row,) = await _fetch(Q["get_by_key"], (c.storable(op.key),), conn)
                 return CODEC.operation(row)
             await self._append_audit(conn, audit)
             return op
@@ -179,10 +181,10 @@ class PostgresStore:
         return await self._one("get", operation_id)
 
     async def get_by_key(self, key: str) -> Operation | None:
-        return await self._one("get_by_key", key)
+        return await self._one("get_by_key", c.storable(key))
 
     async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
-        return await self._one("find_by_remote_job", provider, remote_job_id)
+        return await self._one("find_by_remote_job", provider, c.storable(remote_job_id))
 
     async def list_operations(
         self, *, states: Sequence[State] = (), limit: int = 50
@@ -223,6 +225,7 @@ class PostgresStore:
     # -- writes by steps -----------------------------------------------------------------
 
     async def commit(self, changes: Sequence[Change]) -> list[CommitResult]:
+        await self._agree()
         return await self._run(lambda conn: _Batch(self, changes).run(conn)) if changes else []
 
     # -- leases ----------------------------------------------------------------------------
@@ -238,7 +241,9 @@ class PostgresStore:
     ) -> list[Claim]:
         if limit <= 0:
             return []
+        await self._agree()
         args = {"now": now, "limit": limit, "owner": owner, "expires": now + lease_for}
+        args["lease_s"] = lease_for.total_seconds()
         query = ("claim_one" if only else "claim_due") + ("" if code is None else "_drives")
         rows = await self._rows(query, args | {"only": only, "code": list(code or ())})
         return [
@@ -249,12 +254,15 @@ class PostgresStore:
     async def renew(
         self, operation_id: str, fence: int, now: datetime, lease_for: timedelta
     ) -> bool:
+        await self._agree()
         args = {"expires": now + lease_for, "id": operation_id, "fence": fence}
+        args["lease_s"] = lease_for.total_seconds()
         return bool((await self._rows("renew", args))[0]["n"] == 1)
 
     async def release(
         self, operation_id: str, fence: int, now: datetime, due: datetime | None
     ) -> bool:
+        await self._agree()
         args = {"now": now, "due": due, "id": operation_id, "fence": fence}
         return bool((await self._rows("release", args))[0]["n"] == 1)
 
@@ -278,23 +286,67 @@ class PostgresStore:
         if not entries:
             return
         (head,) = await _fetch(Q["lock_audit_head"], None, conn)
+        if not self._chain.agreed:  # under the head's lock: one first writer fixes the keying
+            await self._check_keying(conn, fix=True)
         rows = self._chain.extend(head["seq"], head["hash"], entries)
         async with conn.pipeline(), conn.cursor() as cur:
             await cur.executemany(Q["insert_audit"], rows)
             await cur.execute(Q["move_audit_head"], (rows[-1][0], rows[-1][4]))
 
+    async def _keying(
+        self, conn: Conn, act: str = WRITE
+    ) -> tuple[str | None, tuple[bool, str | None], bool]:
+        """This store's key judged against the chain (store/chain.py): (problem, the
+        keying row, whether the ledger holds that row already)."""
+        keying = await _fetch(Q["audit_keying"], None, conn)
+        head = None if keying else await _fetch(Q["audit_head_entry"], None, conn)
+        stored = (keying[0]["keyed"], keying[0]["key_check"]) if keying else None
+        entry = (head[0]["prev_hash"], head[0]["entry"], head[0]["hash"]) if head else None
+        problem, row = self._chain.judge(stored, entry, act)
+        return problem, row, stored is not None
+
+    async def _check_keying(self, conn: Conn, *, fix: bool) -> None:
+        """Refuse unless this store's key continues the chain; with `fix`, write the
+        keying row when the chain has none yet."""
+        problem, row, stored = await self._keying(conn)
+        if problem is not None:
+            raise StoreError(problem)
+        if stored:
+            self._chain.agreed = True
+        elif fix:
+            await _fetch(Q["insert_audit_keying"], row, conn)
+
+    async def _agree(self) -> None:
+        """Before a write that appends nothing: refuse it too when the key cannot continue
+        the chain (a worker without the key must not even claim)."""
+        if not self._chain.agreed:
+            await self._run(partial(self._check_keying, fix=False), transaction=False)
+
     async def prune(
-        self, finished_before: datetime, now: datetime, actor: str, keep: Keep
+        self,
+        finished_before: datetime,
+        now: datetime,
+        actor: str,
+        keep: Keep,
+        bind: Bind | None = None,
     ) -> Pruned:
+        await self._agree()
         work = partial(prune, codec=CODEC, append=self._append_audit)
         return await self._run(
             lambda conn: work(
-                conn, finished_before=finished_before, now=now, actor=actor, keep=keep
+                conn, finished_before=finished_before, now=now, actor=actor, keep=keep, bind=bind
             )
         )
 
     async def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        await self._agree()
         await self._run(lambda conn: self._append_audit(conn, entries))
+
+    async def keying_problem(self) -> str | None:
+        async def run(conn: Conn) -> str | None:
+            return (await self._keying(conn, VERIFY))[0]
+
+        return await self._run(run, transaction=False)
 
     async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
         one = (operation_id,) if operation_id else None
@@ -304,6 +356,7 @@ class PostgresStore:
     # -- task handles (migration 0013) ------------------------------------------------------
 
     async def add_task(self, handle: TaskHandle) -> None:
+        await self._agree()  # a store whose audit key cannot continue the chain writes nothing
         row = task_row(CODEC, handle)
         await self._run(partial(_fetch, Q_TASKS["insert_task"], row), transaction=False)
 
@@ -325,7 +378,9 @@ class _Batch:
 
     def __init__(self, store: PostgresStore, changes: Sequence[Change]) -> None:
         self.store, self.changes = store, changes
-        self.events = [{ob.event_id for ob in ch.observations if ob.event_id} for ch in changes]
+        self.events = [
+            {c.storable(ob.event_id) for ob in ch.observations if ob.event_id} for ch in changes
+        ]
         self.verdicts: dict[int, Verdict] = {}
         self.stored: dict[int, Operation] = {}
         self.sealed: list[AuditEntry] = []  # observation runs closed by this batch

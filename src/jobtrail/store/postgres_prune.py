@@ -11,9 +11,17 @@ from psycopg.rows import DictRow
 
 from jobtrail.audit import AuditEntry, audit_row
 from jobtrail.store import codec as c
-from jobtrail.store.base import Lease
+from jobtrail.store.base import CLOCK_FIELDS, Lease
 from jobtrail.store.queries import load_queries
-from jobtrail.store.retention import PRUNABLE, Keep, Pruned, checkpoint_entry, group
+from jobtrail.store.retention import (
+    PRUNABLE,
+    Bind,
+    Keep,
+    Pruned,
+    bound,
+    checkpoint_entry,
+    group,
+)
 
 Conn = AsyncConnection[DictRow]
 Q = load_queries(
@@ -32,6 +40,7 @@ async def prune(
     now: datetime,
     actor: str,
     keep: Keep,
+    bind: Bind | None = None,
 ) -> Pruned:
     """Runs inside the store's transaction: if `keep` raises, nothing is removed."""
 
@@ -56,7 +65,9 @@ async def prune(
     checkpoint = None
     if ops:
         (head,) = await rows("head")
+        archived = bound(bind, pruned, finished_before=finished_before, at=now, actor=actor)
         entry = checkpoint_entry(
+            archive=archived,
             now=now,
             actor=actor,
             finished_before=finished_before,
@@ -91,4 +102,5 @@ def _lease(row: DictRow) -> Lease:
         acquired_at=row["acquired_at"].astimezone(UTC),
         expires_at=row["expires_at"].astimezone(UTC),
         released_at=None if released is None else released.astimezone(UTC),
+        **{name: row[name] for name in CLOCK_FIELDS},
     )

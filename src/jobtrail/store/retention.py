@@ -60,6 +60,16 @@ class Pruned:
 
 
 Keep = Callable[[Pruned], None]
+# What the checkpoint binds of the archive `keep` writes (jobtrail.archive.binding), given the
+# records before the checkpoint exists; None: nothing is archived, nothing bound.
+Bind = Callable[[Pruned], dict[str, Any]]
+
+
+def bound(bind: Bind | None, pruned: Sequence[PrunedOperation], **fields: Any) -> Any:
+    """The archive binding of `pruned` (see Bind), or None."""
+    if bind is None:
+        return None
+    return bind(Pruned(checkpoint=None, operations=pruned, **fields))
 
 
 def checkpoint_entry(
@@ -70,9 +80,11 @@ def checkpoint_entry(
     operation_ids: Sequence[str],
     audit: Sequence[AuditRow],
     head: tuple[int, str | None],
+    archive: Any = None,
 ) -> AuditEntry:
     """The entry that lets `audit verify` walk across the removed entries: each run of
-    removed seqs with the hash before it and the hash of its last entry (see audit.Cut)."""
+    removed seqs with the hash before it and the hash of its last entry (see audit.Cut);
+    with `archive` (see Bind), what it binds of the archive that keeps them."""
     removed = {row.seq for row in audit}
     return AuditEntry(
         at=now,
@@ -85,6 +97,7 @@ def checkpoint_entry(
             "entries": len(removed),
             "cuts": [cut.doc() for cut in cuts_of(sorted(audit, key=_seq), removed)],
             "head_before": {"seq": head[0], "hash": head[1]},
+            **({"archive": archive} if archive is not None else {}),
         },
     )
 

@@ -9,7 +9,6 @@ survives power loss before the call it announces is made.
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -39,11 +38,13 @@ from jobtrail.store.base import (
     must_sync,
     refusal,
 )
-from jobtrail.store.chain import AuditChain
+from jobtrail.store.chain import VERIFY, AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
+from jobtrail.store.machine_clock import machine_now
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.queries import load_queries
-from jobtrail.store.retention import Keep, Pruned
+from jobtrail.store.retention import Bind, Keep, Pruned
+from jobtrail.store.sqlite_files import check_same_files, identities
 from jobtrail.store.sqlite_prune import prune
 from jobtrail.store.tasks import task_handle, task_row
 
@@ -112,14 +113,6 @@ def _connect(path: str, create: bool) -> sqlite3.Connection:
     return conn
 
 
-def _identity(path: str) -> tuple[int, int] | None:
-    """The file behind `path` (device, inode), to notice it deleted or replaced later."""
-    if path == ":memory:":
-        return None
-    found = os.stat(Path(path).expanduser())
-    return found.st_dev, found.st_ino
-
-
 def _wal(conn: sqlite3.Connection) -> None:
     """Switch to WAL. The switch needs an exclusive lock and SQLite does not wait for it (the
     busy timeout does not apply), so two processes opening a new ledger at once retry here."""
@@ -157,7 +150,7 @@ class SqliteStore:
         self._conn, self._executor = conn, executor
         self._chain = AuditChain(key)
         self._path = path if path == ":memory:" else str(Path(path).expanduser().absolute())
-        self._identity = _identity(path)
+        self._identities = identities(self._path)  # the main file now; all three once open
         self._synced = True  # the connection's synchronous setting is FULL
 
     @classmethod
@@ -173,6 +166,10 @@ class SqliteStore:
             conn = await loop.run_in_executor(executor, _connect, path, create)
             store = cls(conn, executor, audit_key, path)
             await loop.run_in_executor(executor, store._migrate)
+            # The migration's transaction made the -wal and -shm files: watch them too (the
+            # main file as it was when opened, should it have been replaced meanwhile).
+            files = await loop.run_in_executor(executor, identities, store._path)
+            store._identities = files | store._identities
         except (sqlite3.Error, OSError, StoreError) as exc:  # OSError: no folder for it
             if conn is not None:
                 await loop.run_in_executor(executor, conn.close)
@@ -189,10 +186,14 @@ class SqliteStore:
         except sqlite3.Error as exc:  # locked, full, corrupt, or a constraint refused the write
             raise StoreError(f"the ledger database refused the operation: {exc}") from None
 
-    def _write(self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True) -> T:
+    def _write(
+        self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True, chain: bool = True
+    ) -> T:
         """Run `fn` in one write transaction. `sync=False` commits without waiting for the
         disk (WAL, synchronous=NORMAL): atomic, and made durable by the next synced commit,
-        for writes that may be lost to a power cut (see base.must_sync)."""
+        for writes that may be lost to a power cut (see base.must_sync). Every write but
+        the migrations' (`chain=False`) is refused when this store's audit key cannot
+        continue the ledger's chain (store/chain.py)."""
         self._check_same_file()
         conn = self._conn
         if sync is not self._synced:
@@ -200,6 +201,8 @@ class SqliteStore:
             self._synced = sync
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if chain and not self._chain.agreed:
+                self._check_keying(conn)
             result = fn(conn)
         except BaseException:
             conn.execute("ROLLBACK")
@@ -208,24 +211,23 @@ class SqliteStore:
         return result
 
     def _check_same_file(self) -> None:
-        """Refuse to write once the ledger file was deleted or replaced under this process:
-        SQLite would go on writing to the unlinked file, and every later commit would be
-        lost with it. One stat per transaction is cheap next to its fsync."""
-        if self._identity is None:
-            return
-        try:
-            now = os.stat(self._path)
-        except FileNotFoundError:
-            what = "deleted"
-        else:
-            if (now.st_dev, now.st_ino) == self._identity:
-                return
-            what = "replaced by another file"
-        raise StoreError(
-            f"the ledger file {self._path} was {what} while this process had it open; "
-            "nothing more is written to it. Restore the ledger (or point JOBTRAIL_DB / --db "
-            "at the one in use) and start again"
-        )
+        """Refuse to write once a file of the ledger was deleted or replaced under this
+        process (store/sqlite_files.py). A few stats per transaction are cheap next to its
+        fsync."""
+        check_same_files(self._identities)
+
+    def _check_keying(self, conn: sqlite3.Connection) -> None:
+        """Refuse this transaction unless this store's key continues the chain (read under
+        the write lock, so two first writers with different keys cannot both start it)."""
+        keying = conn.execute(Q["audit_keying"]).fetchone()
+        head = None if keying is not None else conn.execute(Q["audit_head_entry"]).fetchone()
+        problem, row = self._chain.judge(keying, head)
+        if problem is not None:
+            raise StoreError(problem)
+        if keying is not None:
+            self._chain.agreed = True
+        elif head is not None:  # a chain begun before 0011: its head told its keying
+            conn.execute(Q["insert_audit_keying"], row)
 
     def _migrate(self) -> None:
         def run(conn: sqlite3.Connection) -> None:
@@ -239,13 +241,13 @@ class SqliteStore:
                     conn.execute(statement)
                 conn.execute(Q["record_migration"], (version, _t_out(datetime.now(UTC))))
 
-        self._write(run)
+        self._write(run, chain=False)
 
     # -- operations -------------------------------------------------------------------
 
     async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
         def run(conn: sqlite3.Connection) -> Operation:
-            row = conn.execute(Q["get_by_key"], (op.key,)).fetchone()
+            row = conn.execute(Q["get_by_key"], (c.storable(op.key),)).fetchone()
             if row is not None:
                 return CODEC.operation(row)
             row = CODEC.operation_row(op)
@@ -261,14 +263,15 @@ class SqliteStore:
 
     async def get_by_key(self, key: str) -> Operation | None:
         def run() -> Operation | None:
-            row = self._conn.execute(Q["get_by_key"], (key,)).fetchone()
+            row = self._conn.execute(Q["get_by_key"], (c.storable(key),)).fetchone()
             return None if row is None else CODEC.operation(row)
 
         return await self._call(run)
 
     async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
         def run() -> Operation | None:
-            row = self._conn.execute(Q["find_by_remote_job"], (provider, remote_job_id)).fetchone()
+            args = (provider, c.storable(remote_job_id))
+            row = self._conn.execute(Q["find_by_remote_job"], args).fetchone()
             return None if row is None else CODEC.operation(row)
 
         return await self._call(run)
@@ -391,7 +394,7 @@ class SqliteStore:
     ) -> CommitResult:
         op = change.operation
         if any(
-            ob.event_id and conn.execute(Q["known_event"], (ob.event_id,)).fetchone()
+            ob.event_id and conn.execute(Q["known_event"], (c.storable(ob.event_id),)).fetchone()
             for ob in change.observations
         ):
             return CommitResult(
@@ -423,7 +426,7 @@ class SqliteStore:
         if change.release:
             conn.execute(
                 Q["release_lease_row"],
-                (_t_out(op.updated_at), op.operation_id, change.owner_fence),
+                (_t_out(op.updated_at), machine_now()[1], op.operation_id, change.owner_fence),
             )
         return CommitResult(verdict=Verdict.OK, operation=CODEC.after_update(op, row))
 
@@ -439,7 +442,8 @@ class SqliteStore:
         code: Collection[str] | None = None,
     ) -> list[Claim]:
         def run(conn: sqlite3.Connection) -> list[Claim]:
-            one, args = "", [_t_out(now)]
+            clock, reading = machine_now()  # read under the write lock, as the claim runs
+            one, args = "", [_t_out(now), clock, reading]
             if only is not None:
                 one, args = " " + Q["claimable_only"], [*args, only]
             if code is not None:
@@ -450,8 +454,9 @@ class SqliteStore:
             was_due = {row[0]: row[1] for row in due}
             expires = _t_out(now + lease_for)
             marks = ", ".join("?" for _ in due)
+            until = reading + lease_for.total_seconds()
             rows = conn.execute(
-                Q["claim"].format(marks=marks), (owner, expires, *was_due)
+                Q["claim"].format(marks=marks), (owner, expires, until, clock, *was_due)
             ).fetchall()
             claims = sorted(  # RETURNING follows the id lookup, not due order
                 (
@@ -467,6 +472,9 @@ class SqliteStore:
                     _t_out(now),
                     expires,
                     cl.operation.operation_id,
+                    clock,
+                    reading,
+                    until,
                 )
                 if not conn.execute(Q["extend_tenure"], tenure).rowcount:
                     conn.execute(Q["new_tenure"], tenure)
@@ -480,9 +488,11 @@ class SqliteStore:
         expires = _t_out(now + lease_for)
 
         def run(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute(Q["renew"], (expires, operation_id, fence))
+            clock, reading = machine_now()
+            args = (expires, operation_id, fence, clock, reading + lease_for.total_seconds())
+            cur = conn.execute(Q["renew"], args)
             if cur.rowcount:
-                conn.execute(Q["renew_lease_row"], (expires, operation_id, fence))
+                conn.execute(Q["renew_lease_row"], args)
             return cur.rowcount == 1
 
         return await self._call(partial(self._write, sync=False), run)
@@ -493,7 +503,8 @@ class SqliteStore:
         def run(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(Q["release"], (_t_out(due), _t_out(now), operation_id, fence))
             if cur.rowcount:
-                conn.execute(Q["release_lease_row"], (_t_out(now), operation_id, fence))
+                released = (_t_out(now), machine_now()[1], operation_id, fence)
+                conn.execute(Q["release_lease_row"], released)
             return cur.rowcount == 1
 
         return await self._call(partial(self._write, sync=False), run)
@@ -520,22 +531,37 @@ class SqliteStore:
         if not entries:
             return
         head = conn.execute(Q["audit_head"]).fetchone()
+        if head is None:  # the chain's first entry fixes its keying (checked in _write)
+            conn.execute(Q["insert_audit_keying"], self._chain.judge(None, None)[1])
         rows = self._chain.extend(head[0] if head else 0, head[1] if head else None, entries)
         conn.executemany(Q["insert_audit"], rows)
 
     async def prune(
-        self, finished_before: datetime, now: datetime, actor: str, keep: Keep
+        self,
+        finished_before: datetime,
+        now: datetime,
+        actor: str,
+        keep: Keep,
+        bind: Bind | None = None,
     ) -> Pruned:
         work = partial(prune, codec=CODEC, append=self._append_audit)
         return await self._call(
             self._write,
             lambda conn: work(
-                conn, finished_before=finished_before, now=now, actor=actor, keep=keep
+                conn, finished_before=finished_before, now=now, actor=actor, keep=keep, bind=bind
             ),
         )
 
     async def append_audit(self, entries: Sequence[AuditEntry]) -> None:
         await self._call(self._write, lambda conn: self._append_audit(conn, entries))
+
+    async def keying_problem(self) -> str | None:
+        def run() -> str | None:
+            keying = self._conn.execute(Q["audit_keying"]).fetchone()
+            head = None if keying else self._conn.execute(Q["audit_head_entry"]).fetchone()
+            return self._chain.judge(keying, head, VERIFY)[0]
+
+        return await self._call(run)
 
     async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
         if operation_id:
@@ -580,4 +606,8 @@ def _lease(row: sqlite3.Row) -> Lease:
         acquired_at=_t(row["acquired_at"]),
         expires_at=_t(row["expires_at"]),
         released_at=_t_in(row["released_at"]),
+        clock=row["clock"],
+        clock_acquired=row["clock_acquired"],
+        clock_expires=row["clock_expires"],
+        clock_released=row["clock_released"],
     )

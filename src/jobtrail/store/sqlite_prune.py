@@ -8,9 +8,17 @@ from datetime import datetime
 
 from jobtrail.audit import AuditEntry, audit_row
 from jobtrail.store import codec as c
-from jobtrail.store.base import Lease
+from jobtrail.store.base import CLOCK_FIELDS, Lease
 from jobtrail.store.queries import load_queries
-from jobtrail.store.retention import PRUNABLE, Keep, Pruned, checkpoint_entry, group
+from jobtrail.store.retention import (
+    PRUNABLE,
+    Bind,
+    Keep,
+    Pruned,
+    bound,
+    checkpoint_entry,
+    group,
+)
 
 Q = load_queries(
     "sqlite",
@@ -28,6 +36,7 @@ def prune(
     now: datetime,
     actor: str,
     keep: Keep,
+    bind: Bind | None = None,
 ) -> Pruned:
     """Runs inside the store's write transaction: if `keep` raises, nothing is removed."""
     conn.execute(Q["clear"])  # stray rows from outside jobtrail authorize nothing of ours
@@ -52,7 +61,9 @@ def prune(
     checkpoint = None
     if ops:
         head = conn.execute(Q["head"]).fetchone()
+        archived = bound(bind, pruned, finished_before=finished_before, at=now, actor=actor)
         entry = checkpoint_entry(
+            archive=archived,
             now=now,
             actor=actor,
             finished_before=finished_before,
@@ -87,4 +98,5 @@ def _lease(codec: c.Codec, row: sqlite3.Row) -> Lease:
         acquired_at=datetime.fromisoformat(row["acquired_at"]),
         expires_at=datetime.fromisoformat(row["expires_at"]),
         released_at=codec.t_in(row["released_at"]),
+        **{name: row[name] for name in CLOCK_FIELDS},
     )

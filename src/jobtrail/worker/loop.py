@@ -77,7 +77,7 @@ class Worker:
                     continue
                 if until_idle and not self._inflight and await self._next_due() is None:
                     break
-                await self._wait(stopper)
+                await self._wait(stopper, claimed=bool(claims))
         finally:
             stopper.cancel()
             await self._drain()
@@ -122,16 +122,20 @@ class Worker:
         elif result.state.ends_automation:
             self.stats.finished += 1
 
-    async def _wait(self, stopper: asyncio.Task[bool]) -> None:
+    async def _wait(self, stopper: asyncio.Task[bool], *, claimed: bool = True) -> None:
         """Sleep until something may be due: a task finishing, the next due time, or a stop.
         While steps are in flight their ends wake us often, so the next due time is only
-        asked of the store when the worker is otherwise idle."""
+        asked of the store when the worker is otherwise idle. A due time that has passed
+        while the claim found nothing is a lease still running on the ledger's clock (this
+        worker's clock is ahead of it): look again shortly, never spin."""
         delay = min(self.idle_poll, BUSY_POLL)
         if not self._inflight:
             next_due = await self._next_due()
             delay = self.idle_poll
             if next_due is not None:
                 delay = min(delay, max(0.0, (next_due - self.clock.now()).total_seconds()))
+                if not claimed:
+                    delay = max(delay, min(self.idle_poll, BUSY_POLL))
         if self._wake.is_set():
             self._wake.clear()
             return

@@ -62,7 +62,14 @@ class Runner:
         return await self._call(op, action)
 
     async def _call(self, op: Operation, action: Call) -> Operation:
-        op = await self._renew_if_short(op)
+        if action.kind.safe:
+            op = await self._renew_if_short(op)
+        else:
+            # A call with an effect gets a whole lease, counted on the ledger's clock from
+            # now: however this worker's clock is off, or stepped since the claim, the lease
+            # outlasts the call (its timeout is shorter), so no one can take the operation
+            # over and send it again while this call may still land.
+            op = await self.ledger.renew(op, self.lease_for)
         provider = self.providers.for_operation(op)
         request = provider.describe(action.kind, op)
         local = action.kind is AttemptKind.RESULT and _collects_locally(op)

@@ -197,6 +197,11 @@ def text_setting(settings: Mapping[str, Any], key: str, default: str | None = No
     return value
 
 
+# What the AWS providers import when they call (lazily), and how to get it: the plug-in
+# loader checks it before advertising them (providers/plugins.py).
+REQUIRES = {"aiobotocore": "pip install 'jobtrail[aws]'"}
+
+
 def _library() -> tuple[Any, Any]:
     """aiobotocore's (AioConfig, get_session), or a ProviderConfigError saying what to install."""
     try:

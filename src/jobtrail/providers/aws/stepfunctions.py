@@ -41,6 +41,7 @@ from jobtrail.core.canonical import canonical_json
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation, ResultMode
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
+from jobtrail.providers.aws.calls import REQUIRES as REQUIRES
 from jobtrail.providers.aws.calls import (
     SECRET_ENV,
     Answer,

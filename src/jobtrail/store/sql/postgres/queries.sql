@@ -29,7 +29,8 @@ UPDATE operations SET {set_mutable},
         ELSE poll_requested END,
     version = version + 1,
     lease_owner = CASE WHEN %(release)s THEN NULL ELSE lease_owner END,
-    lease_expires_at = CASE WHEN %(release)s THEN NULL ELSE lease_expires_at END
+    lease_expires_at = CASE WHEN %(release)s THEN NULL ELSE lease_expires_at END,
+    lease_until = CASE WHEN %(release)s THEN NULL ELSE lease_until END
 WHERE operation_id = %(operation_id)s AND version = %(version)s
     AND (%(fence)s::bigint IS NULL OR fence = %(fence)s::bigint)
 RETURNING {store_decided};
@@ -119,7 +120,8 @@ UPDATE attempts SET finished_at = %(finished_at)s, outcome = %(outcome)s,
 WHERE attempt_id = %(attempt_id)s;
 
 -- name: release_lease_row
-UPDATE leases SET released_at = %s WHERE operation_id = %s AND fence = %s;
+UPDATE leases SET released_at = %s, clock_released = extract(epoch FROM clock_timestamp())
+WHERE operation_id = %s AND fence = %s;
 
 -- Leases up to `limit` due operations, oldest due first, in one statement. Locked rows are
 -- skipped, never waited on; due_at (the lease's expiry while leased, else the poll time) is
@@ -130,50 +132,65 @@ UPDATE leases SET released_at = %s WHERE operation_id = %s AND fence = %s;
 -- one row per tenure: the owner that released the operation last moves its row (always at
 -- the previous fence: every claim raises the fence by one and leaves the newest row at it)
 -- to the new fence; a row is inserted only when the operation changes hands.
+-- A leased operation is claimable only once its lease ended on the server's clock too
+-- (lease_until, 0012), whatever the claimer's own clock says; the new lease ends
+-- %(lease_s)s seconds from now on that clock.
 -- name: claim_due
-WITH due AS (
+WITH clock AS (
+    SELECT extract(epoch FROM clock_timestamp())::double precision AS now
+), due AS (
     SELECT operation_id, due_at FROM operations
-    WHERE {only}{drives}due_at <= %(now)s ORDER BY due_at LIMIT %(limit)s
+    WHERE {only}{drives}due_at <= %(now)s
+        AND (lease_owner IS NULL OR lease_until IS NULL
+            OR lease_until <= (SELECT now FROM clock))
+    ORDER BY due_at LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE operations o SET lease_owner = %(owner)s, lease_expires_at = %(expires)s,
-        fence = o.fence + 1
+        lease_until = (SELECT now FROM clock) + %(lease_s)s, fence = o.fence + 1
     FROM due WHERE o.operation_id = due.operation_id
-    RETURNING {operation_o}, due.due_at AS was_due
+    RETURNING {operation_o}, due.due_at AS was_due, o.lease_until
 ), extended AS (
-    UPDATE leases l SET fence = c.fence, expires_at = %(expires)s, released_at = NULL
+    UPDATE leases l SET fence = c.fence, expires_at = %(expires)s, released_at = NULL,
+        clock_expires = c.lease_until, clock_released = NULL
     FROM claimed c
     WHERE l.operation_id = c.operation_id AND l.fence = c.fence - 1
-        AND l.owner = %(owner)s AND l.released_at IS NOT NULL
+        AND l.owner = %(owner)s AND l.released_at IS NOT NULL AND l.clock = 'postgres'
     RETURNING l.operation_id
 ), leased AS (
-    INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at)
-    SELECT operation_id, fence, %(owner)s, %(now)s, %(expires)s FROM claimed
+    INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at, clock,
+        clock_acquired, clock_expires)
+    SELECT operation_id, fence, %(owner)s, %(now)s, %(expires)s, 'postgres',
+        (SELECT now FROM clock), lease_until FROM claimed
     WHERE operation_id NOT IN (SELECT operation_id FROM extended)
 )
 SELECT * FROM claimed ORDER BY was_due, operation_id;
 
+-- The lease's new end, on the server's clock, is %(lease_s)s seconds from now.
 -- name: renew
 WITH op AS (
-    UPDATE operations SET lease_expires_at = %(expires)s
+    UPDATE operations SET lease_expires_at = %(expires)s,
+        lease_until = extract(epoch FROM clock_timestamp()) + %(lease_s)s
     WHERE operation_id = %(id)s AND fence = %(fence)s AND lease_owner IS NOT NULL
-    RETURNING operation_id
+    RETURNING operation_id, lease_until
 ), lease AS (
-    UPDATE leases SET expires_at = %(expires)s
+    UPDATE leases SET expires_at = %(expires)s, clock = 'postgres',
+        clock_expires = (SELECT lease_until FROM op)
     WHERE operation_id IN (SELECT operation_id FROM op) AND fence = %(fence)s
 )
 SELECT count(*) AS n FROM op;
 
 -- name: release
 WITH op AS (
-    UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL,
+    UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL, lease_until = NULL,
         next_poll_at = CASE WHEN poll_requested AND %(due)s::timestamptz IS NOT NULL
             THEN %(now)s ELSE %(due)s::timestamptz END,
         poll_requested = false, version = version + 1
     WHERE operation_id = %(id)s AND fence = %(fence)s AND lease_owner IS NOT NULL
     RETURNING operation_id
 ), lease AS (
-    UPDATE leases SET released_at = %(now)s
+    UPDATE leases SET released_at = %(now)s,
+        clock_released = extract(epoch FROM clock_timestamp())
     WHERE operation_id IN (SELECT operation_id FROM op) AND fence = %(fence)s
 )
 SELECT count(*) AS n FROM op;
@@ -216,3 +233,14 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     version     integer PRIMARY KEY,
     applied_at  timestamptz NOT NULL DEFAULT now()
 );
+
+-- Whether the audit chain is keyed (0011), and the head entry that tells it for a chain
+-- begun before that migration.
+-- name: audit_keying
+SELECT keyed, key_check FROM audit_keying;
+
+-- name: insert_audit_keying
+INSERT INTO audit_keying (keyed, key_check) VALUES (%s, %s) ON CONFLICT DO NOTHING;
+
+-- name: audit_head_entry
+SELECT prev_hash, entry, hash FROM audit_log WHERE seq = (SELECT seq FROM audit_head);

@@ -46,7 +46,7 @@ next_poll_at = CASE WHEN poll_requested = 1 AND :next_poll_at IS NOT NULL
     THEN min(:next_poll_at, :updated_at) ELSE :next_poll_at END, poll_requested = 0
 
 -- name: release_columns
-lease_owner = NULL, lease_expires_at = NULL
+lease_owner = NULL, lease_expires_at = NULL, lease_until = NULL, lease_clock = NULL
 
 -- name: owner_guard
 AND fence = :fence
@@ -127,14 +127,19 @@ UPDATE attempts SET finished_at = :finished_at, outcome = :outcome,
     detail = :detail
 WHERE attempt_id = :attempt_id;
 
+-- Parameters: released at (the holder's time), on the machine clock, operation id, fence.
 -- name: release_lease_row
-UPDATE leases SET released_at = ? WHERE operation_id = ? AND fence = ?;
+UPDATE leases SET released_at = ?, clock_released = ? WHERE operation_id = ? AND fence = ?;
 
 -- Up to `limit` due operations, oldest due first. due_at (the lease's expiry while leased,
--- else the poll time) is derived by the database, so the due index alone decides what is
--- claimable. {only}: claimable_only, to claim one operation, or nothing.
+-- else the poll time) is derived by the database and read through the due index; a leased
+-- operation is claimable only once its lease ended on the machine clock too (0012), whatever
+-- the claimer's own clock says: ?1 now, ?2 the machine clock's name, ?3 its reading.
+-- {only}: claimable_only, to claim one operation, or nothing.
 -- name: claimable
-SELECT operation_id, due_at FROM operations WHERE due_at <= ?{only} ORDER BY due_at LIMIT ?;
+SELECT operation_id, due_at FROM operations WHERE due_at <= ?
+    AND (lease_owner IS NULL OR lease_until IS NULL OR lease_clock IS NOT ? OR lease_until <= ?)
+    {only} ORDER BY due_at LIMIT ?;
 
 -- name: claimable_only
 AND operation_id = ?
@@ -145,33 +150,42 @@ AND operation_id = ?
 AND (provider_kind = 'http' OR provider IN ({marks}))
 
 -- {marks}: one `?` per claimable operation. The claim leaves the poll time alone.
+-- Parameters: owner, expiry (the claimer's reckoning), end on the machine clock, its name.
 -- name: claim
-UPDATE operations SET lease_owner = ?, lease_expires_at = ?, fence = fence + 1
+UPDATE operations SET lease_owner = ?, lease_expires_at = ?, lease_until = ?, lease_clock = ?,
+    fence = fence + 1
 WHERE operation_id IN ({marks}) RETURNING {operation};
 
 -- Lease history keeps one row per tenure: the same owner claiming an operation again (its
 -- own release was the last lease event) moves its row to the new fence, so polling adds no
 -- row; a row is inserted only when the operation changes hands.
--- Parameters: ?1 fence, ?2 owner, ?3 now, ?4 expires, ?5 operation id.
+-- Parameters: ?1 fence, ?2 owner, ?3 now, ?4 expires, ?5 operation id, and on the machine
+-- clock ?6 its name, ?7 now, ?8 expires.
 -- name: extend_tenure
-UPDATE leases SET fence = ?1, expires_at = ?4, released_at = NULL
-WHERE operation_id = ?5 AND owner = ?2 AND released_at IS NOT NULL AND fence =
+UPDATE leases SET fence = ?1, expires_at = ?4, released_at = NULL, clock_expires = ?8,
+    clock_released = NULL
+WHERE operation_id = ?5 AND owner = ?2 AND released_at IS NOT NULL AND clock IS ?6 AND fence =
     (SELECT max(fence) FROM leases WHERE operation_id = ?5);
 
 -- name: new_tenure
-INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at)
-VALUES (?5, ?1, ?2, ?3, ?4);
+INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at, clock, clock_acquired,
+    clock_expires)
+VALUES (?5, ?1, ?2, ?3, ?4, ?6, ?7, ?8);
 
+-- Parameters: ?1 expires (the holder's reckoning), ?2 operation id, ?3 fence, on the machine
+-- clock ?4 its name, ?5 the lease's new end.
 -- name: renew
-UPDATE operations SET lease_expires_at = ?
-WHERE operation_id = ? AND fence = ? AND lease_owner IS NOT NULL;
+UPDATE operations SET lease_expires_at = ?1, lease_until = ?5, lease_clock = ?4
+WHERE operation_id = ?2 AND fence = ?3 AND lease_owner IS NOT NULL;
 
 -- name: renew_lease_row
-UPDATE leases SET expires_at = ? WHERE operation_id = ? AND fence = ?;
+UPDATE leases SET expires_at = ?1, clock_expires = ?5, clock = ?4
+WHERE operation_id = ?2 AND fence = ?3;
 
 -- Parameters: ?1 the poll time decided (or NULL), ?2 now, ?3 operation id, ?4 fence.
 -- name: release
-UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL,
+UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL, lease_until = NULL,
+    lease_clock = NULL,
     next_poll_at = CASE WHEN poll_requested = 1 AND ?1 IS NOT NULL THEN ?2 ELSE ?1 END,
     poll_requested = 0, version = version + 1
 WHERE operation_id = ?3 AND fence = ?4 AND lease_owner IS NOT NULL;
@@ -200,3 +214,14 @@ SELECT * FROM audit_log ORDER BY seq;
 
 -- name: audit_rows_of
 SELECT * FROM audit_log WHERE operation_id = ? ORDER BY seq;
+
+-- Whether the audit chain is keyed (0011), and the head entry that tells it for a chain
+-- begun before that migration.
+-- name: audit_keying
+SELECT keyed, key_check FROM audit_keying;
+
+-- name: insert_audit_keying
+INSERT INTO audit_keying (one, keyed, key_check) VALUES (1, ?, ?) ON CONFLICT DO NOTHING;
+
+-- name: audit_head_entry
+SELECT prev_hash, entry, hash FROM audit_log ORDER BY seq DESC LIMIT 1;

@@ -1,0 +1,45 @@
+"""The clock SQLite leases are measured on: this machine's boot clock, which every process
+sharing a SQLite ledger (all on one machine) reads alike.
+
+A process's own clock cannot be trusted to agree with another's: an NTP step, a wrong
+timezone setting or a time faker (faketime fakes time(), gettimeofday and every
+clock_gettime, CLOCK_MONOTONIC included, inside the process it runs) would let one worker
+see another's live lease as expired and take it over. The kernel's count of seconds since
+boot, read as text from /proc/uptime, is the same for every process on the machine, is never
+stepped when the wall clock is set, and is not reached by a library that intercepts time
+calls. It restarts at every boot, so each reading is paired with the boot's id
+(/proc/sys/kernel/random/boot_id): a lease taken during another boot died with that boot.
+
+Without /proc (not Linux), the process's monotonic clock stands in, labelled as such: it is
+machine-wide and never stepped either, but a time faker inside a process can move it.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+
+_UPTIME = Path("/proc/uptime")
+_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+@functools.cache
+def clock_name() -> str:
+    """Which clock readings belong to: `boot:<id>` for this boot, else `monotonic`."""
+    try:
+        return "boot:" + _BOOT_ID.read_text(encoding="ascii").strip()
+    except OSError:
+        return "monotonic"
+
+
+def machine_now() -> tuple[str, float]:
+    """(clock name, seconds on it now): what a SQLite lease's expiry is written and judged
+    in. Resolution 10 ms, ample for leases of seconds."""
+    name = clock_name()
+    if name != "monotonic":
+        try:
+            return name, float(_UPTIME.read_text(encoding="ascii").split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return "monotonic", time.monotonic()
