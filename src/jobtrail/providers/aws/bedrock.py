@@ -43,6 +43,7 @@ from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operatio
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
+from jobtrail.providers.aws.calls import REQUIRES as REQUIRES
 from jobtrail.providers.aws.calls import (
     SECRET_ENV,
     Answer,
