@@ -32,7 +32,10 @@ from jobtrail.core.model import (
     evolve,
 )
 from jobtrail.core.plan import Call, Settle, plan
+from jobtrail.core.proof import token_outlived
 from jobtrail.core.redact import Redactor
+from jobtrail.core.remote_deadline import place as place_deadline
+from jobtrail.core.remote_deadline import unplaced
 from jobtrail.core.states import REMOTE_MAY_RUN, State
 from jobtrail.core.tasks import TASK_PREFIX, TaskHandle, new_task_id, task_hash
 from jobtrail.errors import (
@@ -187,12 +190,23 @@ class Ledger:
         values = checked(provider.create_placeholders, path)
         if any(s in value for s in in_use if s for value in values.values()):
             raise InvalidInput("a path value holds a secret in use; credentials go in `auth`")
+        outlived = token_outlived(
+            provider.capabilities, create_deadline or provider.deadlines["create"]
+        )
+        if outlived is not None:
+            raise InvalidInput(outlived)
+        # The provider's own deadline, from the result deadline: part of what is fingerprinted
+        placed = place_deadline(
+            provider.remote_deadline, body, headers, result_deadline or provider.deadlines["result"]
+        )
+        body, headers = placed.body, placed.headers
         request = JobRequest(
             method=provider.create_method,
             target=provider.target_with(values) if values else provider.target,
             body=body,
             headers=headers,
             path=values,
+            remote_deadline=placed.seconds,
         )
         # The fingerprint is computed first: it refuses what is not JSON before any write.
         print_ = fingerprint(request.method, request.target, body, headers, values)
@@ -459,10 +473,13 @@ class Ledger:
         """The same request as a new operation (new token), after a human gave up on `op`.
         Its key derives from the old operation, so repeating the decision is harmless."""
         code = op.provider_kind is ProviderKind.CODE
+        spec = stored_spec(op) if code else parse_provider(op.provider_config)
+        # without the deadline written for `op`: the new operation writes its own
+        asked = unplaced(spec.remote_deadline, op.request.body, op.request.headers)
         return await self.submit(
-            stored_spec(op) if code else parse_provider(op.provider_config),
-            op.request.body,
-            headers=op.request.headers,
+            spec,
+            asked.body,
+            headers=asked.headers,
             key=f"{op.key}+retry-of-{op.operation_id}",
             actor=actor,
             authorized_by=actor,

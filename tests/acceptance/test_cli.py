@@ -43,7 +43,7 @@ def test_submit_then_run_to_success(ws: Workspace) -> None:
     assert ws.json("result", op)["result"]["valid"] is True
     history = ws.json("history", op)
     assert [h["to"] for h in history][-1] == "succeeded"
-    assert ws.json("list")[0]["operation_id"] == op
+    assert ws.json("list")["operations"][0]["operation_id"] == op
     text = ws.run("explain", op).stdout
     assert "asked:" in text and "remote job:" in text and "Timeline" in text
     assert ws.run("audit", "verify").returncode == 0

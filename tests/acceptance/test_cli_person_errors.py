@@ -40,7 +40,8 @@ def test_body_and_duration_mistakes_are_one_sentence(ws: Workspace) -> None:
     (ws.root / "big.json").write_text(big, encoding="utf-8")
     line = _one_sentence(ws, "submit", "simulator", "--body", "@big.json")
     assert "1 MiB" in line
-    assert ws.run("list", "--json").stdout.strip() == "[]"  # nothing was recorded
+    listed = json.loads(ws.run("list", "--json").stdout)
+    assert listed["operations"] == [] and listed["total"] == 0  # nothing was recorded
 
 
 def test_the_request_body_is_stored_once(ws: Workspace) -> None:

@@ -23,4 +23,4 @@ def test_submit_refuses_credentials_and_connection_headers_and_writes_nothing(
         done = ws.run(*args, check=False)
         assert done.returncode == 1 and said in done.stderr, (options, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1 and SECRET not in done.stderr
-    assert ws.json("list") == []
+    assert ws.json("list")["operations"] == []

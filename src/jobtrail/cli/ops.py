@@ -30,6 +30,7 @@ from jobtrail.cli.context import (
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.states import State
 from jobtrail.errors import InvalidInput
+from jobtrail.facts import usage_text, usage_totals
 from jobtrail.providers.credentials import unset_credentials
 from jobtrail.views import (
     driver,
@@ -270,12 +271,26 @@ async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
 @pass_settings
 @run_async
 async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json: bool) -> None:
-    """List operations, newest first."""
+    """List operations, newest first. With --json: {"total", "shown", "operations", "totals"},
+    `totals.usage` summing what the providers reported of work done and billed."""
+    from jobtrail.store.finding import OperationQuery
+
     async with opened(settings) as ledger:
-        ops = await ledger.store.list_operations(states=[State(s) for s in states], limit=limit)
+        found = await ledger.store.find_operations(
+            OperationQuery(states=[State(s) for s in states], limit=limit)
+        )
         now = ledger.clock()
+    ops = found.operations
     if as_json:
-        emit_json([operation_json(op, now) for op in ops])
+        emit_json(
+            {
+                "total": found.total,
+                "shown": len(ops),
+                "operations": [operation_json(op, now) for op in ops],
+                # what the providers reported of work done and billed, summed over those shown
+                "totals": {"usage": usage_totals(ops)},
+            }
+        )
         return
     table = id_table(
         "operation", "state", "provider", "remote job", "remote state", "created", "key"
@@ -419,7 +434,14 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
         summary["valid"] = False
         summary["problems"] = [*summary["problems"], problem]
     if as_json:
-        emit_json({"operation_id": op.operation_id, "state": op.state.value, "result": summary})
+        emit_json(
+            {
+                "operation_id": op.operation_id,
+                "state": op.state.value,
+                "result": summary,
+                "usage": op.usage,
+            }
+        )
         if problem:
             raise SystemExit(1)
         return
@@ -438,6 +460,10 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
     ):
         value = summary[name]
         table.add_row(name, cell(value if isinstance(value, str) else json.dumps(value)))
+    if summary["partial"]:
+        table.add_row("partial", f"yes: what the job finished before it ended {op.state}")
+    if op.usage:
+        table.add_row("usage", cell(usage_text(op.usage)))
     if summary["items"]:
         items = summary["items"]
         table.add_row(

@@ -13,6 +13,7 @@ from typing import Any
 from jobtrail.core.model import Attempt, Operation
 from jobtrail.core.states import State
 from jobtrail.dashboard.html import Html, join, path, query, relative, render, when
+from jobtrail.facts import fact_rows
 from jobtrail.store.finding import OperationPage, OperationQuery
 from jobtrail.story import Story
 from jobtrail.views import timeline, waiting_for
@@ -221,6 +222,7 @@ def facts(story: Story, now: datetime) -> Html:
         rows.append(("conflicting jobs", ", ".join(op.conflicting_job_ids)))
     if op.result:
         rows.append(("result", result_section(op)))
+    rows += [(label, text) for label, text in fact_rows(op, story.history)]
     if error := provider_error(story.attempts):
         rows.append(("provider error", error))
     return render(
@@ -342,6 +344,7 @@ def result_section(op: Operation) -> Html:
         return Html('<p class="empty">No result yet.</p>')
     parts = [
         "valid" if result.valid else "INVALID",
+        f"partial: what the job finished before it ended {op.state}" if result.partial else None,
         f"{result.size} bytes" if result.size is not None else None,
         f"{result.records} records" if result.records is not None else None,
         f"items: {result.items.succeeded} succeeded, {result.items.failed} failed"
