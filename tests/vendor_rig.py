@@ -47,6 +47,7 @@ class Case:
     can_cancel: bool = True
     has_result: bool = True
     setup: bool = False  # the resource must exist first (ARM PATCH, DELETE, POST actions)
+    path: dict[str, str] | None = None  # the create path's values, given at submit
 
 
 CASES = {
@@ -125,6 +126,66 @@ CASES = {
         r"\?api-version=2023-04-01",
     ),
 }
+
+
+VERTEX_BODY = {
+    "displayName": "nightly",
+    "model": "publishers/google/models/gemini-2.5-flash",
+    "inputConfig": {"instancesFormat": "jsonl", "gcsSource": {"uris": ["gs://b/in.jsonl"]}},
+    "outputConfig": {
+        "predictionsFormat": "jsonl",
+        "gcsDestination": {"outputUriPrefix": "gs://b/o"},
+    },
+}
+# The profiles of issue 23, each against the simulator mode written from its vendor's
+# reference (src/jobtrail/simulator/vendors/).
+CASES.update(
+    {
+        "mistral-batch": Case(
+            "mistral-batch",
+            "mistral-batch",
+            lambda sim, _: f"{sim}/mistral",
+            {
+                "input_files": ["file-abc"],
+                "endpoint": "/v1/chat/completions",
+                "model": "mistral-small-latest",
+            },
+            "MISTRAL_API_KEY",
+            items=(2, 1),
+            cancelling_word="CANCELLATION_REQUESTED",
+            cancel_call=r"POST /mistral/v1/batch/jobs/\w+/cancel",
+        ),
+        "openai-responses": Case(
+            "openai-responses",
+            "openai-responses",
+            lambda sim, _: f"{sim}/openai",
+            {"model": "o3-deep-research", "input": "Research otters", "background": True},
+            "OPENAI_API_KEY",
+            cancel_call=r"POST /openai/v1/responses/resp_\w+/cancel",
+            lost_state=State.NEEDS_HUMAN,
+        ),
+        "replicate": Case(
+            "replicate",
+            "replicate",
+            lambda sim, _: f"{sim}/replicate",
+            {"version": "acme/otter:5c7d5dc6", "input": {"prompt": "an otter"}},
+            "REPLICATE_API_TOKEN",
+            cancel_call=r"POST /replicate/v1/predictions/\w+/cancel",
+            lost_state=State.NEEDS_HUMAN,
+        ),
+        "vertex-batch": Case(
+            "vertex-batch",
+            "vertex-batch",
+            lambda sim, _: f"{sim}/vertex",
+            VERTEX_BODY,
+            "GOOGLE_OAUTH_ACCESS_TOKEN",
+            cancelling_word="JOB_STATE_CANCELLING",
+            cancel_call=r"POST /vertex/v1/projects/p1/locations/us-central1/"
+            r"batchPredictionJobs/\d+:cancel",
+            path={"project": "p1", "location": "us-central1"},
+        ),
+    }
+)
 
 
 def _arm(method: str, action: str = "") -> Callable[[str, str], str]:
@@ -210,8 +271,10 @@ class Rig:
         calls = self.h.sim.vendor_summary(self.mode)["calls"]
         return int(calls.get("create", 0)) - self.baseline_calls
 
-    async def submit(self) -> Operation:
-        return await self.h.submit(self.case.body)
+    async def submit(self, **options: Any) -> Operation:
+        if self.case.path:
+            options.setdefault("path", self.case.path)
+        return await self.h.submit(self.case.body, **options)
 
     async def finish(self, op: Operation) -> Operation:
         await self.h.run()

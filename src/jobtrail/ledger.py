@@ -33,7 +33,10 @@ from jobtrail.core.model import (
     evolve,
 )
 from jobtrail.core.plan import Call, Settle, plan
+from jobtrail.core.proof import token_outlived
 from jobtrail.core.redact import Redactor
+from jobtrail.core.remote_deadline import place as place_deadline
+from jobtrail.core.remote_deadline import unplaced
 from jobtrail.core.retry import on_stale
 from jobtrail.core.states import State
 from jobtrail.core.tasks import TASK_PREFIX, TaskHandle, new_task_id, task_hash
@@ -179,7 +182,14 @@ class Ledger:
         nothing new was recorded). `path` fills the create path's placeholders."""
         await self.permit(Action.SUBMIT, actor, None, subject=key)
         request, print_, body_size = prepare_submission(
-            provider, body, headers=headers, path=path, key=key, redactors=self._redactors
+            provider,
+            body,
+            headers=headers,
+            path=path,
+            key=key,
+            redactors=self._redactors,
+            create_deadline=create_deadline,
+            result_deadline=result_deadline,
         )
         now = self.clock()
         op_id = operation_id(now, self.rand)
@@ -491,10 +501,13 @@ class Ledger:
         from jobtrail.providers.config import parse_provider
 
         code = op.provider_kind is ProviderKind.CODE
+        spec = stored_spec(op) if code else parse_provider(op.provider_config)
+        # without the deadline written for `op`: the new operation writes its own
+        asked = unplaced(spec.remote_deadline, op.request.body, op.request.headers)
         return await self.submit(
-            stored_spec(op) if code else parse_provider(op.provider_config),
-            op.request.body,
-            headers=op.request.headers,
+            spec,
+            asked.body,
+            headers=asked.headers,
             key=f"{op.key}+retry-of-{op.operation_id}",
             actor=actor,
             authorized_by=actor,
@@ -797,6 +810,8 @@ def prepare_submission(
     path: Mapping[str, str] | None = None,
     key: str | None = None,
     redactors: Redactors | None = None,
+    create_deadline: timedelta | None = None,
+    result_deadline: timedelta | None = None,
 ) -> tuple[JobRequest, str, int]:
     """The request a submit would record, its fingerprint and its body's size, or the
     InvalidInput that refuses it: everything a submit checks before it writes, so that a
@@ -820,12 +835,23 @@ def prepare_submission(
     values = checked(provider.create_placeholders, path)
     if any(s in value for s in in_use if s for value in values.values()):
         raise InvalidInput("a path value holds a secret in use; credentials go in `auth`")
+    outlived = token_outlived(
+        provider.capabilities, create_deadline or provider.deadlines["create"]
+    )
+    if outlived is not None:
+        raise InvalidInput(outlived)
+    # The provider's own deadline, from the result deadline: part of what is fingerprinted
+    placed = place_deadline(
+        provider.remote_deadline, body, headers, result_deadline or provider.deadlines["result"]
+    )
+    body, headers = placed.body, placed.headers
     request = JobRequest(
         method=provider.create_method,
         target=provider.target_with(values) if values else provider.target,
         body=body,
         headers=headers,
         path=values,
+        remote_deadline=placed.seconds,
     )
     # The fingerprint is computed first: it refuses what is not JSON before any write.
     print_ = fingerprint(request.method, request.target, body, headers, values)

@@ -32,6 +32,7 @@ from jobtrail.core.outcomes import (
     SyncResult,
     Throttled,
 )
+from jobtrail.core.remote_deadline import Form, RemoteDeadline
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import NotPermitted, ProviderConfigError
 from jobtrail.providers.code import CodeProvider, Factory
@@ -49,6 +50,7 @@ __all__ = [
     "CodeProvider",
     "Factory",
     "Fetched",
+    "Form",
     "Found",
     "Idempotency",
     "ItemCounts",
@@ -59,6 +61,7 @@ __all__ = [
     "Provider",
     "ProviderConfigError",
     "Rejected",
+    "RemoteDeadline",
     "RemoteStatus",
     "Reply",
     "ResultChecked",

@@ -23,6 +23,7 @@ from jobtrail.core.nextstep import (
 )
 from jobtrail.core.states import EVIDENCE_MEANING, REMOTE_MAY_RUN, Evidence, State
 from jobtrail.core.words import iso, progress_text, when
+from jobtrail.facts import fact_lines
 
 
 def shown(value: object) -> str:
@@ -110,6 +111,8 @@ def operation_json(
         "conflicting_job_ids": list(op.conflicting_job_ids),
         "refused_reads": op.refused_reads,
         "result": asdict(op.result) if op.result else None,
+        "usage": op.usage,
+        "remote_deadline_s": op.request.remote_deadline,
         "remote_may_still_run": op.state in REMOTE_MAY_RUN,
         "cancellable": cancel.allowed,
         "cancel": cancel.why,
@@ -284,6 +287,7 @@ def explain_text(
                 "              the job completed after the cancel request: "
                 f"it ended {op.state}, not cancelled"
             )
+    lines += fact_lines(op, history)  # reconciled by which tier, remote deadline, usage
     if op.result:
         lines.append(f"  result:     {_result_line(op)}")
     if (why := failure_reason(op, attempts, observations)) is not None:
@@ -340,6 +344,8 @@ def _result_line(op: Operation) -> str:
     result = op.result
     assert result is not None
     parts = ["valid" if result.valid else "INVALID"]
+    if result.partial:
+        parts.append(f"partial (what the job finished before it ended {op.state})")
     if result.size is not None:
         parts.append(f"{result.size} bytes")
     if result.records is not None:

@@ -30,6 +30,10 @@ SHIPPED = {
     "azure-arm-delete",
     "azure-arm-post",
     "azure-arm-post-async",
+    "mistral-batch",
+    "openai-responses",
+    "replicate",
+    "vertex-batch",
 }
 
 

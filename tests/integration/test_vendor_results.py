@@ -38,6 +38,7 @@ async def test_an_anthropic_batch_cancelled_with_canceled_requests_ends_cancelle
     op = await rig.finish(op)
     assert op.state is State.CANCELLED, op
     assert op.result is not None and op.result.valid and op.result.location
+    assert op.result.partial  # what the batch finished before it ended: never a success
     assert _counts(op) == (2, 1)
     assert "ended" in await rig.remote_words(op)
 
@@ -52,6 +53,7 @@ async def test_an_anthropic_batch_that_finished_everything_despite_a_cancel_succ
     await rig.h.rt.ledger.cancel(op.operation_id, actor="test", reason="not needed")
     op = await rig.finish(op)
     assert op.state is State.SUCCEEDED, op
+    assert op.result is not None and not op.result.partial  # a whole result, a success
     assert _counts(op) == (3, 0)
 
 
@@ -77,6 +79,7 @@ async def test_an_expired_openai_batch_keeps_its_partial_results(rig: Rig) -> No
     assert op.state is State.FAILED, op
     assert "expired" in await rig.remote_words(op)
     assert op.result is not None and op.result.valid and op.result.location
+    assert op.result.partial
     assert _counts(op) == (2, 1)
 
 
@@ -88,6 +91,7 @@ async def test_a_cancelled_openai_batch_keeps_the_requests_it_finished(rig: Rig)
     await rig.h.rt.ledger.cancel(op.operation_id, actor="test", reason="not needed")
     op = await rig.finish(op)
     assert op.state is State.CANCELLED, op
+    assert op.result is not None and op.result.partial
     assert _counts(op) == (1, 0)
 
 

@@ -116,6 +116,10 @@ class ResultView:
     content: str | None
     preview: str | None
     note: str
+    # what a job that ended failed or cancelled had finished: never a success
+    partial: bool = False
+    # what the provider reported of work done and billed (tokens, requests, billed units)
+    usage: dict[str, float] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

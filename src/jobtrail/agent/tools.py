@@ -213,7 +213,9 @@ class AgentTools:
             location=summary.location,
             content=read.content if read else None,
             preview=read.preview if read else None,
-            note=note,
+            note=_partial_note(op, note) if summary.partial else note,
+            partial=summary.partial,
+            usage=op.usage,
         )
 
     async def list_jobs(self, state: str | None = None, limit: int = 20) -> JobList:
@@ -362,4 +364,12 @@ def _no_result(op: Operation, now: datetime) -> ResultView:
         content=None,
         preview=None,
         note=note,
+        usage=op.usage,
+    )
+
+
+def _partial_note(op: Operation, note: str) -> str:
+    return (
+        f"a PARTIAL result: what the job finished before it ended {op.state} (not a success); "
+        + note
     )

@@ -23,6 +23,7 @@ from jobtrail.core.proof import absence_rule
 from jobtrail.providers import baseurl, promises
 from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec
+from jobtrail.providers.declared import declared_lines
 
 
 @click.group()
@@ -212,6 +213,7 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:
             ", ".join(f"{name} {format_duration(value)}" for name, value in spec.deadlines.items()),
         )
     )
+    lines += declared_lines(caps, spec.deadlines["create"], spec.remote_deadline, spec.usage)
     return lines
 
 
@@ -244,6 +246,8 @@ def provider_check(file: str, as_json: bool, provider_modules: tuple[str, ...]) 
                 "version": spec.version,
                 "base_url": getattr(spec, "base_url", None),
                 "at_most_once_provable": spec.capabilities.at_most_once_provable,
+                "tier": spec.capabilities.tier.value,
+                "remote_deadline": spec.remote_deadline is not None,
                 "guarantees": dict(lines),
             }
         )
@@ -293,6 +297,7 @@ def code_guarantees(spec: CodeSpec) -> list[tuple[str, str]]:
         ),
         ("poll", ", ".join(f"{k} {v}" for k, v in sorted(spec.poll.items())) or "defaults"),
         ("call timeout", format_duration(spec.timeout)),
+        *declared_lines(caps, spec.deadlines["create"], spec.remote_deadline, None),
     ]
 
 
@@ -356,7 +361,8 @@ def simulator(
     """Serve the provider simulator (the source article's API, with fault injection).
 
     The same server speaks the vendor modes the shipped profiles use, under /azure-arm,
-    /azure-ai, /google, /openai, /anthropic and /gemini (their keys: the same token)."""
+    /azure-ai, /google, /openai, /anthropic, /gemini, /mistral, /replicate and /vertex
+    (their keys: the same token), and Bedrock batch inference under /bedrock (SigV4)."""
     from jobtrail.simulator import serve_forever
 
     secret = os.environ.get(webhook_secret_env)

@@ -29,6 +29,7 @@ from jobtrail.core.model import Operation
 from jobtrail.core.nextstep import driver
 from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso, relative
+from jobtrail.facts import usage_text, usage_totals
 from jobtrail.views import operation_json, transition_json
 
 if TYPE_CHECKING:  # rich is imported by the commands that draw tables, not by `status`
@@ -113,7 +114,15 @@ async def submit(
             ("cancel_deadline", cancel_deadline),
         )
     }
-    prepare_submission(spec, payload, headers=given, path=values, key=key)
+    prepare_submission(
+        spec,
+        payload,
+        headers=given,
+        path=values,
+        key=key,
+        create_deadline=deadlines["create_deadline"],
+        result_deadline=deadlines["result_deadline"],
+    )
     unset = unset_credentials(spec)  # said once the operation is recorded, not if refused
     async with opened(settings, create=True) as ledger:
         op, existing = await ledger.admit(
@@ -177,7 +186,9 @@ async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
 @pass_settings
 @run_async
 async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json: bool) -> None:
-    """List operations, newest first: "50 of 60" when there are more than --limit."""
+    """List operations, newest first: "50 of 60" when there are more than --limit. With
+    --json: {"total", "shown", "operations", "totals"}, `totals.usage` summing what the
+    providers reported of work done and billed."""
     from jobtrail.store.finding import OperationQuery
 
     async with opened(settings) as ledger:
@@ -192,6 +203,8 @@ async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json
                 "total": found.total,
                 "shown": len(ops),
                 "operations": [operation_json(op, now) for op in ops],
+                # what the providers reported of work done and billed, summed over those shown
+                "totals": {"usage": usage_totals(ops)},
             }
         )
         return
@@ -353,7 +366,14 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
         summary["valid"] = False
         summary["problems"] = [*summary["problems"], problem]
     if as_json:
-        emit_json({"operation_id": op.operation_id, "state": op.state.value, "result": summary})
+        emit_json(
+            {
+                "operation_id": op.operation_id,
+                "state": op.state.value,
+                "result": summary,
+                "usage": op.usage,
+            }
+        )
         if problem:
             raise SystemExit(1)
         return
@@ -376,6 +396,10 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
     ):
         value = summary[name]
         table.add_row(name, cell(value if isinstance(value, str) else json.dumps(value)))
+    if summary["partial"]:
+        table.add_row("partial", f"yes: what the job finished before it ended {op.state}")
+    if op.usage:
+        table.add_row("usage", cell(usage_text(op.usage)))
     if summary["items"]:
         items = summary["items"]
         table.add_row(

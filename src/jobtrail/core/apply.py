@@ -14,7 +14,7 @@ from jobtrail.core import evidence, local, refused
 from jobtrail.core import outcomes as o
 from jobtrail.core.draft import Applied, Draft, Policy, cause_of
 from jobtrail.core.model import AttemptKind, Operation, evolve
-from jobtrail.core.plan import Call, call_for
+from jobtrail.core.plan import Call, call_for, watched_until
 from jobtrail.core.states import ENDS_AUTOMATION, Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused
 
@@ -219,6 +219,7 @@ def _on_observed(draft: Draft, out: o.Outcome) -> None:
     _follow_observation(draft, out.remote_status, cause, out.partial_result)
     state = draft.op.state
     if state is State.RESULT_COLLECTING:
+        _time_to_collect(draft)
         draft.now_next()
     elif state.ends_automation:
         draft.set(next_poll_at=None)
@@ -226,6 +227,16 @@ def _on_observed(draft: Draft, out: o.Outcome) -> None:
         draft.now_next()
     else:
         draft.schedule_poll(out.retry_after)
+
+
+def _time_to_collect(draft: Draft) -> None:
+    """A job the provider stopped by itself at its own deadline, read only once jobtrail was
+    back past the end of the watch (plan.watched_until): its result (what it finished) gets
+    the cancel timeout to be collected, instead of a result deadline already gone."""
+    op = draft.op
+    if op.request.remote_deadline is None or draft.now < watched_until(op):
+        return
+    draft.set(result_deadline=draft.now + op.cancel_timeout)
 
 
 def _on_found(draft: Draft, out: o.Outcome) -> None:
@@ -247,6 +258,11 @@ def _on_found(draft: Draft, out: o.Outcome) -> None:
     elif candidate:
         # The provider named a job for our token but does not list it (yet): inconclusive.
         draft.schedule_retry(None, draft.op.create_attempts)
+    elif out.capped:
+        # A scan that stopped at its cap saw only part of the listing, and every job made
+        # since pushes ours further down: looking again cannot settle it. A person decides.
+        draft.set(next_poll_at=None)
+        draft.move(State.NEEDS_HUMAN, Evidence.LOOKUP_CAPPED, cause)
     else:
         proven_at = draft.now if out.ruled_out else _absence_provable_at(draft.op)
         if proven_at is not None and draft.now >= proven_at:
@@ -282,7 +298,10 @@ def _on_cancel_ack(draft: Draft, out: o.Outcome) -> None:
 def _on_result_checked(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.ResultChecked)
     cause = cause_of("result", out.ref)
-    draft.set(inflight_attempt=None, result=out.summary, next_poll_at=None)
+    summary = out.summary
+    if draft.op.remote_status in (RemoteStatus.FAILED, RemoteStatus.CANCELLED):
+        summary = evolve(summary, partial=True)  # what the job finished before it ended
+    draft.set(inflight_attempt=None, result=summary, next_poll_at=None)
     if _ended_after_result(draft, cause):
         return
     if out.summary.valid:

@@ -93,6 +93,7 @@ class Draft:
     def observe(self, source: str, outcome: o.Observed | o.Accepted, ref: str | None) -> None:
         progress = outcome.progress if isinstance(outcome, o.Observed) else None
         updated = outcome.provider_updated_at if isinstance(outcome, o.Observed) else None
+        usage = outcome.usage if isinstance(outcome, o.Observed) else None
         self.observations.append(
             Observation(
                 operation_id=self.op.operation_id,
@@ -106,6 +107,8 @@ class Draft:
                 request_id=outcome.request_id,
                 last_seen_at=self.now,
                 last_progress=progress,
+                # kept with the final reading: a running job's counts change at every read
+                usage=usage if outcome.remote_status.terminal else None,
             )
         )
         changes: dict[str, Any] = {
@@ -114,6 +117,8 @@ class Draft:
         }
         if progress is not None:
             changes["progress"] = progress
+        if usage is not None:
+            changes["usage"] = usage
         self.set(**changes)
 
     def result(self) -> Applied:

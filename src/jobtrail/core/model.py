@@ -58,6 +58,16 @@ class ResultMode(StrEnum):
     NONE = "none"
 
 
+class Tier(StrEnum):
+    """How far a lost create answer can be resolved (DESIGN: what each provider declares),
+    best first. `provider check` names it (core/proof.py); `explain` says which resolved."""
+
+    TOKEN = "token"  # the provider's own token: a same-token retry, or a lookup by it
+    FILTER = "filter"  # a listing the provider filters on our reference
+    SCAN = "scan"  # a bounded scan of a listing, matched on our side
+    NONE = "none"  # in doubt: a person decides, nothing is sent again on its own
+
+
 @dataclass(frozen=True, kw_only=True)
 class Capabilities:
     """What a provider promises, as declared in its provider file."""
@@ -77,6 +87,26 @@ class Capabilities:
     # a miss never proves absence; jobtrail keeps looking until the create deadline, then
     # a person decides.
     absent_after: float | None = None
+    # How long the provider remembers a create token, in seconds (`[reconcile]
+    # token_kept`): a same-token retry proves nothing after that. None: it documents no
+    # limit, and the create deadline alone bounds the retries.
+    token_kept_for: float | None = None
+    # The lookup scans a listing matched on our side (no server-side filter): at most this
+    # many pages within this many seconds. None: the provider filters the listing.
+    scan_pages: int | None = None
+    scan_seconds: float | None = None
+    # The provider takes a deadline of its own, which jobtrail writes at submit from the
+    # result deadline (core/remote_deadline.py): remote work then stops by itself.
+    remote_deadline: bool = False
+
+    @property
+    def tier(self) -> Tier:
+        """The best way this provider offers to resolve a lost create answer."""
+        if self.same_token_retry or self.status_by_client_id:
+            return Tier.TOKEN
+        if self.list_by_reference:
+            return Tier.SCAN if self.scan_pages is not None else Tier.FILTER
+        return Tier.NONE
 
     @property
     def can_reconcile(self) -> bool:
@@ -104,6 +134,9 @@ class JobRequest:
     headers: dict[str, str] = field(default_factory=dict)
     # values of the create path's placeholders, given at submit ({group}, {name})
     path: dict[str, str] = field(default_factory=dict)
+    # The deadline written into the request for the provider (seconds, as sent), None when
+    # the provider takes none or none it accepts fits the result deadline.
+    remote_deadline: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,6 +171,9 @@ class ResultSummary:
     items: ItemCounts | None = None
     checks: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    # What a job that ended failed or cancelled had finished: collected and validated like
+    # any result, but never a success (the operation ends as the remote job did).
+    partial: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +203,9 @@ class Operation:
     remote_state: str | None = None
     remote_status: RemoteStatus | None = None
     progress: Json = None
+    # What the provider reports of work done and billed (request counts, tokens, billed
+    # units), by name, as last read: the final observation's on an ended operation.
+    usage: dict[str, float] | None = None
     status_url: str | None = None
     # The answer header that named status_url (`Location`, `Azure-AsyncOperation`), None
     # when a body field, the create URL or the provider file did: monitors named by
@@ -266,6 +305,7 @@ class Observation:
     seen_count: int = 1
     last_progress: Json = None
     closed_at: datetime | None = None  # None: the run is open (only a status run can be)
+    usage: dict[str, float] | None = None  # work done and billed, kept on a terminal read
 
     @property
     def seen_last(self) -> datetime:

@@ -158,6 +158,9 @@ class Observed:
     # A job that ended failed or cancelled whose answer names a partial result (a batch's
     # finished requests): it is collected before the operation ends in that state.
     partial_result: bool = False
+    # What the answer reports of work done and billed (`[status] usage`, or a code
+    # provider's reading), by name: request counts, items, tokens, billed units.
+    usage: dict[str, float] | None = None
     # What the answer stated its state with, and its body's shape: the core judges whether
     # that is evidence (core/evidence.py). `unread` is the provider's word for where it
     # looked and found no state ("no state text at `status`").
@@ -178,6 +181,10 @@ class Found:
     # With no job ids: why the answer rules out a job of ours altogether (not a miss in a
     # listing that may lag): a name held by another job, say. Proof at once, no window.
     ruled_out: str | None = None
+    # With no job ids: why the lookup did not cover every job that could be ours (a scan
+    # of a listing stopped at its page or time cap before it reached back to the create).
+    # Such a miss proves nothing, now or later: a person decides.
+    capped: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

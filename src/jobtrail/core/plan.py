@@ -8,7 +8,7 @@ gets the same answer, because everything the plan needs is in the record.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from jobtrail.core import outcomes as o
@@ -120,16 +120,37 @@ def _settlement(op: Operation, now: datetime) -> Settle | None:
     if state in (State.ACCEPTED, State.OBSERVING):
         if op.cancel_intent is not None:
             return Settle(outcome=o.CancelRequested(intent=op.cancel_intent))
-        if now >= op.result_deadline:
+        if now >= watched_until(op) and not _one_more_read(op):
             return Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
         return None
     if state in (State.CANCEL_REQUESTED, State.CANCELLING):
         if op.cancel_deadline is not None and now >= op.cancel_deadline:
             return Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.CANCEL))
         return None
-    if state is State.RESULT_COLLECTING and now >= op.result_deadline:
+    if state is State.RESULT_COLLECTING and now >= watched_until(op) and not _one_more_read(op):
         return Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.RESULT))
     return None
+
+
+def _one_more_read(op: Operation) -> bool:
+    """A job the provider was told to stop by itself has stopped by `watched_until`: when
+    nothing was read of it since (jobtrail was away), it is read once more, to learn how it
+    ended and keep what it finished, before its result deadline is called passed."""
+    if op.request.remote_deadline is None:
+        return False
+    return (op.updated_at or op.created_at) < watched_until(op)
+
+
+def watched_until(op: Operation) -> datetime:
+    """When the result deadline ends the watch: the result deadline itself, or, when the
+    provider was given a deadline of its own (core/remote_deadline.py), the time by which it
+    has stopped the job by itself (that deadline after the last create, plus the cancel
+    timeout to wind down), so that its end, and what it finished, are still read."""
+    given = op.request.remote_deadline
+    if given is None or op.create_sent_at is None:
+        return op.result_deadline
+    stopped = op.create_sent_at + timedelta(seconds=given) + op.cancel_timeout
+    return max(op.result_deadline, stopped)
 
 
 def deadline_in_force(op: Operation) -> datetime | None:
@@ -139,7 +160,7 @@ def deadline_in_force(op: Operation) -> datetime | None:
     if state in (State.CREATE_PENDING, State.CREATE_UNKNOWN, State.RECONCILIATION):
         return op.create_deadline
     if state in (State.ACCEPTED, State.OBSERVING, State.RESULT_COLLECTING):
-        return op.result_deadline
+        return watched_until(op)
     if state in (State.CANCEL_REQUESTED, State.CANCELLING):
         return op.cancel_deadline
     return None

@@ -1,12 +1,15 @@
-"""What the at-most-once promise rests on, in one sentence, from a provider's declared
-capabilities: the words `provider check` says and `explain` repeats (one home, DESIGN)."""
+"""What the at-most-once promise rests on, in one sentence each, from a provider's declared
+capabilities: the words `provider check` says and `explain` repeats (one home, DESIGN): when
+a lookup miss proves absence, the reconciliation tier and its limits, and whether remote
+work stops by itself at the deadline."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from jobtrail.core.durations import format_duration
-from jobtrail.core.model import Capabilities
+from jobtrail.core.model import Capabilities, Idempotency, Tier
+from jobtrail.core.remote_deadline import RemoteDeadline
 
 
 def absence_rule(caps: Capabilities, create_deadline: timedelta) -> str | None:
@@ -32,3 +35,97 @@ def absence_rule(caps: Capabilities, create_deadline: timedelta) -> str | None:
             "such a miss goes to a person (needs_human) instead"
         )
     return rule
+
+
+TIER_NAMES = {
+    Tier.TOKEN: "the provider's own token",
+    Tier.FILTER: "a server-side filter on our reference",
+    Tier.SCAN: "a bounded scan of a listing",
+    Tier.NONE: "none (in doubt)",
+}
+
+
+def tier_rule(caps: Capabilities, create_deadline: timedelta) -> str:
+    """How a lost create answer is resolved, and the limits of it, in one sentence: the
+    words `provider check` says beside "reconciliation tier"."""
+    tier = caps.tier
+    deadline = format_duration(create_deadline)
+    if tier is Tier.TOKEN and caps.idempotency is Idempotency.NATURAL:
+        return (
+            f"{TIER_NAMES[tier]}, the request itself: after a lost create answer jobtrail "
+            "sends the same PUT or DELETE again to the same client-chosen URL, idempotent by "
+            f"nature, until the create deadline ({deadline})"
+        )
+    if tier is Tier.TOKEN:
+        means = (
+            "sends the create again under the same token, which the provider answers with the "
+            "job it made"
+            if caps.same_token_retry
+            else "looks the job up by the token"
+        )
+        if caps.token_kept_for is None:
+            kept = "the provider documents no limit on how long it keeps the token"
+        else:
+            kept = f"the provider keeps the token {format_duration(_seconds(caps.token_kept_for))}"
+        text = (
+            f"{TIER_NAMES[tier]}: after a lost create answer jobtrail {means}; provable while "
+            f"the provider remembers the token ({kept}), and jobtrail stops retrying at the "
+            f"create deadline ({deadline})"
+        )
+        if caps.list_by_reference:
+            text += ", looking the job up by its reference when retries stay unreadable"
+        return text
+    if tier is Tier.NONE:
+        return (
+            f"{TIER_NAMES[tier]}: nothing can find a job whose create answer was lost, so the "
+            "operation stops for a person (needs_human); jobtrail never resubmits it on its own"
+        )
+    window = (
+        "never, so a miss goes to a person at the create deadline"
+        if caps.absent_after is None
+        else f"{format_duration(_seconds(caps.absent_after))} after the create was last sent"
+    )
+    if tier is Tier.FILTER:
+        return (
+            f"{TIER_NAMES[tier]}: the provider lists only the jobs holding the operation id, "
+            f"so the lookup names ours, or proves that none exists {window}"
+        )
+    pages = caps.scan_pages or 1
+    within = format_duration(_seconds(caps.scan_seconds or 0))
+    return (
+        f"{TIER_NAMES[tier]}: the lookup reads at most {pages} page{'s' if pages > 1 else ''} "
+        f"of the newest jobs within {within}, matching the operation id on our side; a miss "
+        "proves no job exists only if the scan reached jobs older than the create "
+        f"({window}); at the cap the operation stops in doubt for a person (needs_human)"
+    )
+
+
+def deadline_rule(declared: RemoteDeadline | None) -> str:
+    """Whether remote work stops by itself at the deadline, or only when it is cancelled."""
+    if declared is None:
+        return (
+            "remote work stops only when it is cancelled: the provider takes no deadline of "
+            "its own (after the result deadline the job may still run: `jobtrail cancel`)"
+        )
+    return (
+        "remote work stops by itself: jobtrail writes the result deadline, rounded down to "
+        f"what the provider accepts, in {declared.describe()} at submit (a result deadline "
+        "shorter than the least it accepts is not written: then only a cancel stops it)"
+    )
+
+
+def _seconds(value: float) -> timedelta:
+    return timedelta(seconds=value)
+
+
+def token_outlived(caps: Capabilities, create_deadline: timedelta) -> str | None:
+    """Why a create deadline is refused: retries under one token until then would outlive
+    the provider's memory of it (and could make a second job); None when it fits."""
+    kept = caps.token_kept_for
+    if kept is None or create_deadline.total_seconds() <= kept:
+        return None
+    return (
+        f"the create deadline ({format_duration(create_deadline)}) is longer than the provider "
+        f"remembers a create token ({format_duration(_seconds(kept))}): a retry after that "
+        "could make a second job; give a shorter create deadline"
+    )

@@ -105,6 +105,7 @@ class Evidence(StrEnum):
     HUMAN_DECISION = "human_decision"
     READS_REFUSED = "reads_refused"
     READS_UNREADABLE = "reads_unreadable"
+    LOOKUP_CAPPED = "lookup_capped"
 
 
 EVIDENCE_MEANING: dict[Evidence, str] = {
@@ -140,6 +141,8 @@ EVIDENCE_MEANING: dict[Evidence, str] = {
     Evidence.READS_UNREADABLE: "status answers that could not be read as a state (no body, "
     "no state field, JSON cut short, not JSON), with any refused ones, as many times in a "
     "row as the provider file's [poll] max_refused_reads",
+    Evidence.LOOKUP_CAPPED: "a bounded scan of the provider's listing stopped at its page or "
+    "time cap before it reached back to the create, without finding our job",
 }
 
 S, E = State, Evidence
@@ -165,7 +168,9 @@ TRANSITIONS: dict[tuple[State, State], frozenset[Evidence]] = {
     ),
     (S.RECONCILIATION, S.ACCEPTED): frozenset({E.RECONCILED_FOUND}),
     (S.RECONCILIATION, S.CREATE_PENDING): frozenset({E.ABSENCE_PROVEN}),
-    (S.RECONCILIATION, S.NEEDS_HUMAN): frozenset({E.CONTRACT_VIOLATION, E.CREATE_DEADLINE_PASSED}),
+    (S.RECONCILIATION, S.NEEDS_HUMAN): frozenset(
+        {E.CONTRACT_VIOLATION, E.CREATE_DEADLINE_PASSED, E.LOOKUP_CAPPED}
+    ),
     (S.ACCEPTED, S.OBSERVING): frozenset({E.OBSERVED_RUNNING}),
     (S.RESULT_TIMED_OUT, S.OBSERVING): frozenset({E.HUMAN_DECISION}),
     (S.RESULT_TIMED_OUT, S.CANCEL_REQUESTED): frozenset({E.CANCEL_INTENT}),

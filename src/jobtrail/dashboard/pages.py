@@ -17,6 +17,7 @@ from jobtrail.core.nextstep import attention_reason, deadlines_shown, next_step,
 from jobtrail.core.states import State
 from jobtrail.core.words import progress_text, relative
 from jobtrail.dashboard.html import Html, join, path, query, render, when
+from jobtrail.facts import fact_rows
 from jobtrail.store.finding import OperationPage, OperationQuery
 from jobtrail.story import Story
 from jobtrail.views import timeline
@@ -256,6 +257,7 @@ def facts(story: Story, now: datetime) -> Html:
         rows.append(("conflicting jobs", ", ".join(op.conflicting_job_ids)))
     if op.result:
         rows.append(("result", result_section(op)))
+    rows += [(label, text) for label, text in fact_rows(op, story.history)]
     return render(
         Template('<dl class="facts">$rows</dl>'),
         rows=join(render(Template("<dt>$k</dt><dd>$v</dd>"), k=k, v=v) for k, v in rows),
@@ -364,6 +366,7 @@ def result_section(op: Operation) -> Html:
         return Html('<p class="empty">No result yet.</p>')
     parts = [
         "valid" if result.valid else "INVALID",
+        f"partial: what the job finished before it ended {op.state}" if result.partial else None,
         f"{result.size} bytes" if result.size is not None else None,
         f"{result.records} records" if result.records is not None else None,
         f"items: {result.items.succeeded} succeeded, {result.items.failed} failed"

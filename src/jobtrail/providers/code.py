@@ -38,8 +38,10 @@ from typing import Any, ClassVar, Protocol
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Capabilities, Operation, ProviderKind
 from jobtrail.core.redact import Redactor
+from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.providers.config import DEFAULT_DEADLINES, POLL_KEYS, poll_rules
+from jobtrail.providers.declared import remote_deadline
 from jobtrail.providers.protocol import Provider
 from jobtrail.providers.spec import DEFAULT_TIMEOUT, ResultSpec
 
@@ -99,6 +101,8 @@ class CodeSpec:
     timeout: timedelta = DEFAULT_TIMEOUT
     secret_env: tuple[str, ...] = ()
     redact_fields: tuple[str, ...] = ()
+    # where the provider takes a deadline of its own (a body field), written at submit
+    remote_deadline: RemoteDeadline | None = None
 
     @property
     def target(self) -> str:
@@ -120,6 +124,7 @@ class CodeSpec:
             "timeout": f"{self.timeout.total_seconds():g}s",
             "secret_env": list(self.secret_env),
             "redact": {"fields": list(self.redact_fields)},
+            **({"deadline": deadline_table(self.remote_deadline)} if self.remote_deadline else {}),
         }
 
     @property
@@ -163,10 +168,14 @@ def _declared(provider: CodeProvider, settings: Mapping[str, Any]) -> CodeSpec:
     result = getattr(provider, "result", None)
     if result is not None and not isinstance(result, ResultSpec):
         raise InvalidInput(f"{name!r}: `result` must be a ResultSpec")
+    remote = getattr(provider, "remote_deadline", None)
+    if remote is not None and (not isinstance(remote, RemoteDeadline) or remote.header):
+        raise InvalidInput(f"{name!r}: `remote_deadline` must be a RemoteDeadline in a field")
     return CodeSpec(
         name=name,
         version=version,
-        capabilities=caps,
+        capabilities=replace(caps, remote_deadline=remote is not None),
+        remote_deadline=remote,
         settings=dict(settings),
         deadlines=deadlines(getattr(provider, "deadlines", {})),
         poll=checked_poll(getattr(provider, "poll", {})),
@@ -263,4 +272,18 @@ def stored_document(
         timeout=parse_duration(doc["timeout"]) if "timeout" in doc else DEFAULT_TIMEOUT,
         secret_env=tuple(doc.get("secret_env") or ()),
         redact_fields=tuple((doc.get("redact") or {}).get("fields") or ()),
+        remote_deadline=remote_deadline(doc.get("deadline"), code=True),
     )
+
+
+def deadline_table(deadline: RemoteDeadline) -> dict[str, Any]:
+    """A code provider's remote deadline as its stored document keeps it (the provider
+    file's `[create] deadline` keys)."""
+    return {
+        "field": deadline.field,
+        "unit": deadline.unit,
+        "format": deadline.form.value,
+        "step": deadline.step,
+        "min": deadline.least,
+        **({"max": deadline.most} if deadline.most is not None else {}),
+    }

@@ -20,7 +20,7 @@ from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.profiles import profile_names, shipped_profile
 from jobtrail.providers import conventions as cv
-from jobtrail.providers import sections
+from jobtrail.providers import declared, sections
 from jobtrail.providers.pathvalues import placeholders
 from jobtrail.providers.spec import (
     DEFAULT_TIMEOUT,
@@ -154,10 +154,13 @@ _KEYS: dict[str, frozenset[str]] = {
             "state",
             "status_url",
             "result",
+            "deadline",  # providers/declared.py
             *cv.CREATE_KEYS,
         }
     ),
-    "status": frozenset({"path", "state", "progress", "updated_at", "error", *cv.STATUS_KEYS}),
+    "status": frozenset(
+        {"path", "state", "progress", "updated_at", "error", "usage", *cv.STATUS_KEYS}
+    ),
     "cancel": frozenset({"method", "path", "body"}),
     "result": frozenset(
         {
@@ -173,7 +176,7 @@ _KEYS: dict[str, frozenset[str]] = {
             *cv.RESULT_KEYS,
         }
     ),
-    "reconcile": frozenset({"same_token", "list", "lookup"}),
+    "reconcile": frozenset({"same_token", "list", "lookup", "token_kept"}),
     "webhooks": frozenset(
         {
             "signing",
@@ -261,6 +264,9 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
             f"unknown deadlines {sorted(unknown)}; use create, result, cancel"
         )
     poll = poll_rules(r.table("poll"))
+    timeout = parse_duration(doc["timeout"]) if "timeout" in doc else DEFAULT_TIMEOUT
+    if reconcile and "token_kept" in reconcile.doc and not same_token:
+        raise ProviderConfigError("reconcile.token_kept needs reconcile.same_token = true")
     return ProviderSpec(
         name=name,
         base_url=base_url,
@@ -268,7 +274,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         auth=auth,
         trace_header=r.text("trace_header", None),
         **cv.request_ids(r.table("request_ids")),
-        timeout=parse_duration(doc["timeout"]) if "timeout" in doc else DEFAULT_TIMEOUT,
+        timeout=timeout,
         max_response_bytes=_size(doc.get("max_response_bytes", "1MB")),
         headers={str(k): str(v) for k, v in headers.items()},
         cookies=_cookies(doc.get("cookies", Cookies.IGNORE.value)),
@@ -302,6 +308,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
             job_id=str(listing.get("job_id", "job_id")),
             match=str(listing["match"]) if "match" in listing else None,
             visible_within=_visibility(listing.get("visible_within")),
+            **declared.scan(listing, timeout),
         )
         if listing
         else None,
@@ -309,6 +316,11 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         webhooks=_webhooks(r.table("webhooks")) if "webhooks" in doc else None,
         deadlines=deadlines,
         poll=poll,
+        remote_deadline=declared.remote_deadline(create.doc.get("deadline")),
+        usage=declared.usage(status.doc.get("usage")),
+        token_kept=declared.token_kept(
+            reconcile.doc.get("token_kept") if reconcile else None, deadlines["create"]
+        ),
         redactor=Redactor().extended(
             headers=[*redact.get("headers", ()), *([auth.header] if auth else [])],
             fields=redact.get("fields", ()),

@@ -28,7 +28,10 @@ BY_HEADER_KEYS = frozenset({"state", "codes", "missing", "error", "answer_is_res
 RESULT_KEYS = frozenset(
     {"from", "field", "link", "format", "at_create", "partial", "merge", "allow_empty"}
 )
-LIST_KEYS = frozenset({"path", "items", "job_id", "match", "visible_within"})
+LIST_KEYS = frozenset(
+    {"path", "items", "job_id", "match", "visible_within", "pages", "within"}
+    | {"next", "cursor", "more", "created"}
+)
 PLACEMENT_KEYS = frozenset({"header", "field", "query", "natural", "format"})
 REQUEST_ID_KEYS = frozenset({"read", "send"})
 RESULT_SOURCES = ("path", "status")
@@ -258,10 +261,12 @@ def result_keys(result: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(at_create, bool):
         raise ProviderConfigError("result.at_create must be true or false")
     partial = result.get("partial", False)
-    if not isinstance(partial, bool) or (partial and not link):
+    in_status = source == "status" and isinstance(result.get("field"), str)
+    if not isinstance(partial, bool) or (partial and not (link or in_status)):
         raise ProviderConfigError(
-            "result.partial must be true or false, and needs result.link: a failed or "
-            "cancelled job's answer must name its partial result"
+            "result.partial must be true or false, and needs result.link, or from = "
+            '"status" with result.field: a failed or cancelled job\'s answer must name or '
+            "hold its partial result"
         )
     narrows_path = source == "path" and bool(result.get("path")) and not link
     if field is not None and (

@@ -25,11 +25,11 @@ from jobtrail.core.model import AttemptKind, Capabilities, Operation, ResultSumm
 from jobtrail.core.redact import Redactor
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import JobtrailError
-from jobtrail.providers import lookup, parse, pathvalues, reading
+from jobtrail.providers import lookup, parse, pathvalues, reading, scanning
 from jobtrail.providers.authorize import Authorizer, NoCredential
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.cookies import OperationCookies
-from jobtrail.providers.placement import place
+from jobtrail.providers.placement import place, reference_value
 from jobtrail.providers.protocol import Fetched, Reply
 from jobtrail.providers.spec import Cookies, ResultSpec, SourceKind
 from jobtrail.providers.tracing import call_span
@@ -109,6 +109,10 @@ class HttpProvider:
             path = path.replace("{job_id}", encoded if names else quote(job_id, safe=""))
         if op.request.path:  # the values given at submit, checked then (pathvalues.py)
             path = pathvalues.fill(path, op.request.path)
+        if "{client_reference}" in path:  # the reference as the create placed it
+            path = path.replace(
+                "{client_reference}", quote(reference_value(self.spec, op), safe="")
+            )
         # our own keys: the token names the job where the provider keys it by the token
         path = path.replace("{idempotency_token}", quote(op.idempotency_token, safe=""))
         return self.spec.base_url + path.replace("{operation_id}", quote(op.operation_id, safe=""))
@@ -258,6 +262,8 @@ class HttpProvider:
             reply = await self._send(kind, prepared, limit, op.operation_id, via=self._via(op))
             if auth is not None and credential is not None and reply.detail.get("status") == 401:
                 reply = await self._after_401(kind, prepared, reply, limit, op)
+            if kind is AttemptKind.RECONCILE and self.spec.listing and self.spec.listing.match:
+                reply = await self._scanned(prepared, reply, op)
             followed = reply.detail.get("result_from") == "status"
             if (
                 kind is AttemptKind.RESULT
@@ -269,6 +275,17 @@ class HttpProvider:
             if client_request_id is not None:
                 reply.detail["client_request_id"] = prepared.headers[client_request_id]
             return reply
+
+    async def _scanned(self, first: Prepared, reply: Reply, op: Operation) -> Reply:
+        """The listing paged through from its first page, within the scan's bounds."""
+        assert self.spec.listing is not None
+
+        async def page(url: str) -> Reply:
+            again = Prepared(method="GET", url=url, headers=first.headers)
+            limit = self.spec.max_response_bytes
+            return await self._send(AttemptKind.RECONCILE, again, limit, op.operation_id)
+
+        return await scanning.scan(reply, first.url, self.spec.listing, op.created_at, page)
 
     async def _after_401(
         self, kind: AttemptKind, prepared: Prepared, refused: Reply, limit: int, op: Operation
@@ -426,6 +443,13 @@ class HttpProvider:
                     found = lookup.parse_lookup(spec.lookup, spec, status, headers, body)
                     return Reply(outcome=found, detail=detail)
                 assert spec.listing is not None
+                if spec.listing.match is not None:  # a scan, page by page (scanning.py)
+                    scanned, page = scanning.read_page(
+                        spec.listing, spec, status, headers, body, reference=operation_id
+                    )
+                    if page is not None:
+                        detail["page"] = page.to_json()
+                    return Reply(outcome=scanned, detail=detail)
                 outcome = parse.parse_list(
                     spec.listing, spec, status, headers, body, reference=operation_id
                 )

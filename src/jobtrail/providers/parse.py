@@ -323,11 +323,23 @@ def parse_status(
         content=json.dumps(document, ensure_ascii=False).encode("utf-8") if kept else None,
         partial_result=mapped in (RemoteStatus.FAILED, RemoteStatus.CANCELLED)
         and spec.result.partial
-        and any(_text(find(document, p)) for p in spec.result.link),
+        and _names_partial(spec, document),
         basis=basis,
         body=shape,
         unread=f"no state text at `{'` or `'.join(rule.paths)}`" if basis is Basis.NONE else None,
+        usage=reading_.read_usage(spec.usage, document),
     )
+
+
+def _names_partial(spec: ProviderSpec, document: Any) -> bool:
+    """Whether a failed or cancelled job's answer holds a partial result: a link to it, or
+    (`from = "status"`) the result field itself, not empty."""
+    rule = spec.result
+    if any(_text(find(document, p)) for p in rule.link):
+        return True
+    if rule.source != "status" or rule.field is None:
+        return False
+    return find(document, rule.field) not in (None, "", [], {})
 
 
 def _counted(document: Any, path: str | None) -> bool:

@@ -17,7 +17,9 @@ from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.providers.parse import unsafe_segment
 
 # placeholders jobtrail fills itself; a path value may not take their names
-RESERVED = frozenset({"job_id", "job_url", "operation_id", "idempotency_token", "link"})
+RESERVED = frozenset(
+    {"job_id", "job_url", "operation_id", "idempotency_token", "client_reference", "link"}
+)
 MAX_VALUE_LENGTH = 256
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

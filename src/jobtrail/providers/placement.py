@@ -55,3 +55,12 @@ def _with_field(document: dict[str, Any], parts: list[str], value: str) -> dict[
         return None
     changed = _with_field(inner, rest, value)
     return None if changed is None else {**document, head: changed}
+
+
+def reference_value(spec: ProviderSpec, op: Operation) -> str:
+    """The client reference as the create placed it (`{client_reference}` in a path): the
+    operation id, or the UUID derived from it where the provider file asks for one."""
+    placement = spec.client_reference
+    if placement is not None and placement.uuid:
+        return uuid_of(op.operation_id)
+    return op.operation_id

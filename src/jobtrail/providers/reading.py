@@ -9,6 +9,8 @@ to; a failure carries the provider's own code and message.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +22,8 @@ from jobtrail.core.states import RemoteStatus
 from jobtrail.providers.spec import Reading, Source, SourceKind, StateRule
 
 MAX_ERROR_TEXT = 500
+_MAX_USAGE = 1e18  # larger numbers are no count anyone bills
+_NUMBER = re.compile(r"-?\d{1,18}(\.\d{1,9})?")
 _READ: dict[Reading, RemoteStatus] = {
     Reading.RUNNING: RemoteStatus.RUNNING,
     Reading.SUCCEEDED: RemoteStatus.SUCCEEDED,
@@ -209,3 +213,20 @@ def item_errors(
         name = next((v for v in (find(row, r) for r in ref) if v is not None), "")
         found.append({"ref": str(name)[:200], **(why or {})})
     return found, failed
+
+
+def read_usage(paths: Mapping[str, str], document: Any) -> dict[str, float] | None:
+    """The work done and billed an answer reports (`[status] usage`): the number at each
+    declared path, by name; None when it holds none of them."""
+    if not paths:
+        return None
+    found: dict[str, float] = {}
+    for name, path in paths.items():
+        value = find(document, path)
+        if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+            value = float(value) if "." in value else int(value)  # proto3 JSON's int64
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if math.isfinite(value) and abs(value) < _MAX_USAGE:
+            found[name] = value
+    return found or None

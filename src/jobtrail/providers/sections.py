@@ -18,7 +18,7 @@ LOOKUP_KEYS = frozenset({"path", "job_id", "absent", "visible_within"})
 # placeholders jobtrail fills in every path but the create path: the job, once known, and
 # the operation's own keys
 _JOB = ("job_id", "job_url")
-_KEYS = ("operation_id", "idempotency_token")
+_KEYS = ("operation_id", "idempotency_token", "client_reference")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from jobtrail.core.model import Capabilities, Idempotency, ProviderKind, ResultMode
 from jobtrail.core.redact import Redactor
+from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.schedule import Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
 from jobtrail.providers.tokens import known_values
@@ -181,6 +182,16 @@ class ListSpec:
     # How soon a new job shows in this lookup: a miss proves no job exists only that long
     # after the create was last sent. None ("never"): a miss proves nothing, ever.
     visible_within: timedelta | None = DEFAULT_VISIBILITY
+    # A listing matched on our side (`match`) is scanned, newest first: at most `pages`
+    # pages within `within`, asking for the next with the query parameter `next` set to the
+    # answer's `cursor` field, while `more` (if named) is true. `created`: each item's
+    # creation time, which tells when the scan has reached jobs older than the create.
+    pages: int = 1
+    within: timedelta = DEFAULT_TIMEOUT
+    next: str | None = None
+    cursor: str | None = None
+    more: str | None = None
+    created: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -271,6 +282,10 @@ class ProviderSpec:
     webhooks: WebhookSpec | None = None
     deadlines: dict[str, timedelta] = field(default_factory=dict)
     poll: PollRules = field(default_factory=lambda: PollRules())
+    # what the API promises beyond its calls (providers/declared.py)
+    remote_deadline: RemoteDeadline | None = None  # [create] deadline
+    usage: Mapping[str, str] = field(default_factory=dict)  # [status] usage: name -> path
+    token_kept: timedelta | None = None  # [reconcile] token_kept
     redactor: Redactor = field(default_factory=Redactor)
 
     # the create path's placeholders a submitter fills ({group}, {name}): pathvalues.py
@@ -299,6 +314,7 @@ class ProviderSpec:
             mode = ResultMode.INLINE
         else:
             mode = ResultMode.NONE
+        scanned = self.listing if self.listing and self.listing.match else None
         return Capabilities(
             idempotency=idem,
             same_token_retry=self.same_token,
@@ -311,6 +327,10 @@ class ProviderSpec:
             absent_after=_seconds(found.visible_within)
             if (found := self.listing or self.lookup)
             else None,
+            token_kept_for=_seconds(self.token_kept),
+            scan_pages=scanned.pages if scanned else None,
+            scan_seconds=_seconds(scanned.within) if scanned else None,
+            remote_deadline=self.remote_deadline is not None,
         )
 
     def status_rule_for(self, via: str | None) -> StateRule:

@@ -76,6 +76,7 @@ MUTABLE = (
     "refused_reads",
     "refused_since",
     "create_sent_at",
+    "usage",
 )
 LEASE = ("fence", "lease_owner", "lease_expires_at", "version")
 COLUMNS = IMMUTABLE + MUTABLE + LEASE
@@ -250,6 +251,7 @@ class Codec:
             ("refused_reads", "refused_reads", same),
             ("refused_since", "refused_since", t),
             ("create_sent_at", "create_sent_at", t),
+            ("usage", "usage", dump),
         ]
 
     def after_update(self, op: Operation, row: Any) -> Operation:
@@ -341,6 +343,7 @@ class Codec:
             "refused_reads": row["refused_reads"],
             "refused_since": t(row["refused_since"]),
             "create_sent_at": t(_column(row, "create_sent_at")),
+            "usage": load(_column(row, "usage")),  # 0015: work done and billed
         }
 
     def transition_row(self, tr: Transition) -> dict[str, Any]:
@@ -426,6 +429,7 @@ class Codec:
             "seen_count": ob.seen_count,
             "last_request_id": storable(ob.request_id),
             "last_progress": dump(ob.last_progress),
+            "usage": dump(ob.usage),
             # Only a status read opens a run that later reads may fold into.
             "closed_at": self.t_out(
                 ob.closed_at if ob.source == "status" else ob.closed_at or ob.observed_at
@@ -448,6 +452,7 @@ class Codec:
             seen_count=row["seen_count"],
             last_progress=load(row["last_progress"]),
             closed_at=self.t_in(row["closed_at"]),
+            usage=load(_column(row, "usage")),
         )
 
     def fold_row(self, ob: Observation) -> dict[str, Any]:

@@ -217,13 +217,15 @@ def _library() -> tuple[Any, Any]:
 class AwsCalls:
     """An aiobotocore client for one service, opened on first use, on the running loop."""
 
-    def __init__(self, service: str, settings: AwsSettings) -> None:
+    def __init__(self, service: str, settings: AwsSettings, **options: Any) -> None:
+        """`options` are more botocore config options (`s3={"addressing_style": "path"}`)."""
         self.service, self.settings = service, settings
         config, self._get_session = _library()
         self.config = config(
             retries={"total_max_attempts": 1, "mode": "standard"},
             connect_timeout=settings.connect_timeout,
             read_timeout=settings.timeout,
+            **options,
         )
         self._stack = AsyncExitStack()
         self._client: Any = None

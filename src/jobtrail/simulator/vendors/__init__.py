@@ -11,6 +11,15 @@ and mounted under its own path prefix beside the article API:
 | openai-batch | ``/openai/v1/batches``, ``/openai/v1/files`` |
 | anthropic-batch | ``/anthropic/v1/messages/batches`` |
 | gemini-batch | ``/gemini/v1beta/...`` |
+| mistral-batch | ``/mistral/v1/batch/jobs``, ``/mistral/v1/files`` |
+| openai-responses | ``/openai/v1/responses`` |
+| replicate | ``/replicate/v1/predictions`` |
+| vertex-batch | ``/vertex/v1/projects/{p}/locations/{l}/batchPredictionJobs`` |
+| bedrock-batch | ``/bedrock/model-invocation-job...`` (SigV4), ``/bedrock-s3/{bucket}/{key}`` |
+
+The newer modes share one handler skeleton (vendors/skeleton.py) and write only their
+vendor's words; ``vendors.skeleton.end_now`` ends a job without a status read and posts its
+webhook, as a provider finishing on its own does.
 
 Faults (see :class:`VendorFaults`) are set per mode with ``Simulator.set_vendor_faults`` or
 ``POST /_sim/vendors/{mode}/faults``, or per create with a test-only ``_sim`` object in a
@@ -29,9 +38,14 @@ from jobtrail.simulator.vendors.anthropic_batch import AnthropicBatch
 from jobtrail.simulator.vendors.azure_ai import AzureAI
 from jobtrail.simulator.vendors.azure_arm import AzureArm
 from jobtrail.simulator.vendors.base import VendorFaults, VendorState, parse_vendor_faults
+from jobtrail.simulator.vendors.bedrock_batch import BedrockBatch
 from jobtrail.simulator.vendors.gemini_batch import GeminiBatch
 from jobtrail.simulator.vendors.google_lro import GoogleLro
+from jobtrail.simulator.vendors.mistral_batch import MistralBatch
 from jobtrail.simulator.vendors.openai_batch import OpenAIBatch
+from jobtrail.simulator.vendors.openai_responses import OpenAIResponses
+from jobtrail.simulator.vendors.replicate import Replicate
+from jobtrail.simulator.vendors.vertex_batch import VertexBatch
 
 VENDOR_MODES = (
     "azure-arm",
@@ -40,6 +54,11 @@ VENDOR_MODES = (
     "openai-batch",
     "anthropic-batch",
     "gemini-batch",
+    "mistral-batch",
+    "openai-responses",
+    "replicate",
+    "vertex-batch",
+    "bedrock-batch",
 )
 
 __all__ = [
@@ -73,6 +92,8 @@ def mount_vendors(app: web.Application, state: VendorState) -> None:
     """Add every vendor mode's routes and their admin window to ``app``."""
     for mode in (AzureArm, AzureAI, GoogleLro, OpenAIBatch, AnthropicBatch, GeminiBatch):
         mode(state).add_routes(app)
+    for vendor in (MistralBatch, OpenAIResponses, Replicate, VertexBatch, BedrockBatch):
+        vendor(state).add_routes(app)
 
     async def summary(request: web.Request) -> web.Response:
         mode = request.match_info["mode"]

@@ -19,20 +19,8 @@ from typing import Any
 from aiohttp import web
 
 from jobtrail.simulator.answers import compact_json, json_response
-from jobtrail.simulator.faults import FaultError
-from jobtrail.simulator.vendors.base import (
-    VendorJob,
-    VendorState,
-    advance,
-    base_url,
-    dropped,
-    json_body,
-    refused_read,
-    request_cancel,
-    retry_after,
-    rfc3339,
-    strip_sim,
-)
+from jobtrail.simulator.vendors.base import VendorJob, base_url, rfc3339
+from jobtrail.simulator.vendors.skeleton import VendorMode
 
 MODE = "anthropic-batch"
 PREFIX = "/anthropic/v1/messages/batches"
@@ -51,9 +39,9 @@ def _error(status: int, message: str) -> web.Response:
     return json_response(status, {"type": "error", "error": {"type": kind, "message": message}})
 
 
-class AnthropicBatch:
-    def __init__(self, state: VendorState) -> None:
-        self.state = state
+class AnthropicBatch(VendorMode):
+    mode = MODE
+    id_prefix = "msgbatch_"
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post(PREFIX, self.create)
@@ -62,87 +50,39 @@ class AnthropicBatch:
         app.router.add_post(f"{PREFIX}/{{job_id}}/cancel", self.cancel)
         app.router.add_get(f"{PREFIX}/{{job_id}}/results", self.results)
 
-    def _refusal(self, request: web.Request) -> web.Response | None:
+    def error(self, status: int, message: str) -> web.Response:
+        return _error(status, "Internal server error" if status >= 500 else message)
+
+    async def refused(self, request: web.Request) -> web.Response | None:
         if not self.state.auth_ok(request.headers.get("x-api-key")):
             return _error(401, "invalid x-api-key")
         if not request.headers.get("anthropic-version"):
             return _error(400, "anthropic-version: header is required")
         return None
 
-    async def create(self, request: web.Request) -> web.StreamResponse:
-        st = self.state
-        refusal = self._refusal(request)
-        if refusal is not None:
-            st.record(MODE, "create", request, refusal.status)
-            return refusal
-        raw = await json_body(request)
-        try:
-            faults = st.faults_for(MODE, raw)
-        except FaultError as exc:
-            return _error(400, str(exc))
-        body = strip_sim(raw)
-        custom_ids = _custom_ids(body)
-        if isinstance(custom_ids, str):
-            st.record(MODE, "create", request, 400)
-            return _error(400, custom_ids)
-        job = st.add(
-            VendorJob(
-                job_id=st.new_id("msgbatch_"),
-                mode=MODE,
-                faults=faults,
-                body=body,
-                created_ts=st.clock(),
-                extra={"custom_ids": custom_ids},
-            )
-        )
+    def invalid(self, body: Any, request: web.Request) -> str | None:
+        found = _custom_ids(body)
+        return found if isinstance(found, str) else None
+
+    def made(self, job: VendorJob, request: web.Request) -> None:
+        job.extra["custom_ids"] = _custom_ids(job.body)
         # a batch starts processing at once: there is no queued state to show
         job.phase = "running"
-        if st.take_drop(MODE):
-            st.record(MODE, "create", request, None, job_id=job.job_id)
-            return dropped(request)
-        st.record(MODE, "create", request, 200, job_id=job.job_id)
-        return json_response(200, self._batch(job, request), retry_after(job))
 
-    async def retrieve(self, request: web.Request) -> web.Response:
-        st = self.state
-        job_id = request.match_info["job_id"]
-        job = st.get(MODE, job_id)
-        response = self._refusal(request)
-        if response is None:
-            if job is None:
-                response = _error(404, f"message batch {job_id} not found")
-            else:
-                refused = refused_read(job)
-                if refused == 404:
-                    response = _error(404, f"message batch {job_id} not found")
-                elif refused is not None:
-                    response = _error(500, "Internal server error")
-                else:
-                    advance(job, st.clock())
-                    response = json_response(200, self._batch(job, request), retry_after(job))
-        st.record(MODE, "status", request, response.status, job_id=job_id)
-        return response
+    def missing(self, job_id: str) -> str:
+        return f"message batch {job_id} not found"
 
-    async def cancel(self, request: web.Request) -> web.Response:
-        st = self.state
-        job_id = request.match_info["job_id"]
-        job = st.get(MODE, job_id)
-        response = self._refusal(request)
-        if response is None:
-            if job is None:
-                response = _error(404, f"message batch {job_id} not found")
-            elif not request_cancel(job, st.clock()):
-                response = _error(400, f"message batch {job_id} has already ended")
-            else:
-                response = json_response(200, self._batch(job, request))
-        st.record(MODE, "cancel", request, response.status, job_id=job_id)
-        return response
+    def too_late(self, job: VendorJob, request: web.Request) -> web.Response:
+        return _error(400, f"message batch {job.job_id} has already ended")
+
+    def render(self, job: VendorJob, request: web.Request) -> dict[str, Any]:
+        return self._batch(job, request)
 
     async def results(self, request: web.Request) -> web.Response:
         st = self.state
         job_id = request.match_info["job_id"]
         job = st.get(MODE, job_id)
-        response = self._refusal(request)
+        response = await self.refused(request)
         if response is None:
             if job is None or not job.terminal:
                 response = _error(404, f"no results for message batch {job_id} (not ended)")
@@ -156,7 +96,7 @@ class AnthropicBatch:
 
     async def list(self, request: web.Request) -> web.Response:
         st = self.state
-        refusal = self._refusal(request)
+        refusal = await self.refused(request)
         if refusal is not None:
             return refusal
         limit = max(1, min(1000, int(request.query.get("limit", "20") or 20)))

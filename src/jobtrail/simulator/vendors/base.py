@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import itertools
+import json
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -104,6 +105,10 @@ class VendorJob:
     extra: dict[str, Any] = field(default_factory=dict)
     # status reads that were refused (404 just after create, transient 500)
     refused_reads: int = 0
+    # the deadline the create asked the provider to enforce (simulator clock seconds), and
+    # whether the job ended because it passed (the provider stopped it by itself)
+    deadline_ts: float | None = None
+    timed_out: bool = False
 
     @property
     def terminal(self) -> bool:
@@ -122,8 +127,13 @@ class VendorJob:
 
 
 def advance(job: VendorJob, now: float) -> None:
-    """Move a job forward for one status read that reached it."""
+    """Move a job forward for one status read that reached it. A job whose own deadline
+    has passed ends first, at its deadline, as the provider would have stopped it."""
     if job.terminal:
+        return
+    if job.deadline_ts is not None and now >= job.deadline_ts:
+        job.timed_out = True
+        _end(job, "cancelled", job.deadline_ts)
         return
     job.reads += 1
     if job.cancel_requested:
@@ -149,6 +159,15 @@ def request_cancel(job: VendorJob, now: float) -> bool:
     if job.faults.cancel_polls == 0:
         _end(job, "cancelled", now)
     return True
+
+
+def finish(job: VendorJob, now: float) -> None:
+    """End a job now as its faults say, without a status read: a provider finishing on
+    its own time (what a webhook then announces)."""
+    if job.terminal:
+        return
+    job.reads = max(job.reads, job.faults.duration_polls)
+    _end(job, "cancelled" if job.cancel_requested else job.faults.outcome, now)
 
 
 def _end(job: VendorJob, phase: VendorOutcome, now: float) -> None:
@@ -185,6 +204,10 @@ class VendorState:
         self.creates: dict[str, int] = {}
         # file id -> (content type, bytes): results files (OpenAI files, Anthropic results)
         self.files: dict[str, tuple[str, bytes]] = {}
+        # each mode's handlers, by mode name (vendors/skeleton.py ends jobs through them)
+        self.modes: dict[str, Any] = {}
+        # AWS access key id -> secret key: the credentials a SigV4-signed request may use
+        self.aws_keys: dict[str, str] = {}
         self._ids = itertools.count(1)
 
     def reset(self) -> None:
@@ -318,12 +341,14 @@ def strip_sim(body: Any) -> Any:
 
 
 async def json_body(request: web.Request) -> Any:
-    """The request's JSON body, or None when it has none or it does not parse."""
-    if not request.can_read_body:
+    """The request's JSON body, or None when it has none or it does not parse (read once:
+    a mode that checked a signature over the body has read it already)."""
+    raw = await request.read()
+    if not raw.strip():
         return None
     try:
-        return await request.json()
-    except ValueError:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
         return None
 
 

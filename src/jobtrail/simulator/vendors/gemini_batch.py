@@ -20,19 +20,8 @@ from typing import Any
 from aiohttp import web
 
 from jobtrail.simulator.answers import compact_json, json_response
-from jobtrail.simulator.faults import FaultError
-from jobtrail.simulator.vendors.base import (
-    VendorJob,
-    VendorState,
-    advance,
-    dropped,
-    json_body,
-    refused_read,
-    request_cancel,
-    retry_after,
-    rfc3339,
-    strip_sim,
-)
+from jobtrail.simulator.vendors.base import VendorJob, rfc3339
+from jobtrail.simulator.vendors.skeleton import VendorMode
 
 MODE = "gemini-batch"
 PREFIX = "/gemini/v1beta"
@@ -45,9 +34,8 @@ def _error(status: int, message: str) -> web.Response:
     return json_response(status, body)
 
 
-class GeminiBatch:
-    def __init__(self, state: VendorState) -> None:
-        self.state = state
+class GeminiBatch(VendorMode):
+    mode = MODE
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post(f"{PREFIX}/models/{{model}}:batchGenerateContent", self.create)
@@ -56,84 +44,48 @@ class GeminiBatch:
         app.router.add_post(f"{PREFIX}/batches/{{job_id}}:cancel", self.cancel)
         app.router.add_get("/gemini/download/v1beta/files/{file_id}:download", self.download)
 
-    def _auth(self, request: web.Request) -> bool:
+    def authorized(self, request: web.Request) -> bool:
         key = request.headers.get("x-goog-api-key") or request.query.get("key")
         return self.state.auth_ok(key)
 
-    async def create(self, request: web.Request) -> web.StreamResponse:
-        st = self.state
-        if not self._auth(request):
-            st.record(MODE, "create", request, 401, auth_valid=False)
-            return _error(401, "API key not valid. Please pass a valid API key.")
-        raw = await json_body(request)
-        try:
-            faults = st.faults_for(MODE, raw)
-        except FaultError as exc:
-            return _error(400, str(exc))
-        body = strip_sim(raw)
+    def error(self, status: int, message: str) -> web.Response:
+        return _error(status, "Internal error encountered." if status >= 500 else message)
+
+    async def refused(self, request: web.Request) -> web.Response | None:
+        if self.authorized(request):
+            return None
+        return _error(401, "API key not valid. Please pass a valid API key.")
+
+    def invalid(self, body: Any, request: web.Request) -> str | None:
         parsed = _batch_request(body)
-        if isinstance(parsed, str):
-            st.record(MODE, "create", request, 400)
-            return _error(400, parsed)
+        return parsed if isinstance(parsed, str) else None
+
+    def made(self, job: VendorJob, request: web.Request) -> None:
+        parsed = _batch_request(job.body)
+        assert not isinstance(parsed, str)
         display_name, keys, from_file = parsed
         if from_file:
             # a JSONL input file of `items` lines, keyed by line
-            keys = [f"request-{n + 1}" for n in range(faults.items)]
-        job = st.add(
-            VendorJob(
-                job_id=st.new_id(""),
-                mode=MODE,
-                faults=faults,
-                body=body,
-                created_ts=st.clock(),
-                tag=display_name,
-                extra={"keys": keys, "file": from_file, "model": request.match_info["model"]},
-            )
-        )
-        if st.take_drop(MODE):
-            st.record(MODE, "create", request, None, job_id=job.job_id)
-            return dropped(request)
-        st.record(MODE, "create", request, 200, job_id=job.job_id)
-        return json_response(200, self._operation(job), retry_after(job))
+            keys = [f"request-{n + 1}" for n in range(job.faults.items)]
+        job.tag = display_name
+        job.extra.update(keys=keys, file=from_file, model=request.match_info["model"])
 
-    async def retrieve(self, request: web.Request) -> web.Response:
-        st = self.state
-        job_id = request.match_info["job_id"]
-        job = st.get(MODE, job_id)
-        if not self._auth(request):
-            response = _error(401, "API key not valid. Please pass a valid API key.")
-        elif job is None:
-            response = _error(404, f"Batch batches/{job_id} not found.")
-        else:
-            refused = refused_read(job)
-            if refused == 404:
-                response = _error(404, f"Batch batches/{job_id} not found.")
-            elif refused is not None:
-                response = _error(500, "Internal error encountered.")
-            else:
-                advance(job, st.clock())
-                response = json_response(200, self._operation(job), retry_after(job))
-        st.record(MODE, "status", request, response.status, job_id=job_id)
-        return response
+    def missing(self, job_id: str) -> str:
+        return f"Batch batches/{job_id} not found."
 
-    async def cancel(self, request: web.Request) -> web.Response:
-        st = self.state
-        job_id = request.match_info["job_id"]
-        job = st.get(MODE, job_id)
-        if not self._auth(request):
-            response = _error(401, "API key not valid. Please pass a valid API key.")
-        elif job is None:
-            response = _error(404, f"Batch batches/{job_id} not found.")
-        else:
-            # Google's cancel is best effort: asking again, or after the end, is no error
-            request_cancel(job, st.clock())
-            response = json_response(200, {})
-        st.record(MODE, "cancel", request, response.status, job_id=job_id)
-        return response
+    def cancelled(self, job: VendorJob, request: web.Request) -> web.Response:
+        return json_response(200, {})
+
+    def too_late(self, job: VendorJob, request: web.Request) -> web.Response:
+        # Google's cancel is best effort: asking again, or after the end, is no error
+        return json_response(200, {})
+
+    def render(self, job: VendorJob, request: web.Request) -> dict[str, Any]:
+        return self._operation(job)
 
     async def list(self, request: web.Request) -> web.Response:
         st = self.state
-        if not self._auth(request):
+        if not self.authorized(request):
             return _error(401, "API key not valid. Please pass a valid API key.")
         size = max(1, min(1000, int(request.query.get("pageSize", "50") or 50)))
         start = int(request.query.get("pageToken", "0") or 0)
@@ -149,7 +101,7 @@ class GeminiBatch:
         st = self.state
         name = f"files/{request.match_info['file_id']}"
         file = st.files.get(name)
-        if not self._auth(request):
+        if not self.authorized(request):
             response = _error(401, "API key not valid. Please pass a valid API key.")
         elif file is None or request.query.get("alt") != "media":
             response = _error(404, f"File {name} not found.")

@@ -22,19 +22,8 @@ from typing import Any
 from aiohttp import web
 
 from jobtrail.simulator.answers import compact_json, json_response
-from jobtrail.simulator.faults import FaultError
-from jobtrail.simulator.vendors.base import (
-    VendorJob,
-    VendorState,
-    advance,
-    dropped,
-    json_body,
-    refused_read,
-    request_cancel,
-    retry_after,
-    strip_sim,
-    unix,
-)
+from jobtrail.simulator.vendors.base import VendorJob, unix
+from jobtrail.simulator.vendors.skeleton import VendorMode
 
 MODE = "openai-batch"
 PREFIX = "/openai/v1"
@@ -48,9 +37,9 @@ def _error(status: int, message: str, kind: str = "invalid_request_error") -> we
     )
 
 
-class OpenAIBatch:
-    def __init__(self, state: VendorState) -> None:
-        self.state = state
+class OpenAIBatch(VendorMode):
+    mode = MODE
+    id_prefix = "batch_"
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post(f"{PREFIX}/batches", self.create)
@@ -59,80 +48,33 @@ class OpenAIBatch:
         app.router.add_post(f"{PREFIX}/batches/{{job_id}}/cancel", self.cancel)
         app.router.add_get(f"{PREFIX}/files/{{file_id}}/content", self.content)
 
-    def _auth(self, request: web.Request) -> bool:
-        header = request.headers.get("Authorization", "")
-        return self.state.auth_ok(header.removeprefix("Bearer ") if header else None)
+    def error(self, status: int, message: str) -> web.Response:
+        if status >= 500:
+            message = "The server had an error processing your request."
+            return _error(status, message, "server_error")
+        return _error(status, message)
 
-    async def create(self, request: web.Request) -> web.StreamResponse:
-        st = self.state
-        if not self._auth(request):
-            st.record(MODE, "create", request, 401, auth_valid=False)
-            return _error(401, "Incorrect API key provided.")
-        raw = await json_body(request)
-        try:
-            faults = st.faults_for(MODE, raw)
-        except FaultError as exc:
-            return _error(400, str(exc))
-        body = strip_sim(raw)
-        problem = _invalid(body)
-        if problem is not None:
-            st.record(MODE, "create", request, 400)
-            return _error(400, problem)
-        now = st.clock()
-        job = st.add(
-            VendorJob(
-                job_id=st.new_id("batch_"),
-                mode=MODE,
-                faults=faults,
-                body=body,
-                created_ts=now,
-                tag=json.dumps(body.get("metadata") or {}, sort_keys=True),
-            )
-        )
-        if st.take_drop(MODE):
-            st.record(MODE, "create", request, None, job_id=job.job_id)
-            return dropped(request)
-        st.record(MODE, "create", request, 200, job_id=job.job_id)
-        return json_response(200, self._batch(job), retry_after(job))
+    async def refused(self, request: web.Request) -> web.Response | None:
+        return None if self.authorized(request) else _error(401, "Incorrect API key provided.")
 
-    async def retrieve(self, request: web.Request) -> web.Response:
-        st = self.state
-        job = st.get(MODE, request.match_info["job_id"])
-        if not self._auth(request):
-            response = _error(401, "Incorrect API key provided.")
-        elif job is None:
-            response = _error(404, f"No batch found with id '{request.match_info['job_id']}'.")
-        else:
-            refused = refused_read(job)
-            if refused == 404:
-                response = _error(404, f"No batch found with id '{job.job_id}'.")
-            elif refused is not None:
-                response = _error(
-                    500, "The server had an error processing your request.", "server_error"
-                )
-            else:
-                advance(job, st.clock())
-                response = json_response(200, self._batch(job), retry_after(job))
-        st.record(MODE, "status", request, response.status, job_id=request.match_info["job_id"])
-        return response
+    def invalid(self, body: Any, request: web.Request) -> str | None:
+        return _invalid(body)
 
-    async def cancel(self, request: web.Request) -> web.Response:
-        st = self.state
-        job = st.get(MODE, request.match_info["job_id"])
-        if not self._auth(request):
-            response = _error(401, "Incorrect API key provided.")
-        elif job is None:
-            response = _error(404, f"No batch found with id '{request.match_info['job_id']}'.")
-        elif not request_cancel(job, st.clock()):
-            response = _error(400, f"Cannot cancel a batch with status '{self._status(job)}'.")
-        else:
-            response = json_response(200, self._batch(job))
-        st.record(MODE, "cancel", request, response.status, job_id=request.match_info["job_id"])
-        return response
+    def made(self, job: VendorJob, request: web.Request) -> None:
+        job.tag = json.dumps(job.body.get("metadata") or {}, sort_keys=True)
+
+    def missing(self, job_id: str) -> str:
+        return f"No batch found with id '{job_id}'."
+
+    def too_late(self, job: VendorJob, request: web.Request) -> web.Response:
+        return _error(400, f"Cannot cancel a batch with status '{self._status(job)}'.")
+
+    def render(self, job: VendorJob, request: web.Request) -> dict[str, Any]:
+        return self._batch(job)
 
     async def list(self, request: web.Request) -> web.Response:
         st = self.state
-        if not self._auth(request):
+        if not self.authorized(request):
             st.record(MODE, "list", request, 401, auth_valid=False)
             return _error(401, "Incorrect API key provided.")
         try:
@@ -160,7 +102,7 @@ class OpenAIBatch:
     async def content(self, request: web.Request) -> web.Response:
         st = self.state
         file = st.files.get(request.match_info["file_id"])
-        if not self._auth(request):
+        if not self.authorized(request):
             response = _error(401, "Incorrect API key provided.")
         elif file is None:
             response = _error(404, f"No such File object: {request.match_info['file_id']}")

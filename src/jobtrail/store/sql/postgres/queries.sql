@@ -85,10 +85,10 @@ VALUES (%(operation_id)s, %(at)s, %(actor)s, %(from_state)s, %(to_state)s, %(evi
 -- name: insert_observation
 INSERT INTO observations (operation_id, source, observed_at, remote_state, remote_status,
     provider_updated_at, progress, ref, event_id, last_seen_at, seen_count, last_request_id,
-    last_progress, closed_at)
+    last_progress, closed_at, usage)
 VALUES (%(operation_id)s, %(source)s, %(observed_at)s, %(remote_state)s, %(remote_status)s,
     %(provider_updated_at)s, %(progress)s, %(ref)s, %(event_id)s, %(last_seen_at)s,
-    %(seen_count)s, %(last_request_id)s, %(last_progress)s, %(closed_at)s);
+    %(seen_count)s, %(last_request_id)s, %(last_progress)s, %(closed_at)s, %(usage)s);
 
 -- A read that sees the open run's remote state again: one row updated, nothing appended.
 -- name: fold_observation

@@ -100,10 +100,10 @@ VALUES (:operation_id, :at, :actor, :from_state, :to_state, :evidence, :cause,
 -- name: insert_observation
 INSERT INTO observations (operation_id, source, observed_at, remote_state, remote_status,
     provider_updated_at, progress, ref, event_id, last_seen_at, seen_count, last_request_id,
-    last_progress, closed_at)
+    last_progress, closed_at, usage)
 VALUES (:operation_id, :source, :observed_at, :remote_state, :remote_status,
     :provider_updated_at, :progress, :ref, :event_id, :last_seen_at, :seen_count,
-    :last_request_id, :last_progress, :closed_at);
+    :last_request_id, :last_progress, :closed_at, :usage);
 
 -- A read that sees the open run's remote state again: one row updated, nothing appended.
 -- name: fold_observation
