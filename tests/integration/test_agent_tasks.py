@@ -80,7 +80,12 @@ async def test_a_task_waits_for_a_person_as_input_required(ledger: Ledger) -> No
         acked = await c.session.send_request(UpdateTask(params=update), Ack)
         await API.cancel_task(c.session, created.task_id)
         after = await API.get_task(c.session, created.task_id)
-    assert waiting.status == "input_required" and waiting.model_extra["inputRequests"] == {}
+    assert waiting.status == "input_required"
+    # one outstanding request: an elicitation telling the user what a person must do
+    ((key, request),) = waiting.model_extra["inputRequests"].items()
+    assert key.startswith("jobtrail-decision-") and request["method"] == "elicitation/create"
+    assert "jobtrail explain" in request["params"]["message"]
+    assert request["params"]["requestedSchema"] == {"type": "object", "properties": {}}
     assert created.ttl_ms is None and waiting.ttl_ms is None
     assert "result deadline passed" in waiting.status_message
     assert "pollIntervalMs" not in waiting.model_dump(by_alias=True, exclude_none=True)

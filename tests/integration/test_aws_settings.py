@@ -64,24 +64,25 @@ def test_bad_athena_settings_are_refused() -> None:
         athena.factory({"output_location": "/tmp/out"})
 
 
-def test_without_aiobotocore_only_the_factory_fails_and_says_what_to_install() -> None:
+def test_without_aiobotocore_the_aws_providers_are_set_aside_naming_the_extra() -> None:
     """The entry points ship with jobtrail; without the `aws` extra, loading plug-ins still
-    works (a worker starts) and only making an AWS provider fails, naming the extra."""
+    works (a worker starts), and the AWS providers are set aside as unusable, naming the
+    extra, instead of being advertised (a worker would claim their operations)."""
     script = (
         "import sys\n"
         "sys.modules['aiobotocore'] = None\n"
         "sys.modules['botocore'] = None\n"
         "from jobtrail.providers.plugins import load_plugins\n"
-        "plugin = load_plugins()['aws-athena']\n"
-        "try:\n"
-        "    plugin.build({})\n"
-        "except Exception as exc:\n"
-        "    print(exc)\n"
+        "plugins = load_plugins()\n"
+        "print('aws-athena' in plugins)\n"
+        "print(plugins.broken['aws-athena'])\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
-    assert "pip install 'jobtrail[aws]'" in done.stdout
+    loaded, why = done.stdout.splitlines()
+    assert loaded == "False"
+    assert "aiobotocore" in why and "pip install 'jobtrail[aws]'" in why
 
 
 def free_port() -> int:

@@ -132,7 +132,7 @@ class LedgerTasks(Extension):
             if doc["status"] == TaskStatus.COMPLETED:
                 doc["result"] = await self._outcome(handle, op)
             elif doc["status"] == TaskStatus.INPUT_REQUIRED:
-                doc["inputRequests"] = {}  # a person decides (jobtrail resolve / extend)
+                doc["inputRequests"] = _person_needed(op, doc["statusMessage"])
         return {"resultType": "complete", **doc}
 
     async def update(
@@ -294,3 +294,26 @@ def _tool_error(message: str) -> dict[str, Any]:
 
 def _ms(span: timedelta | None) -> int | None:
     return None if span is None else int(span / timedelta(milliseconds=1))
+
+
+def _person_needed(op: Operation, message: str) -> dict[str, Any]:
+    """The task's one outstanding request while a person must decide: an elicitation that
+    tells the client's user what is needed and how to give it (`jobtrail resolve`, `extend`,
+    or the dashboard), keyed by the record it was asked about, so a later stall asks anew.
+    Its answer, whatever it is, decides nothing: only the action policy's people do."""
+    key = f"jobtrail-decision-{op.operation_id}-{op.version}"
+    how = (
+        f"A person with the operator role decides through jobtrail: `jobtrail explain "
+        f"{op.operation_id}` says what happened and what can be done (resolve, extend, "
+        "cancel); the dashboard offers the same."
+    )
+    return {
+        key: {
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": f"{message}. {how}",
+                "requestedSchema": {"type": "object", "properties": {}},
+            },
+        }
+    }
