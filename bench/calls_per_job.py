@@ -25,7 +25,7 @@ import aiohttp
 
 from jobtrail.core.model import AttemptKind
 from jobtrail.providers.config import parse_provider
-from jobtrail.runtime import runtime
+from jobtrail.services.runtime import runtime
 
 from bench.common import (
     Figure,

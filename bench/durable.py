@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from jobtrail.ledger import Ledger
 from jobtrail.providers.config import ProviderSpec, parse_provider
-from jobtrail.runtime import runtime
+from jobtrail.services.runtime import runtime
 from jobtrail.store.codec import MUTABLE
 from jobtrail.store.sqlite import SqliteStore
 

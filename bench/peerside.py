@@ -97,7 +97,7 @@ async def jobtrail_side(url: str, n: int, where: Where, marks: Marks) -> None:
     content-addressed files (written and fsynced with their directory)."""
     from jobtrail.core.states import State
     from jobtrail.providers.config import parse_provider
-    from jobtrail.runtime import runtime
+    from jobtrail.services.runtime import runtime
 
     use_token()
     db = where.folder / "jobtrail.db"

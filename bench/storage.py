@@ -21,7 +21,7 @@ from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import RemoteStatus
 from jobtrail.providers.config import parse_provider
 from jobtrail.providers.protocol import Reply
-from jobtrail.runtime import runtime
+from jobtrail.services.runtime import runtime
 
 from bench.common import Figure, Report, provider_doc
 from bench.instant import BASE, NAME, InstantProvider

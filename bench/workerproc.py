@@ -11,7 +11,7 @@ import json
 import time
 from datetime import timedelta
 
-from jobtrail.runtime import runtime
+from jobtrail.services.runtime import runtime
 
 from bench.common import percentile, rss_mb
 

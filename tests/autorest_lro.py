@@ -28,7 +28,7 @@ from jobtrail.core.states import State
 from jobtrail.errors import JobtrailError
 from jobtrail.providers.config import ProviderSpec, find_provider_named, parse_provider
 from jobtrail.results import open_results
-from jobtrail.runtime import runtime
+from jobtrail.services.runtime import runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT_REQUEST_ID = "9C4D50EE-2D56-4CD3-8152-34347DC9F2B0"  # the CustomHeader* scenarios'

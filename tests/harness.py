@@ -19,7 +19,7 @@ from jobtrail.clock import VirtualClock
 from jobtrail.core.model import Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.providers.config import ProviderSpec, parse_provider
-from jobtrail.runtime import Runtime, runtime
+from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.simulator import Simulator
 
 from stores import fresh_ledger

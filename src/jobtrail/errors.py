@@ -61,7 +61,7 @@ class ActionRefused(JobtrailError):
 
 
 class NotPermitted(ActionRefused):
-    """The action policy (jobtrail.policy) does not let this actor take this action."""
+    """The action policy (jobtrail.ledger.policy) does not let this actor take this action."""
 
 
 class LostOwnership(JobtrailError):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from jobtrail.cli.demo import run_demo
 from jobtrail.core.states import State
-from jobtrail.demo import run_demo
 
 from cliutil import JOBTRAIL
 

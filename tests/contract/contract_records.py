@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobtrail.audit import AuditEntry
+from jobtrail.core.audit import AuditEntry
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
 from jobtrail.core.model import (
     Attempt,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from jobtrail.audit import AuditEntry, verify
+from jobtrail.core.audit import AuditEntry, verify
 from jobtrail.core.states import State
 from jobtrail.store import Store
 

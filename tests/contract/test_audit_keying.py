@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobtrail.audit import verify
+from jobtrail.core.audit import verify
 from jobtrail.core.states import State
 from jobtrail.errors import StoreError
 from jobtrail.store import Store

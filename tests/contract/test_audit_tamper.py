@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from retention_records import failed, ledger_at, observing, succeeded, tamper
 
-from jobtrail.audit import verify
+from jobtrail.core.audit import verify
 from jobtrail.core.model import Operation
 from jobtrail.ledger import Ledger
 

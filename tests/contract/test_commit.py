@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from jobtrail.audit import verify
+from jobtrail.core.audit import verify
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.store import Change, Store

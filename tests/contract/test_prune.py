@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 from retention_records import failed, ledger_at, observing, succeeded, tamper
 
-from jobtrail import archive
-from jobtrail.audit import CHECKPOINT, verify
+from jobtrail.core.audit import CHECKPOINT, verify
 from jobtrail.core.model import Operation
-from jobtrail.ledger import Ledger
+from jobtrail.ledger import Ledger, archive
 from jobtrail.store import Store
 from jobtrail.store.retention import Pruned
 

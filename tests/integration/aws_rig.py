@@ -33,10 +33,10 @@ from moto.server import ThreadedMotoServer
 from jobtrail.clock import VirtualClock
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import State
+from jobtrail.presentation.views import explain_text
 from jobtrail.providers.aws import stepfunctions
 from jobtrail.providers.code import CodeSpec, Factory, declared
-from jobtrail.runtime import Runtime, runtime
-from jobtrail.views import explain_text
+from jobtrail.services.runtime import Runtime, runtime
 
 ROLE = "arn:aws:iam::123456789012:role/jobtrail-tests"
 ENV = {

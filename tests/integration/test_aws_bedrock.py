@@ -21,11 +21,11 @@ from jobtrail.clock import VirtualClock
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.errors import InvalidInput
+from jobtrail.presentation.views import explain_text
 from jobtrail.providers.aws import bedrock
 from jobtrail.providers.code import CodeSpec, declared
-from jobtrail.runtime import Runtime, runtime
+from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.simulator import Simulator
-from jobtrail.views import explain_text
 
 from harness import tick
 

@@ -16,7 +16,7 @@ import pytest
 import jobtrail
 from jobtrail import Client, State, SyncClient
 from jobtrail.providers.config import ProviderSpec, parse_provider
-from jobtrail.runtime import runtime
+from jobtrail.services.runtime import runtime
 from jobtrail.simulator import Simulator
 from jobtrail.simulator.thread import SimulatorThread
 
@@ -250,7 +250,7 @@ async def test_client_keys_the_audit_chain_like_the_cli(
     tmp_path: Path, sim: Simulator, spec: ProviderSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With JOBTRAIL_AUDIT_KEY set, the client's audit entries verify with that key only."""
-    from jobtrail.audit import verify
+    from jobtrail.core.audit import verify
     from jobtrail.store import open_store
 
     monkeypatch.setenv("JOBTRAIL_AUDIT_KEY", "client-audit-key")

@@ -10,7 +10,7 @@ import pytest
 
 import jobtrail
 from jobtrail.core.model import ProviderKind
-from jobtrail.runtime import runtime
+from jobtrail.services.runtime import runtime
 from jobtrail.testing import (
     AttemptKind,
     Capabilities,

@@ -18,10 +18,10 @@ from jobtrail.cli.main import cli
 from jobtrail.clock import VirtualClock
 from jobtrail.core.model import AttemptKind
 from jobtrail.core.states import State
+from jobtrail.presentation.views import explain_text
 from jobtrail.providers.config import parse_provider
 from jobtrail.results import open_results
-from jobtrail.runtime import Runtime, runtime
-from jobtrail.views import explain_text
+from jobtrail.services.runtime import Runtime, runtime
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

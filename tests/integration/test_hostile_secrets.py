@@ -24,7 +24,7 @@ from jobtrail.agent.tools import AgentTools
 from jobtrail.clock import VirtualClock
 from jobtrail.core.states import State
 from jobtrail.providers.config import ProviderSpec, parse_provider
-from jobtrail.runtime import Runtime, runtime
+from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.simulator import Simulator
 
 from cliutil import JOBTRAIL

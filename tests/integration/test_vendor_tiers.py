@@ -12,8 +12,8 @@ import aiohttp
 import pytest
 
 from jobtrail.core.states import Evidence, State
+from jobtrail.presentation.views import explain_text
 from jobtrail.providers.config import parse_provider
-from jobtrail.views import explain_text
 from vendor_rig import Rig, vendor_rig
 
 from harness import SECRET

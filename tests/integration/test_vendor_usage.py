@@ -18,7 +18,7 @@ import pytest
 from jobtrail.agent.tools import AgentTools
 from jobtrail.core.states import State
 from jobtrail.dashboard.pages import facts
-from jobtrail.story import read_story
+from jobtrail.services.story import read_story
 from vendor_rig import Rig, vendor_rig
 
 JOBTRAIL = str(Path(sys.executable).with_name("jobtrail"))

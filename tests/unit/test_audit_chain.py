@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from jobtrail.audit import AuditEntry, AuditRow, link, verify
+from jobtrail.core.audit import AuditEntry, AuditRow, link, verify
 from jobtrail.store.chain import AuditChain
 
 from factories import T0

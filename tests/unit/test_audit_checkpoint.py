@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobtrail.audit import CHECKPOINT, AuditEntry, AuditRow, cuts_of, verify
+from jobtrail.core.audit import CHECKPOINT, AuditEntry, AuditRow, cuts_of, verify
 from jobtrail.store.chain import AuditChain
 
 from factories import T0

@@ -11,10 +11,10 @@ import pytest
 
 from jobtrail.core import outcomes as o
 from jobtrail.errors import ProviderConfigError
+from jobtrail.presentation.views import json_text, shown, shown_lines
 from jobtrail.providers import parse
 from jobtrail.providers.config import parse_provider
 from jobtrail.providers.spec import Cookies
-from jobtrail.views import json_text, shown, shown_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = parse_provider(tomllib.loads((ROOT / "providers" / "simulator.toml").read_text()))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobtrail.audit import AuditEntry
 from jobtrail.core import outcomes as o
+from jobtrail.core.audit import AuditEntry
 from jobtrail.core.model import (
     Attempt,
     AttemptKind,
@@ -17,7 +17,7 @@ from jobtrail.core.model import (
 )
 from jobtrail.core.redact import REDACTED, Redactor
 from jobtrail.core.states import Evidence, RemoteStatus, State
-from jobtrail.redaction import redacted, redacted_outcome
+from jobtrail.ledger.redaction import redacted, redacted_outcome
 from jobtrail.store.base import Change
 
 from factories import T0, make_op

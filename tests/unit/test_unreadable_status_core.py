@@ -19,9 +19,9 @@ from jobtrail.core.evidence import judge
 from jobtrail.core.model import Operation
 from jobtrail.core.schedule import Refusals
 from jobtrail.core.states import Evidence, RemoteStatus, State
+from jobtrail.presentation.views import escalation_bundle, explain_text
 from jobtrail.providers import parse
 from jobtrail.providers.config import parse_provider
-from jobtrail.views import escalation_bundle, explain_text
 
 from factories import T0, make_op
 

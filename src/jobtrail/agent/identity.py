@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jobtrail.defaults import actor as default_actor
+from jobtrail.services.defaults import actor as default_actor
 
 # The ASGI scope key where the HTTP surface puts the agent its token names.
 SCOPE_KEY = "jobtrail.agent"

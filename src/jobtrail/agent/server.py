@@ -35,7 +35,7 @@ from jobtrail.agent.tools import WAIT_CAP_SECONDS, AgentTools
 from jobtrail.core.states import State
 from jobtrail.errors import JobtrailError
 from jobtrail.providers.resolve import resolve_provider
-from jobtrail.runtime import Runtime, runtime
+from jobtrail.services.runtime import Runtime, runtime
 
 T = TypeVar("T")
 log = logging.getLogger("jobtrail.agent")

@@ -35,11 +35,11 @@ from jobtrail.core.states import REMOTE_MAY_RUN, State
 from jobtrail.core.words import iso
 from jobtrail.errors import InvalidInput, NotFound
 from jobtrail.ledger import Ledger
+from jobtrail.presentation.views import operation_json, transition_json
 from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec, find_provider_named
 from jobtrail.results import ResultStore
-from jobtrail.story import read_story
-from jobtrail.views import operation_json, transition_json
+from jobtrail.services.story import read_story
 
 WAIT_CAP_SECONDS = 120.0
 WAIT_POLL_SECONDS = 0.25

@@ -7,7 +7,6 @@ import os
 
 import click
 
-from jobtrail.audit import ChainReport, verify
 from jobtrail.cli.context import (
     Settings,
     emit_json,
@@ -18,6 +17,7 @@ from jobtrail.cli.context import (
     provider_module_option,
     run_async,
 )
+from jobtrail.core.audit import ChainReport, verify
 from jobtrail.core.durations import format_duration
 from jobtrail.core.proof import absence_rule
 from jobtrail.providers import baseurl, promises

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 import click
 
-from jobtrail.defaults import actor, data_dir_for, ledger_url, results_url
 from jobtrail.errors import JobtrailError
+from jobtrail.services.defaults import actor, data_dir_for, ledger_url, results_url
 from jobtrail.store.urls import MASK, shown_url, url_passwords
 
 if TYPE_CHECKING:  # imported where used: `jobtrail --version` needs none of them
@@ -59,7 +59,7 @@ async def opened(
     """The ledger, opened for one command. Only commands that start work (`submit`) pass
     `create`: the others never leave an empty ledger behind a mistyped path."""
     from jobtrail.ledger import Ledger
-    from jobtrail.policy import policy_from_env
+    from jobtrail.ledger.policy import policy_from_env
     from jobtrail.store import open_store
 
     store = await open_store(settings.db, audit_key=settings.audit_key, create=create)
@@ -92,7 +92,7 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    from jobtrail.views import shown_lines
+    from jobtrail.presentation.views import shown_lines
 
     click.echo(f"error: {shown_lines(without_db_password(message))}", err=True)
     sys.exit(code)
@@ -111,14 +111,14 @@ def without_db_password(text: str) -> str:
 
 
 def emit_json(document: Any) -> None:
-    from jobtrail.views import json_text
+    from jobtrail.presentation.views import json_text
 
     click.echo(json_text(document))
 
 
 def say(text: str, *, err: bool = False) -> None:
     """Print text for people; whatever a provider put in it cannot drive the terminal."""
-    from jobtrail.views import shown_lines
+    from jobtrail.presentation.views import shown_lines
 
     click.echo(shown_lines(text), err=err)
 
@@ -127,7 +127,7 @@ def cell(value: object) -> Text:
     """A table cell for people: neutralized (`shown`) and never read as rich markup."""
     from rich.text import Text
 
-    from jobtrail.views import shown
+    from jobtrail.presentation.views import shown
 
     return Text(shown(value))
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from jobtrail import decisions
 from jobtrail.cli.context import (
     Settings,
     emit_json,
@@ -19,9 +18,10 @@ from jobtrail.cli.context import (
 from jobtrail.cli.records import show
 from jobtrail.core.durations import parse_duration
 from jobtrail.errors import JobtrailError
+from jobtrail.presentation.views import operation_json
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.story import read_story
-from jobtrail.views import operation_json
+from jobtrail.services import decisions
+from jobtrail.services.story import read_story
 
 
 @click.command()

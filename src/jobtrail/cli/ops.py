@@ -29,8 +29,8 @@ from jobtrail.core.model import Operation
 from jobtrail.core.nextstep import driver
 from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso, relative
-from jobtrail.facts import usage_text, usage_totals
-from jobtrail.views import operation_json, transition_json
+from jobtrail.presentation.facts import usage_text, usage_totals
+from jobtrail.presentation.views import operation_json, transition_json
 
 if TYPE_CHECKING:  # rich is imported by the commands that draw tables, not by `status`
     from rich.text import Text
@@ -285,8 +285,8 @@ async def history(settings: Settings, operation_id: str, as_json: bool) -> None:
 async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Tell an operation's story: what we asked, which remote job, what we observed, what
     we did next."""
-    from jobtrail.story import read_story
-    from jobtrail.views import timeline
+    from jobtrail.presentation.views import timeline
+    from jobtrail.services.story import read_story
 
     async with opened(settings) as ledger:
         story = await read_story(ledger, await ledger.find(operation_id))

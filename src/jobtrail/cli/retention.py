@@ -74,7 +74,7 @@ def prune(
 async def _prune(
     settings: Settings, older_than: timedelta, archive_path: Path | None, actor: str, as_json: bool
 ) -> None:
-    from jobtrail import archive
+    from jobtrail.ledger import archive
 
     def keep(pruned: Pruned) -> None:
         if archive_path is not None and pruned.operations:
@@ -125,9 +125,9 @@ def archive() -> None:
 async def archive_show(settings: Settings, file: Path, operation_id: str, as_json: bool) -> None:
     """Tell an archived operation's story, as `explain` does for a live one; refused when
     any line of the archive is not what its checkpoint bound (`archive verify` lists all)."""
-    from jobtrail.archive import read, verify_archive
     from jobtrail.core.words import iso
-    from jobtrail.views import explain_text, operation_json, timeline
+    from jobtrail.ledger.archive import read, verify_archive
+    from jobtrail.presentation.views import explain_text, operation_json, timeline
 
     found = read(file)
     if problems := verify_archive(found, settings.audit_key):
@@ -162,7 +162,7 @@ async def archive_verify(
 ) -> None:
     """Check the archive's slice of the audit chain against its checkpoint entry (keyed
     with JOBTRAIL_AUDIT_KEY when set). Exit 0 only when it checks out."""
-    from jobtrail.archive import read, verify_archive
+    from jobtrail.ledger.archive import read, verify_archive
 
     found = read(file)
     problems = verify_archive(found, settings.audit_key)

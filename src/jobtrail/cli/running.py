@@ -33,10 +33,10 @@ from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.nextstep import next_step
 from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso, progress_text, relative
+from jobtrail.presentation.views import operation_json
 from jobtrail.providers.registry import missing_message
-from jobtrail.runtime import runtime
+from jobtrail.services.runtime import runtime
 from jobtrail.store.urls import shown_url
-from jobtrail.views import operation_json
 
 
 @click.command()
@@ -258,7 +258,7 @@ async def demo(settings: Settings) -> None:
     import tempfile
     from pathlib import Path
 
-    from jobtrail.demo import run_demo
+    from jobtrail.cli.demo import run_demo
 
     explicit = click.get_current_context().find_root().params.get("db")
     folder = Path(tempfile.mkdtemp(prefix="jobtrail-demo-"))

@@ -26,9 +26,9 @@ from jobtrail.core.redact import Redactor
 from jobtrail.dashboard.access import Access, agents_from_env, operators_from_env
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.errors import JobtrailError, ProviderConfigError
-from jobtrail.logs import install_json_logging
 from jobtrail.providers.config import load_provider_file
-from jobtrail.runtime import Runtime, runtime
+from jobtrail.services.logs import install_json_logging
+from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.store.urls import shown_url, url_passwords
 from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
 from jobtrail.worker.loop import WorkerStats

@@ -12,9 +12,9 @@ import sys
 from collections.abc import Callable
 
 from jobtrail.cli.context import say
+from jobtrail.presentation.views import shown
 from jobtrail.providers.credentials import Unset
-from jobtrail.runtime import Runtime
-from jobtrail.views import shown
+from jobtrail.services.runtime import Runtime
 
 
 class Stopper:

@@ -20,7 +20,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from jobtrail import decisions, defaults
 from jobtrail.client.providers import ProviderRef, resolve_provider
 from jobtrail.client.result import Result, read_result
 from jobtrail.clock import Clock
@@ -39,8 +38,9 @@ from jobtrail.errors import (
 )
 from jobtrail.providers.code import CodeProvider
 from jobtrail.providers.credentials import unset_by_provider, unset_credentials
-from jobtrail.runtime import Runtime, runtime
-from jobtrail.story import read_story
+from jobtrail.services import decisions, defaults
+from jobtrail.services.runtime import Runtime, runtime
+from jobtrail.services.story import read_story
 
 Duration = timedelta | str  # "90s", "2h", "1d" or a timedelta
 log = logging.getLogger("jobtrail.client")

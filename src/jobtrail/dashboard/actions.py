@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from random import Random
 from string import Template
 
-from jobtrail import decisions
 from jobtrail.core.allows import cancellability, extendable, resolutions
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.ids import short_id
@@ -25,6 +24,7 @@ from jobtrail.dashboard.html import Html, join, path, render
 from jobtrail.errors import InvalidInput
 from jobtrail.ledger import Ledger
 from jobtrail.providers.registry import ProviderRegistry
+from jobtrail.services import decisions
 
 ACTIONS = ("cancel", "resolve", "extend")
 _LABELS = {

@@ -1,6 +1,6 @@
 """The dashboard's bulk action routes: `POST /bulk` (the form on the operations list) and
 `GET /bulk/ID` (what each operation's outcome was, and its state now, followed live until
-every item has settled). Each item goes through jobtrail.bulk, so through the same ledger
+every item has settled). Each item goes through jobtrail.services.bulk, so through the same ledger
 verb and action policy as the single action; the form's bulk id makes a form sent twice
 find its action instead of acting again."""
 
@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from jobtrail.bulk import check_bulk_id, run_bulk
 from jobtrail.core.bulk import BULK_CAP, BulkAction, too_many
 from jobtrail.core.durations import parse_duration
 from jobtrail.dashboard.access import Principal
@@ -19,6 +18,7 @@ from jobtrail.dashboard.bulkpages import bulk_page
 from jobtrail.dashboard.filters import filters_of, query_of
 from jobtrail.dashboard.html import page, path, query
 from jobtrail.errors import InvalidInput, JobtrailError, NotFound
+from jobtrail.services.bulk import check_bulk_id, run_bulk
 
 if TYPE_CHECKING:
     from jobtrail.dashboard.web import Dashboard

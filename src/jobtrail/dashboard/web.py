@@ -42,8 +42,8 @@ from jobtrail.errors import InvalidInput, JobtrailError, NotFound, ResultError
 from jobtrail.ledger import Ledger
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results
+from jobtrail.services.story import Story, read_story
 from jobtrail.store.finding import OperationQuery
-from jobtrail.story import Story, read_story
 from jobtrail.worker.blobs import changed
 
 log = logging.getLogger("jobtrail.dashboard")

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
-from jobtrail.audit import AuditEntry, AuditRow
+from jobtrail.core.audit import AuditEntry, AuditRow
 from jobtrail.core.bulk import BulkRecord
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State

@@ -17,7 +17,7 @@ import hmac
 from collections.abc import Sequence
 from typing import Any
 
-from jobtrail.audit import GENESIS, AuditEntry, link
+from jobtrail.core.audit import GENESIS, AuditEntry, link
 
 _CHECK_TEXT = b"jobtrail audit key check v1"
 WRITE = "write to this ledger (nothing was written)"

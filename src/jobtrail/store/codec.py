@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from jobtrail.audit import AuditEntry
+from jobtrail.core.audit import AuditEntry
 from jobtrail.core.model import (
     Attempt,
     AttemptKind,

@@ -22,7 +22,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from jobtrail.audit import AuditEntry, AuditRow, audit_row
+from jobtrail.core.audit import AuditEntry, AuditRow, audit_row
 from jobtrail.core.bulk import BulkRecord
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State

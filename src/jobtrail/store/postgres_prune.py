@@ -9,7 +9,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow
 
-from jobtrail.audit import AuditEntry, audit_row
+from jobtrail.core.audit import AuditEntry, audit_row
 from jobtrail.store import codec as c
 from jobtrail.store.base import CLOCK_FIELDS, Lease
 from jobtrail.store.queries import load_queries

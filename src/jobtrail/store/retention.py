@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jobtrail.audit import CHECKPOINT, AuditEntry, AuditRow, cuts_of
+from jobtrail.core.audit import CHECKPOINT, AuditEntry, AuditRow, cuts_of
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.store.base import Lease
@@ -60,8 +60,8 @@ class Pruned:
 
 
 Keep = Callable[[Pruned], None]
-# What the checkpoint binds of the archive `keep` writes (jobtrail.archive.binding), given the
-# records before the checkpoint exists; None: nothing is archived, nothing bound.
+# What the checkpoint binds of the archive `keep` writes (ledger/archive.py `binding`),
+# given the records before the checkpoint exists; None: nothing is archived, nothing bound.
 Bind = Callable[[Pruned], dict[str, Any]]
 
 

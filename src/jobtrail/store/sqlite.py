@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from jobtrail.audit import AuditEntry, AuditRow, audit_row
+from jobtrail.core.audit import AuditEntry, AuditRow, audit_row
 from jobtrail.core.bulk import BulkRecord
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State

@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from jobtrail.audit import AuditEntry, audit_row
+from jobtrail.core.audit import AuditEntry, audit_row
 from jobtrail.store import codec as c
 from jobtrail.store.base import CLOCK_FIELDS, Lease
 from jobtrail.store.queries import load_queries

@@ -13,7 +13,7 @@ import logging
 from enum import StrEnum
 from typing import Any
 
-from jobtrail.audit import AuditEntry
+from jobtrail.core.audit import AuditEntry
 from jobtrail.core.canonical import canonical_json
 from jobtrail.core.events import StatusRead, asks_owner, read_at, status_read
 from jobtrail.core.model import Observation, Operation

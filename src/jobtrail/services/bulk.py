@@ -1,6 +1,6 @@
 """Bulk actions (core/bulk.py): cancel, extend or mark failed many operations at once, each
 through the same verb and action policy as the single action (Ledger.cancel, the decisions
-of jobtrail.decisions), recorded once with every item's outcome.
+of jobtrail.services.decisions), recorded once with every item's outcome.
 
 A bulk action is named by the id its form carried: sent again (a reload, a double click, a
 retry after a crash mid-way), an action already recorded is answered as it stands, and one
@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from jobtrail import decisions
 from jobtrail.core.allows import cancellability
 from jobtrail.core.bulk import (
     BULK_PREFIX,
@@ -28,6 +27,7 @@ from jobtrail.core.model import Operation
 from jobtrail.errors import ActionRefused, InvalidInput, JobtrailError, NotFound, NotPermitted
 from jobtrail.ledger import Ledger
 from jobtrail.providers.registry import ProviderRegistry
+from jobtrail.services import decisions
 
 
 def check_bulk_id(bulk_id: str) -> str:

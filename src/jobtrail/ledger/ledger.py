@@ -13,11 +13,11 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from jobtrail.audit import AuditEntry
 from jobtrail.clock import SystemClock
 from jobtrail.core import outcomes as o
 from jobtrail.core.admission import check_request
 from jobtrail.core.allows import cancellability
+from jobtrail.core.audit import AuditEntry
 from jobtrail.core.bulk import BulkRecord, ItemOutcome
 from jobtrail.core.canonical import canonical_json, fingerprint
 from jobtrail.core.ids import idempotency_token, operation_id, short_id, trace_id
@@ -49,7 +49,7 @@ from jobtrail.errors import (
     NotFound,
     NotPermitted,
 )
-from jobtrail.histories import (
+from jobtrail.ledger.histories import (
     COLLECTED,
     Forgery,
     audited_requests,
@@ -58,10 +58,10 @@ from jobtrail.histories import (
     request_problem,
     result_problem,
 )
-from jobtrail.histories import check as check_history
-from jobtrail.policy import Action, ActionPolicy, kind_of
+from jobtrail.ledger.histories import check as check_history
+from jobtrail.ledger.policy import Action, ActionPolicy, kind_of
+from jobtrail.ledger.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.randomness import PooledSystemRandom
-from jobtrail.redaction import Redactors, redacted, redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, CommitResult, Store, Verdict
 from jobtrail.store.group import GroupCommitter
 from jobtrail.store.retention import Bind, Keep, Pruned
@@ -116,7 +116,7 @@ class Ledger:
         return self._redactors.for_operation(op)
 
     def scrub(self, change: Change) -> Change:
-        """The redaction chokepoint (jobtrail.redaction): every change the ledger writes, and
+        """The redaction chokepoint (jobtrail.ledger.redaction): every change the ledger writes, and
         any other writer's (the webhook intake), passes here on its way to the store."""
         return redacted(change, self._redactors.for_operation(change.operation))
 
@@ -267,7 +267,7 @@ class Ledger:
 
     async def forged_operations(self) -> list[Forgery]:
         """Operations whose stored state or remote job id is not what their audited history
-        replays to, or whose stored request is not the one audited (see jobtrail.histories),
+        replays to, or whose stored request is not the one audited (see jobtrail.ledger.histories),
         oldest first."""
         read = []
         for op in reversed(await self.store.list_operations(limit=_EVERY)):
@@ -463,7 +463,7 @@ class Ledger:
         return any(tr.cause in causes for tr in await self.store.history(op.operation_id))
 
     async def record_bulk(self, record: BulkRecord) -> None:
-        """Record a bulk action once its items were tried (jobtrail.bulk): one audit entry
+        """Record a bulk action once its items were tried (jobtrail.services.bulk): one audit entry
         for the whole action, one for each operation it skipped (the others have their verb's
         own entry: the cancel intent, the decision, the policy's refusal), then its record."""
         now, who = record.created_at, record.actor

@@ -18,7 +18,7 @@ from dataclasses import fields, is_dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from jobtrail.audit import AuditEntry
+from jobtrail.core.audit import AuditEntry
 from jobtrail.core.model import (
     Attempt,
     ItemCounts,

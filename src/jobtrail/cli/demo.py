@@ -13,12 +13,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from jobtrail.audit import ChainReport, verify
+from jobtrail.core.audit import ChainReport, verify
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import State
 from jobtrail.profiles import shipped_profile
 from jobtrail.providers.config import parse_provider
-from jobtrail.runtime import runtime
+from jobtrail.services.runtime import runtime
 from jobtrail.simulator import Simulator
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from jobtrail.clock import Clock, SystemClock
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger
-from jobtrail.policy import ActionPolicy, policy_from_env
+from jobtrail.ledger.policy import ActionPolicy, policy_from_env
 from jobtrail.providers.code import CodeProvider, Factory
 from jobtrail.providers.credentials import Unset, unset_by_provider
 from jobtrail.providers.plugins import Plugin, load_plugins

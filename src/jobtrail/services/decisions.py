@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from jobtrail.adoption import adopt
 from jobtrail.core import outcomes as o
 from jobtrail.core.allows import Deadline
 from jobtrail.core.ids import short_id
@@ -19,6 +18,7 @@ from jobtrail.core.model import Operation
 from jobtrail.errors import InvalidInput
 from jobtrail.ledger import Ledger
 from jobtrail.providers.registry import ProviderRegistry
+from jobtrail.services.adoption import adopt
 
 _RESOLVING = (
     o.Decision.ADOPT,
@@ -62,7 +62,7 @@ async def resolve(
 ) -> Resolved:
     """Record `actor`'s decision for the operation `ref` (its id or key) that waits for a
     person. Adopting a job id the operation never saw reads it through `providers` first
-    (jobtrail.adoption). `request_id` names the request: given again, nothing is done
+    (jobtrail.services.adoption). `request_id` names the request: given again, nothing is done
     twice."""
     choice = resolution(decision)
     op = await ledger.find(ref)

@@ -6,7 +6,7 @@
                                  and "audit" lines, operation by operation, each operation
     {"type": "digests", ...}     closed by the sha256 of each of its lines
 
-Every line is bound by the checkpoint (jobtrail.archive_lines): the checkpoint entry, in the
+Every line is bound by the checkpoint (jobtrail.ledger.archive_lines): the checkpoint entry, in the
 ledger's chain, holds the header's digest and a digest of each operation's line digests, so
 `archive verify` and `archive show` refuse any line changed, dropped, moved or inserted.
 
@@ -27,10 +27,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from jobtrail.archive_lines import DIGESTS, Line, check_lines, digest_of, line_digest
-from jobtrail.audit import AuditRow, audit_row, cuts_of, link
+from jobtrail.core.audit import AuditRow, audit_row, cuts_of, link
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.errors import InvalidInput, NotFound
+from jobtrail.ledger.archive_lines import DIGESTS, Line, check_lines, digest_of, line_digest
 from jobtrail.store.base import CLOCK_FIELDS, Lease
 from jobtrail.store.retention import Pruned, PrunedOperation
 from jobtrail.store.sqlite import CODEC

@@ -23,7 +23,7 @@ from jobtrail.core.nextstep import (
 )
 from jobtrail.core.states import EVIDENCE_MEANING, REMOTE_MAY_RUN, Evidence, State
 from jobtrail.core.words import iso, progress_text, when
-from jobtrail.facts import fact_lines
+from jobtrail.presentation.facts import fact_lines
 
 
 def shown(value: object) -> str:

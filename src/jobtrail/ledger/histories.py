@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jobtrail.audit import AuditRow
+from jobtrail.core.audit import AuditRow
 from jobtrail.core.canonical import fingerprint
 from jobtrail.core.model import Operation, Transition
 from jobtrail.core.replay import replay
