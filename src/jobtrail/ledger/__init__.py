@@ -1,6 +1,8 @@
-"""The ledger: the one reader and writer of the store; every surface and service goes
-through its verbs (see ledger/ledger.py)."""
+"""The ledger: the one reader and writer of the store; every service and surface goes
+through its verbs (ledger/ledger.py says where each kind of verb lives)."""
 
-from jobtrail.ledger.ledger import Ledger, decision_action, prepare_submission
+from jobtrail.ledger.asking import prepare_submission
+from jobtrail.ledger.deciding import decision_action
+from jobtrail.ledger.ledger import Ledger
 
 __all__ = ["Ledger", "decision_action", "prepare_submission"]

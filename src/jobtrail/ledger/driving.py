@@ -1,0 +1,244 @@
+"""Driving operations: leases (claim, renew, release), a call's intent before it is sent and
+its outcome after, local outcomes, and webhook observations (a non-owner write)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from jobtrail.core import outcomes as o
+from jobtrail.core.audit import AuditEntry
+from jobtrail.core.ids import short_id
+from jobtrail.core.model import (
+    Attempt,
+    AttemptKind,
+    Observation,
+    Operation,
+    evolve,
+)
+from jobtrail.core.plan import Call, Settle, plan
+from jobtrail.core.redact import Redactor
+from jobtrail.core.retry import on_stale
+from jobtrail.errors import (
+    ConcurrentUpdate,
+    LostOwnership,
+)
+from jobtrail.ledger.base import LedgerBase
+from jobtrail.ledger.redaction import redacted_entries, redacted_outcome
+from jobtrail.store.base import Change, Claim, Verdict
+
+if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no provider,
+    # nor the core's apply (its planner, schedules and evidence rules)
+    pass
+
+
+class Driving(LedgerBase):
+    async def claim(
+        self,
+        owner: str,
+        limit: int,
+        lease_for: timedelta,
+        *,
+        only: str | None = None,
+        code: Collection[str] | None = None,
+    ) -> list[Claim]:
+        """Lease up to `limit` due operations (or only `only`, if due) for `owner`, who has
+        the code providers `code` (None: no filter): an operation of another code provider
+        is left unclaimed, never driven by another provider."""
+        return await self.store.claim_due(owner, self.clock(), limit, lease_for, only, code)
+
+    async def release(self, op: Operation, due: datetime | None) -> Operation:
+        """Give `op`'s lease back, next due at `due` (None: nothing left to do). Whether
+        another owner took it over meanwhile does not matter: either way this owner stops."""
+        await self.store.release(op.operation_id, op.fence, self.clock(), due)
+        return evolve(op, lease_owner=None, lease_expires_at=None)
+
+    async def renew(self, op: Operation, lease_for: timedelta) -> Operation:
+        """Extend the lease held on `op`; LostOwnership if it was taken over."""
+        now = self.clock()
+        if not await self.store.renew(op.operation_id, op.fence, now, lease_for):
+            raise LostOwnership(f"lease on {op.operation_id} was taken over (fence {op.fence})")
+        return evolve(op, lease_expires_at=now + lease_for)
+
+    async def record_stop(self, actor: str, data: dict[str, Any]) -> None:
+        """Audit that a person stopped `actor` (a worker or server), so the stop reads as
+        deliberate rather than as a crash."""
+        entry = self._entry_for(None, self.clock(), "worker.stopped", actor, data)
+        await self.store.append_audit(redacted_entries([entry], Redactor()))
+
+    async def next_due(self, code: Collection[str] | None = None) -> datetime | None:
+        """When the next operation becomes due (poll time, or a lease's expiry), among those
+        a claimer having the code providers `code` would claim."""
+        return await self.store.next_due(code)
+
+    async def begin_call(
+        self, op: Operation, kind: AttemptKind, request: dict[str, Any], actor: str
+    ) -> tuple[Operation, Attempt]:
+        """Record the intent of a call with an effect durably, before it is made. A safe read
+        (status, result GET) needs none: its attempt is returned unrecorded, and
+        `finish_call` records it with its outcome, in one commit."""
+        now = self.clock()
+        attempt = Attempt(
+            attempt_id=short_id("at_", self.rand),
+            operation_id=op.operation_id,
+            kind=kind,
+            fence=op.fence,
+            actor=actor,
+            started_at=now,
+            request=request,
+        )
+        if kind.safe:
+            return op, attempt
+        marked = evolve(op, inflight_attempt=attempt.attempt_id, updated_at=now)
+        entry = self._entry(
+            op,
+            now,
+            "attempt.intent",
+            actor,
+            {"attempt_id": attempt.attempt_id, "kind": kind.value, "request": request},
+        )
+        change = Change(
+            operation=marked,
+            owner_fence=op.fence,
+            before=op,
+            attempt_started=attempt,
+            audit=[entry],
+        )
+        result = await self._commit(change)
+        if result.verdict is Verdict.OK and result.operation is not None:
+            return result.operation, attempt
+        if result.verdict is Verdict.STALE and result.operation is not None:
+            raise ConcurrentUpdate("the operation changed before the call; plan again")
+        raise LostOwnership(f"lease on {op.operation_id} was taken over (fence {op.fence})")
+
+    async def finish_call(
+        self,
+        op: Operation,
+        attempt: Attempt,
+        outcome: o.CallOutcome,
+        *,
+        detail: dict[str, Any],
+        actor: str,
+        release: bool = False,
+    ) -> Operation:
+        """Record a call's outcome and what it changes. Re-applied if someone else (a cancel
+        request, a webhook) changed the record meanwhile; refused if the lease moved on.
+
+        A safe read is recorded here for the first time, and its outcome is not audited: what
+        it saw is in its observation run (sealed in the audit log when the run closes) and
+        what it changed in the transitions."""
+        finished, outcome = self.finished(op, attempt, outcome, detail)
+        now, detail = finished.finished_at or self.clock(), finished.detail
+        if attempt.kind.safe:
+            return await self._apply_outcome(
+                op, outcome, now, actor, finished, None, release, safe=True
+            )
+        entry_data = {
+            "attempt_id": attempt.attempt_id,
+            "kind": attempt.kind.value,
+            "outcome": finished.outcome,
+            "http_status": finished.http_status,
+            "provider_request_id": finished.provider_request_id,
+            "detail": detail,
+        }
+        return await self._apply_outcome(op, outcome, now, actor, finished, entry_data, release)
+
+    def finished(
+        self, op: Operation, attempt: Attempt, outcome: o.CallOutcome, detail: dict[str, Any]
+    ) -> tuple[Attempt, o.CallOutcome]:
+        """`attempt` finished with `outcome` as the core judges it (what the answer proves,
+        core/evidence.py), its outcome stored as the outcome's word; not yet recorded (the
+        worker's `finish_call` records it, adoption with its decision)."""
+        from jobtrail.core.apply import judged
+
+        outcome = evolve(outcome, ref=attempt.attempt_id)  # every cause names its attempt
+        judged_ = judged(outcome, op)  # the core's word on what the answer proves
+        if judged_ is not outcome:
+            if isinstance(judged_, o.Ambiguous) and "error" not in detail:
+                detail = {**detail, "error": judged_.reason}
+            outcome = judged_  # type: ignore[assignment]
+        finished = evolve(
+            attempt,
+            finished_at=self.clock(),
+            outcome=outcome.word,
+            http_status=getattr(outcome, "http_status", None),
+            provider_request_id=getattr(outcome, "request_id", None),
+            detail=detail,
+        )
+        return finished, outcome
+
+    async def settle(
+        self, op: Operation, outcome: o.LocalOutcome, actor: str, release: bool = False
+    ) -> Operation:
+        """Apply a local outcome (deadline, interrupted attempt...) under the lease."""
+        return await self._apply_outcome(op, outcome, self.clock(), actor, None, None, release)
+
+    async def _apply_outcome(
+        self,
+        op: Operation,
+        outcome: o.Outcome,
+        now: datetime,
+        actor: str,
+        finished: Attempt | None,
+        entry_data: dict[str, Any] | None,
+        release: bool,
+        *,
+        safe: bool = False,
+    ) -> Operation:
+        fence = op.fence
+        # Redacted before it is applied, so the core compares stored words with clean ones.
+        outcome = redacted_outcome(outcome, self._redactors.for_operation(op))
+        from jobtrail.core.apply import apply
+
+        async def once() -> Operation | None:
+            nonlocal op
+            applied = apply(op, outcome, now, actor=actor, policy=self.policy(op))
+            audit = []
+            if entry_data is not None:
+                audit.append(self._entry(op, now, "attempt.outcome", actor, entry_data))
+            elif isinstance(outcome, o.LocalOutcome):
+                audit.append(
+                    self._entry(op, now, "local.outcome", actor, {"outcome": outcome.word})
+                )
+            keep = not release and isinstance(plan(applied.operation, now), Call | Settle)
+            change = self._change(op, applied, fence, audit, finished=finished, release=not keep)
+            if safe:
+                change = replace(change, attempt_finished=None, safe_read=finished)
+            result = await self._commit(change)
+            if result.verdict is Verdict.OK and result.operation is not None:
+                return result.operation
+            if result.verdict is Verdict.FENCED_OUT or result.operation is None:
+                raise LostOwnership(f"lease on {op.operation_id} was taken over (fence {fence})")
+            op = result.operation  # changed by someone else: apply the same outcome again
+            return None
+
+        changing = ConcurrentUpdate(f"{op.operation_id} kept changing under the worker")
+        return await on_stale(once, changing)
+
+    async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
+        return await self.store.find_by_remote_job(provider, remote_job_id)
+
+    async def record_webhook(
+        self,
+        op: Operation,
+        observation: Observation,
+        entry: AuditEntry,
+        *,
+        read_at: datetime | None,
+        request_poll: bool,
+    ) -> Verdict:
+        """Record a verified webhook event as an observation of `op` (never a transition),
+        scheduling a status read at `read_at` (None: keep the poll time) and, if
+        `request_poll`, asking a worker holding `op` for one when it gives the lease back.
+        A non-owner write: it never moves the poll time of a leased operation."""
+        due = op.next_poll_at if read_at is None else read_at
+        change = Change(
+            operation=evolve(op, next_poll_at=due, updated_at=observation.observed_at),
+            before=op,
+            observations=[observation],
+            audit=[entry],
+            request_poll=request_poll,
+        )
+        return (await self._commit(change)).verdict
