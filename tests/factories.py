@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobtrail.core.apply import Applied, Policy, apply
+from jobtrail.core.apply import Applied, Schedule, apply
 from jobtrail.core.model import Capabilities, Idempotency, JobRequest, Operation, ResultMode
 from jobtrail.core.outcomes import Outcome
 
@@ -46,9 +46,9 @@ def make_op(**changes: Any) -> Operation:
     return replace(op, **changes)
 
 
-def policy(seed: int = 0) -> Policy:
-    return Policy(rand=random.Random(seed))
+def schedule(seed: int = 0) -> Schedule:
+    return Schedule(rand=random.Random(seed))
 
 
 def step(op: Operation, outcome: Outcome, at: datetime | None = None, actor: str = "w1") -> Applied:
-    return apply(op, outcome, at or op.next_poll_at or T0, actor=actor, policy=policy())
+    return apply(op, outcome, at or op.next_poll_at or T0, actor=actor, schedule=schedule())

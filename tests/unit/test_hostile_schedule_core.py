@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobtrail.core import outcomes as o
-from jobtrail.core.apply import Policy, apply
+from jobtrail.core.apply import Schedule, apply
 from jobtrail.core.model import CancelIntent, Operation
 from jobtrail.core.plan import Settle, plan
 from jobtrail.core.schedule import (
@@ -60,9 +60,11 @@ def refused(status: int) -> o.Rejected:
 
 
 def run(
-    op: Operation, outcome: o.Outcome, now: datetime, policy: Policy | None = None
+    op: Operation, outcome: o.Outcome, now: datetime, policy: Schedule | None = None
 ) -> Operation:
-    applied = apply(op, outcome, now, actor="w1", policy=policy or Policy(rand=random.Random(1)))
+    applied = apply(
+        op, outcome, now, actor="w1", schedule=policy or Schedule(rand=random.Random(1))
+    )
     return applied.operation
 
 
@@ -141,7 +143,7 @@ def test_far_hint_on_a_throttled_create_wakes_at_the_create_deadline() -> None:
 def test_far_hint_is_capped_by_the_poll_max_before_a_far_deadline() -> None:
     """With a deadline days away, a hint of a year still waits at most [poll] max."""
     op = observing(result_deadline=T0 + timedelta(days=7))
-    policy = Policy(rand=random.Random(1), bounds=Bounds(floor=1, ceiling=600))
+    policy = Schedule(rand=random.Random(1), bounds=Bounds(floor=1, ceiling=600))
     after = run(op, running("86400000"), T0, policy)
     assert after.next_poll_at == T0 + timedelta(seconds=600)
 
@@ -166,7 +168,7 @@ def test_every_scheduled_poll_lies_between_floor_ceiling_and_deadline(
 ) -> None:
     """For any hint and poll count, floor <= wait <= ceiling, and never past the deadline."""
     op = observing(poll_count=polls, result_deadline=T0 + timedelta(hours=2))
-    policy = Policy(rand=random.Random(polls), bounds=Bounds(floor=floor, ceiling=ceiling))
+    policy = Schedule(rand=random.Random(polls), bounds=Bounds(floor=floor, ceiling=ceiling))
     after = run(op, running(hint), T0, policy)
     assert after.next_poll_at is not None
     wait = (after.next_poll_at - T0).total_seconds()
@@ -185,7 +187,7 @@ def test_a_deadline_nearer_than_the_floor_wins() -> None:
 
 def test_refused_reads_back_off_exponentially_then_need_a_human() -> None:
     """400 on every status read: growing waits, then needs_human after max_refused_reads."""
-    policy = Policy(rand=random.Random(3), refusals=Refusals(limit=4))
+    policy = Schedule(rand=random.Random(3), refusals=Refusals(limit=4))
     op, now, waits = observing(poll_count=0), T0, []
     for _ in range(3):
         op = run(op, refused(400), now, policy)
@@ -193,7 +195,7 @@ def test_refused_reads_back_off_exponentially_then_need_a_human() -> None:
         waits.append((op.next_poll_at - now).total_seconds())
         now = op.next_poll_at
     assert waits == sorted(waits) and waits[-1] > 2 * waits[0]
-    applied = apply(op, refused(400), now, actor="w1", policy=policy)
+    applied = apply(op, refused(400), now, actor="w1", schedule=policy)
     assert applied.operation.state is State.NEEDS_HUMAN
     assert applied.operation.next_poll_at is None and applied.operation.refused_reads == 4
     (moved,) = applied.transitions
@@ -203,7 +205,7 @@ def test_refused_reads_back_off_exponentially_then_need_a_human() -> None:
 
 def test_a_404_right_after_create_is_forgiven_within_the_grace_window() -> None:
     """While no read has succeeded, 404s inside not_found_grace do not count; after it they do."""
-    policy = Policy(rand=random.Random(3), refusals=Refusals(not_found_grace=30, limit=2))
+    policy = Schedule(rand=random.Random(3), refusals=Refusals(not_found_grace=30, limit=2))
     op = make_op(state=State.ACCEPTED, remote_job_id="job_1", poll_count=0)
     for seconds in (0, 10, 29):
         op = run(op, refused(404), T0 + timedelta(seconds=seconds), policy)
@@ -215,13 +217,13 @@ def test_a_404_right_after_create_is_forgiven_within_the_grace_window() -> None:
 
 def test_a_404_after_a_successful_read_counts_at_once() -> None:
     """Once the job was seen, a 404 is a refusal like any other 4xx."""
-    policy = Policy(rand=random.Random(3), refusals=Refusals(limit=1))
+    policy = Schedule(rand=random.Random(3), refusals=Refusals(limit=1))
     assert run(observing(), refused(404), T0, policy).state is State.NEEDS_HUMAN
 
 
 def test_a_readable_status_answer_resets_the_refusal_count() -> None:
     """Refusals must come in a row: an observation in between starts the count again."""
-    policy = Policy(rand=random.Random(3), refusals=Refusals(limit=2))
+    policy = Schedule(rand=random.Random(3), refusals=Refusals(limit=2))
     op = run(observing(), refused(403), T0, policy)
     assert op.refused_reads == 1 and op.refused_since == T0
     op = run(op, running(), T0 + timedelta(seconds=5), policy)

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobtrail.core import outcomes as o
-from jobtrail.core.apply import Policy, apply
+from jobtrail.core.apply import Schedule, apply
 from jobtrail.core.evidence import is_nothing
 from jobtrail.core.model import Capabilities, Operation, ResultMode
 from jobtrail.core.outcomes import Basis, Body
@@ -34,7 +34,7 @@ from jobtrail.providers.parse import parse_create, parse_status
 from factories import T0, make_op
 
 BASE = "https://api.example.test"
-POLICY = Policy(rand=random.Random(3))
+SCHEDULE = Schedule(rand=random.Random(3))
 WORDS = {"Succeeded": "succeeded", "Failed": "failed", "Canceled": "cancelled", "Busy": "running"}
 # Every answer shape the issue names, and documents that do state something.
 SHAPES: dict[str, bytes] = {
@@ -129,7 +129,9 @@ def collect(op: Operation, spec: ProviderSpec, content: bytes) -> Operation:
     rules = Rules(allow_empty=spec.result.allow_empty)
     summary = validate(Candidate(content=content, content_type="application/json"), rules, "x")
     later = T0 + timedelta(seconds=3)
-    return apply(op, o.ResultChecked(summary=summary), later, actor="w", policy=POLICY).operation
+    return apply(
+        op, o.ResultChecked(summary=summary), later, actor="w", schedule=SCHEDULE
+    ).operation
 
 
 def observing(spec: ProviderSpec) -> Operation:
@@ -155,7 +157,7 @@ def test_a_status_answer_ends_succeeded_only_when_it_states_success(
     headers = {"Content-Type": media} if media else {}
     op = observing(spec)
     read = parse_status(spec, code, headers, body, via)
-    after = apply(op, read, T0 + timedelta(seconds=1), actor="w", policy=POLICY).operation
+    after = apply(op, read, T0 + timedelta(seconds=1), actor="w", schedule=SCHEDULE).operation
     if after.state is not State.RESULT_COLLECTING:
         assert after.state is not State.SUCCEEDED
         return
@@ -188,7 +190,7 @@ def test_a_create_answer_ends_succeeded_only_when_it_states_success(
     headers = {"Content-Type": media} if media else {}
     op = make_op(capabilities=spec.capabilities)
     read = parse_create(spec, code, headers, body, f"{BASE}/jobs")
-    after = apply(op, read, T0 + timedelta(seconds=1), actor="w", policy=POLICY).operation
+    after = apply(op, read, T0 + timedelta(seconds=1), actor="w", schedule=SCHEDULE).operation
     if after.state is not State.RESULT_COLLECTING:
         assert after.state is not State.SUCCEEDED
         return
@@ -246,7 +248,7 @@ def test_a_code_providers_reports_end_succeeded_only_on_stated_success(
         if op.state is not State.OBSERVING:
             break
         read = o.Observed(remote_state=word, remote_status=status, basis=basis, body=body)
-        op = apply(op, read, T0 + timedelta(seconds=n), actor="w", policy=POLICY).operation
+        op = apply(op, read, T0 + timedelta(seconds=n), actor="w", schedule=SCHEDULE).operation
         if op.state is State.RESULT_COLLECTING:
             claimed = (basis, body, word)
     if op.state is not State.RESULT_COLLECTING:
@@ -260,7 +262,7 @@ def test_a_code_providers_reports_end_succeeded_only_on_stated_success(
     )
     if mode is ResultMode.NONE and not content:
         summary = replace(summary, sha256=None, size=None)  # nothing fetched, nothing declared
-    done = apply(op, o.ResultChecked(summary=summary), T0, actor="w", policy=POLICY).operation
+    done = apply(op, o.ResultChecked(summary=summary), T0, actor="w", schedule=SCHEDULE).operation
     if done.state is State.SUCCEEDED and summary.sha256 is not None and is_nothing(content):
         assert empty_ok
 
@@ -277,7 +279,7 @@ def test_a_code_providers_synchronous_result_needs_a_stated_result(
     read = o.SyncResult(
         job_id=job_id, content=content, content_type="text/csv", basis=basis, body=body
     )
-    after = apply(op, read, T0, actor="w", policy=POLICY).operation
+    after = apply(op, read, T0, actor="w", schedule=SCHEDULE).operation
     if after.state is State.RESULT_COLLECTING:
         assert code_states_success(basis, body, "result")
         if is_nothing(content):
@@ -310,9 +312,9 @@ def test_the_docs_arm_put_answered_201_with_no_body_is_not_a_null_result() -> No
     spec = parse_provider(doc)
     read = parse_create(spec, 201, {}, b"", f"{BASE}/things/t1")
     op = make_op(capabilities=spec.capabilities)
-    after = apply(op, read, T0, actor="w", policy=POLICY).operation
+    after = apply(op, read, T0, actor="w", schedule=SCHEDULE).operation
     assert after.state is State.ACCEPTED and after.remote_status is RemoteStatus.UNKNOWN
     assert after.remote_job_id == f"{BASE}/things/t1"
     # and the resource read back empty is not done either
-    polled = apply(after, parse_status(spec, 200, {}, b""), T0, actor="w", policy=POLICY)
+    polled = apply(after, parse_status(spec, 200, {}, b""), T0, actor="w", schedule=SCHEDULE)
     assert polled.operation.state is State.ACCEPTED and polled.operation.refused_reads == 1

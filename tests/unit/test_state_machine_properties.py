@@ -18,7 +18,7 @@ from jobtrail.core.replay import replay
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused, TransitionRefused
 
-from factories import FULL, T0, make_op, policy
+from factories import FULL, T0, make_op, schedule
 
 JOBS = ("job_A", "job_B", "job_C")
 statuses = st.sampled_from(list(RemoteStatus))
@@ -105,7 +105,7 @@ class OperationLife(RuleBasedStateMachine):
     def _apply(self, outcome: o.Outcome, actor: str = "w1") -> None:
         before = self.op
         try:
-            applied = apply(self.op, outcome, self.now, actor=actor, policy=policy())
+            applied = apply(self.op, outcome, self.now, actor=actor, schedule=schedule())
         except (TransitionRefused, ActionRefused):
             assert self.op is before  # refused: nothing changed
             return

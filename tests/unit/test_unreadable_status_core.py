@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from jobtrail.core import outcomes as o
-from jobtrail.core.apply import Policy, apply
+from jobtrail.core.apply import Schedule, apply
 from jobtrail.core.evidence import judge
 from jobtrail.core.model import Operation
 from jobtrail.core.schedule import Refusals
@@ -27,7 +27,7 @@ from factories import T0, make_op
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = parse_provider(tomllib.loads((ROOT / "providers" / "simulator.toml").read_text()))
-POLICY = Policy(rand=random.Random(5), refusals=Refusals(limit=4))
+SCHEDULE = Schedule(rand=random.Random(5), refusals=Refusals(limit=4))
 
 
 def observing(**changes: Any) -> Operation:
@@ -46,7 +46,7 @@ def running() -> o.Observed:
 
 
 def run(op: Operation, outcome: o.Outcome, now: datetime) -> Operation:
-    return apply(op, outcome, now, actor="w1", policy=POLICY).operation
+    return apply(op, outcome, now, actor="w1", schedule=SCHEDULE).operation
 
 
 # -- the core -----------------------------------------------------------------------------
@@ -62,7 +62,7 @@ def test_unreadable_answers_back_off_then_need_a_human() -> None:
         waits.append((op.next_poll_at - now).total_seconds())
         now = op.next_poll_at
     assert waits == sorted(waits) and waits[-1] > 2 * waits[0]
-    applied = apply(op, unreadable("at_12"), now, actor="w1", policy=POLICY)
+    applied = apply(op, unreadable("at_12"), now, actor="w1", schedule=SCHEDULE)
     assert applied.operation.state is State.NEEDS_HUMAN
     assert applied.operation.next_poll_at is None and applied.operation.refused_reads == 4
     (moved,) = applied.transitions
@@ -98,7 +98,7 @@ def test_refusals_and_unreadable_answers_share_one_run() -> None:
     for i, outcome in enumerate([refused, unreadable(), refused]):
         op = run(op, outcome, T0 + timedelta(seconds=i))
     assert op.refused_reads == 3
-    applied = apply(op, unreadable("at_4"), T0 + timedelta(seconds=4), actor="w", policy=POLICY)
+    applied = apply(op, unreadable("at_4"), T0 + timedelta(seconds=4), actor="w", schedule=SCHEDULE)
     assert applied.operation.state is State.NEEDS_HUMAN
     assert applied.transitions[-1].evidence is Evidence.READS_UNREADABLE
 
@@ -183,7 +183,7 @@ def test_explain_names_the_kind_of_stop() -> None:
     assert "not read:   3 status reads in a row refused or unreadable" in explain_text(
         op, [], [], [], T0
     )
-    applied = apply(op, unreadable("at_3"), T0 + timedelta(seconds=9), actor="w", policy=POLICY)
+    applied = apply(op, unreadable("at_3"), T0 + timedelta(seconds=9), actor="w", schedule=SCHEDULE)
     stopped, history = applied.operation, list(applied.transitions)
     assert stopped.state is State.NEEDS_HUMAN
     text = explain_text(stopped, history, [], [], T0)

@@ -12,13 +12,13 @@ from typing import Any
 
 from jobtrail.core import evidence, local, refused
 from jobtrail.core import outcomes as o
-from jobtrail.core.draft import Applied, Draft, Policy, cause_of
+from jobtrail.core.draft import Applied, Draft, Schedule, cause_of
 from jobtrail.core.model import AttemptKind, Operation, evolve
 from jobtrail.core.plan import Call, call_for, watched_until
 from jobtrail.core.states import ENDS_AUTOMATION, Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused
 
-__all__ = ["Applied", "Policy", "apply"]
+__all__ = ["Applied", "Schedule", "apply"]
 
 _OBSERVED = {
     RemoteStatus.SUCCEEDED: (State.RESULT_COLLECTING, Evidence.OBSERVED_SUCCEEDED),
@@ -28,7 +28,7 @@ _OBSERVED = {
 
 
 def apply(
-    op: Operation, outcome: o.Outcome, now: datetime, *, actor: str, policy: Policy
+    op: Operation, outcome: o.Outcome, now: datetime, *, actor: str, schedule: Schedule
 ) -> Applied:
     """The transitions and updated record that `outcome` justifies for `op` at `now`. A
     call's outcome is judged first (core/evidence.py): an end no answer stated is no end."""
@@ -38,7 +38,7 @@ def apply(
         raise ActionRefused(
             f"a {type(outcome).__name__} outcome cannot apply to an operation in {op.state}"
         )
-    draft = Draft(op, now, actor, policy)
+    draft = Draft(op, now, actor, schedule)
     if _answers_create(op, outcome):
         # The create may have reached the provider: a lookup miss proves nothing until the
         # provider's visibility window has passed since now (see _on_found).

@@ -19,7 +19,7 @@ from jobtrail.core.states import Evidence, State, check_transition
 
 
 @dataclass(frozen=True, kw_only=True)
-class Policy:
+class Schedule:
     """Scheduling choices. `rand` is the only source of randomness the core uses."""
 
     rand: random.Random
@@ -41,8 +41,8 @@ class Applied:
 
 
 class Draft:
-    def __init__(self, op: Operation, now: datetime, actor: str, policy: Policy) -> None:
-        self.op, self.now, self.actor, self.policy = op, now, actor, policy
+    def __init__(self, op: Operation, now: datetime, actor: str, schedule: Schedule) -> None:
+        self.op, self.now, self.actor, self.schedule = op, now, actor, schedule
         self.transitions: list[Transition] = []
         self.observations: list[Observation] = []
 
@@ -73,9 +73,9 @@ class Draft:
             now=self.now,
             attempt=self.op.poll_count,
             retry_after=retry_after,
-            backoff=self.policy.poll,
-            rand=self.policy.rand,
-            bounds=self.policy.bounds,
+            backoff=self.schedule.poll,
+            rand=self.schedule.rand,
+            bounds=self.schedule.bounds,
         )
         self.set(next_poll_at=when, poll_count=self.op.poll_count + 1)
 
@@ -84,9 +84,9 @@ class Draft:
             now=self.now,
             attempt=attempt,
             retry_after=retry_after,
-            backoff=self.policy.retry,
-            rand=self.policy.rand,
-            bounds=self.policy.bounds,
+            backoff=self.schedule.retry,
+            rand=self.schedule.rand,
+            bounds=self.schedule.bounds,
         )
         self.set(next_poll_at=when)
 
@@ -134,9 +134,9 @@ class Draft:
         )
 
     def _bounded(self, when: datetime) -> datetime:
-        """No wait reaches past the policy's ceiling or the deadline in force, whichever
+        """No wait reaches past the schedule's ceiling or the deadline in force, whichever
         outcome chose it: at the deadline the plan escalates instead of calling."""
-        latest = self.now + timedelta(seconds=self.policy.bounds.ceiling)
+        latest = self.now + timedelta(seconds=self.schedule.bounds.ceiling)
         deadline = deadline_in_force(self.op)
         if deadline is not None:
             latest = min(latest, deadline)

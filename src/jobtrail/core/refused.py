@@ -26,7 +26,7 @@ _STOPS = frozenset({State.ACCEPTED, State.OBSERVING})
 
 
 def on_refused_read(draft: Draft, out: o.Rejected | o.Ambiguous) -> None:
-    op, rules = draft.op, draft.policy.refusals
+    op, rules = draft.op, draft.schedule.refusals
     since = op.refused_since or draft.now
     # No status read has succeeded yet (still `accepted`): a 404 may only mean the new job
     # is not visible yet, so it is forgiven for a while after the first refusal.

@@ -31,7 +31,7 @@ from jobtrail.store.group import GroupCommitter
 
 if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no provider,
     # nor the core's apply (its planner, schedules and evidence rules)
-    from jobtrail.core.apply import Applied, Policy
+    from jobtrail.core.apply import Applied, Schedule
 
 Now = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
 EVERY = 2**62  # a list limit meaning "all"
@@ -52,20 +52,20 @@ class LedgerBase:
         self.clock: Now = clock or SystemClock().now
         self.rand = rand or PooledSystemRandom()
         self._group = GroupCommitter(store) if group_commit else None
-        self._policies: dict[tuple[tuple[str, str], ...], Policy] = {}
+        self._schedules: dict[tuple[tuple[str, str], ...], Schedule] = {}
         self._redactors = Redactors()
 
-    def policy(self, op: Operation) -> Policy:
+    def schedule(self, op: Operation) -> Schedule:
         """Scheduling for this operation, from the [poll] table of its provider file."""
         poll = op.provider_config.get("poll", {}) if isinstance(op.provider_config, dict) else {}
         shape = tuple(sorted((str(k), str(v)) for k, v in poll.items()))
-        policy = self._policies.get(shape)
+        policy = self._schedules.get(shape)
         if policy is None:
-            from jobtrail.core.apply import Policy
+            from jobtrail.core.apply import Schedule
             from jobtrail.providers.config import poll_rules
 
             rules = poll_rules(poll)
-            policy = self._policies[shape] = Policy(
+            policy = self._schedules[shape] = Schedule(
                 rand=self.rand, poll=rules.backoff, bounds=rules.bounds, refusals=rules.refusals
             )
         return policy

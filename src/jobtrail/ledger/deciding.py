@@ -87,7 +87,11 @@ class Deciding(Asking):
             entry = self._entry(op, now, "cancel.intent", actor, _intent_doc(intent))
             if op.state in (State.ACCEPTED, State.OBSERVING, State.RESULT_TIMED_OUT):
                 applied = apply(
-                    op, o.CancelRequested(intent=intent), now, actor=actor, policy=self.policy(op)
+                    op,
+                    o.CancelRequested(intent=intent),
+                    now,
+                    actor=actor,
+                    schedule=self.schedule(op),
                 )
             else:
                 # No remote job id yet: keep the intent; it is acted on as soon as one is known.
@@ -116,7 +120,7 @@ class Deciding(Asking):
             if await self.was_requested(op, decision.request_id):
                 return op  # this very decision was recorded before: nothing is done twice
             now = self.clock()
-            applied = apply(op, decision, now, actor=decision.actor, policy=self.policy(op))
+            applied = apply(op, decision, now, actor=decision.actor, schedule=self.schedule(op))
             reads = []
             if read is not None:
                 reads.append(

@@ -194,7 +194,7 @@ class Driving(LedgerBase):
 
         async def once() -> Operation | None:
             nonlocal op
-            applied = apply(op, outcome, now, actor=actor, policy=self.policy(op))
+            applied = apply(op, outcome, now, actor=actor, schedule=self.schedule(op))
             audit = []
             if entry_data is not None:
                 audit.append(self._entry(op, now, "attempt.outcome", actor, entry_data))
