@@ -35,7 +35,8 @@ from bench.peerside import CONCURRENCY, TERMINAL, Marks, Where, body
 RESULTS_TABLE = "CREATE TABLE peer_results (job_id text PRIMARY KEY, body text NOT NULL)"
 
 
-async def procrastinate_side(url: str, n: int, where: Where, marks: Marks) -> None:
+# C901: the peer\'s whole lifecycle in one function, as its users would write it
+async def procrastinate_side(url: str, n: int, where: Where, marks: Marks) -> None:  # noqa: C901
     import procrastinate
     from psycopg_pool import AsyncConnectionPool
 

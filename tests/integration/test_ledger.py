@@ -148,7 +148,7 @@ async def _run_mix(
 
 async def test_equal_results_stored_at_once_both_succeed(tmp_path: Path) -> None:
     """Two concurrent stores of the same content (two operations, same result) both land."""
-    from jobtrail.worker.blobs import BlobStore
+    from jobtrail.results.blobs import BlobStore
 
     blobs = BlobStore(tmp_path)
     content = b"id,status\nitem-1,succeeded\n" * 1000

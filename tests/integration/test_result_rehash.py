@@ -14,7 +14,7 @@ import pytest
 
 from jobtrail.agent.tools import AgentTools
 from jobtrail.core.states import State
-from jobtrail.worker.blobs import BlobStore, ResultChanged, is_file_location
+from jobtrail.results.blobs import BlobStore, ResultChanged, is_file_location
 
 from harness import Harness
 

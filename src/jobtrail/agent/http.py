@@ -89,7 +89,8 @@ async def _body(request: web.Request) -> bytes | None:
     return bytes(body)
 
 
-async def _asgi(
+# C901: one request's way through auth, routing and the SDK's session manager, read top to bottom
+async def _asgi(  # noqa: C901
     manager: StreamableHTTPSessionManager, request: web.Request, agent: Agent, body: bytes
 ) -> web.StreamResponse:
     """Run one aiohttp request through the SDK's ASGI handler, streaming its answer back."""

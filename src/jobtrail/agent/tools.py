@@ -225,9 +225,7 @@ class AgentTools:
             raise InvalidInput(
                 f"unknown state {state!r}; use one of {', '.join(s.value for s in State)}"
             ) from None
-        ops = await self.ledger.store.list_operations(
-            states=states, limit=min(max(limit, 1), LIST_CAP)
-        )
+        ops = await self.ledger.list_operations(states=states, limit=min(max(limit, 1), LIST_CAP))
         jobs = [
             JobSummary(
                 operation_id=op.operation_id,
@@ -286,7 +284,7 @@ class AgentTools:
             ) from None
 
     async def _view(self, op: Operation) -> JobView:
-        store = self.ledger.store
+        store = self.ledger
         doc = operation_json(
             op,
             self.ledger.clock(),

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 import click
 
 from jobtrail.errors import JobtrailError
+from jobtrail.ledger import MASK, shown_url, url_passwords
 from jobtrail.services.defaults import actor, data_dir_for, ledger_url, results_url
-from jobtrail.store.urls import MASK, shown_url, url_passwords
 
 if TYPE_CHECKING:  # imported where used: `jobtrail --version` needs none of them
     from rich.text import Text
@@ -58,15 +58,15 @@ async def opened(
 ) -> AsyncIterator[Ledger]:
     """The ledger, opened for one command. Only commands that start work (`submit`) pass
     `create`: the others never leave an empty ledger behind a mistyped path."""
-    from jobtrail.ledger import Ledger
+    from jobtrail.ledger import open_ledger
     from jobtrail.ledger.policy import policy_from_env
-    from jobtrail.store import open_store
 
-    store = await open_store(settings.db, audit_key=settings.audit_key, create=create)
+    options = {"actions": policy_from_env()} | ledger_options
+    ledger = await open_ledger(settings.db, audit_key=settings.audit_key, create=create, **options)
     try:
-        yield Ledger(store, **({"actions": policy_from_env()} | ledger_options))
+        yield ledger
     finally:
-        await store.close()
+        await ledger.close()
 
 
 def run_async(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:

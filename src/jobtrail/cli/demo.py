@@ -179,16 +179,16 @@ async def run_demo(
                     )
             while not worker.done():
                 if progress is not None:
-                    progress(await rt.ledger.store.count_by_state())
+                    progress(await rt.ledger.count_by_state())
                 await asyncio.wait([worker], timeout=0.5)
             await worker
             rows = []
             for scenario, op in zip(SCENARIOS, ops, strict=True):
                 final = await rt.ledger.get(op.operation_id)
-                attempts = await rt.ledger.store.attempts(op.operation_id)
+                attempts = await rt.ledger.attempts(op.operation_id)
                 status = sum(a.kind is AttemptKind.STATUS for a in attempts)
                 rows.append(Row(scenario.name, final, len(attempts), status, _outcome(final)))
-            verdict = verify(await rt.ledger.store.audit_rows(), None)
+            verdict = verify(await rt.ledger.audit_rows(), None)
         return rows, verdict
     finally:
         await sim.close()

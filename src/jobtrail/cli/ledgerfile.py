@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from jobtrail.cli.context import Settings, fail, opened, pass_settings, run_async
-from jobtrail.store.sqlite import SqliteStore
 
 
 @click.command()
@@ -24,9 +23,7 @@ async def backup(settings: Settings, destination: str) -> None:
             "consistent snapshot of a live database"
         )
     async with opened(settings) as ledger:
-        store = ledger.store
-        assert isinstance(store, SqliteStore)  # every ledger that is not PostgreSQL is SQLite
-        operations, entries = await store.backup(destination)
+        operations, entries = await ledger.backup(destination)
     click.echo(
         f"backed up {settings.db} to {destination}: {operations} operations, "
         f"{entries} audit entries; `jobtrail --db {destination} audit verify` checks it"

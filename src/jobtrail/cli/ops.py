@@ -164,8 +164,8 @@ async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show one operation's record (OPERATION_ID may also be its key)."""
     async with opened(settings) as ledger:
         op = await ledger.find(operation_id)
-        attempts = await ledger.store.attempts(op.operation_id)
-        observations = await ledger.store.observations(op.operation_id)
+        attempts = await ledger.attempts(op.operation_id)
+        observations = await ledger.observations(op.operation_id)
         document = operation_json(op, ledger.clock(), attempts=attempts, observations=observations)
     missing = not_installed_here(op)
     if missing is not None:
@@ -189,10 +189,10 @@ async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json
     """List operations, newest first: "50 of 60" when there are more than --limit. With
     --json: {"total", "shown", "operations", "totals"}, `totals.usage` summing what the
     providers reported of work done and billed."""
-    from jobtrail.store.finding import OperationQuery
+    from jobtrail.ledger import OperationQuery
 
     async with opened(settings) as ledger:
-        found = await ledger.store.find_operations(
+        found = await ledger.find_operations(
             OperationQuery(states=[State(s) for s in states], limit=limit)
         )
         now = ledger.clock()
@@ -253,7 +253,7 @@ async def history(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show an operation's transition history (append-only)."""
     async with opened(settings) as ledger:
         operation_id = (await ledger.find(operation_id)).operation_id
-        transitions = await ledger.store.history(operation_id)
+        transitions = await ledger.history(operation_id)
     if as_json:
         emit_json([transition_json(t) for t in transitions])
         return
@@ -337,11 +337,12 @@ async def cancel(
 @json_option
 @pass_settings
 @run_async
-async def result(settings: Settings, operation_id: str, as_json: bool) -> None:
+# C901: the command's branches are its output forms (stored, missing, changed, --json, --out)
+async def result(settings: Settings, operation_id: str, as_json: bool) -> None:  # noqa: C901
     """Show the validated result summary and where the content is stored."""
     from jobtrail.client.result import read_back
     from jobtrail.results import open_results
-    from jobtrail.worker.blobs import is_file_location
+    from jobtrail.results.blobs import is_file_location
 
     async with opened(settings) as ledger:
         op = await ledger.find(operation_id)

@@ -19,7 +19,7 @@ from jobtrail.cli.context import (
 )
 from jobtrail.core.durations import parse_duration
 from jobtrail.errors import JobtrailError
-from jobtrail.store.retention import PRUNABLE, Pruned
+from jobtrail.ledger import PRUNABLE, Pruned
 
 
 @click.command()
@@ -168,7 +168,7 @@ async def archive_verify(
     problems = verify_archive(found, settings.audit_key)
     if against_ledger and found.checkpoint is not None:
         async with opened(settings) as ledger:
-            rows = await ledger.store.audit_rows()
+            rows = await ledger.audit_rows()
         if not any(row.hash == found.checkpoint.hash for row in rows):
             problems.append(
                 f"the ledger holds no checkpoint #{found.checkpoint.seq} with this archive's "

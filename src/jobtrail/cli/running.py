@@ -33,10 +33,10 @@ from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.nextstep import next_step
 from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso, progress_text, relative
+from jobtrail.ledger import shown_url
 from jobtrail.presentation.views import operation_json
 from jobtrail.providers.registry import missing_message
 from jobtrail.services.runtime import runtime
-from jobtrail.store.urls import shown_url
 
 
 @click.command()

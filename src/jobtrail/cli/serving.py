@@ -26,10 +26,10 @@ from jobtrail.core.redact import Redactor
 from jobtrail.dashboard.access import Access, agents_from_env, operators_from_env
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.errors import JobtrailError, ProviderConfigError
+from jobtrail.ledger import shown_url, url_passwords
 from jobtrail.providers.config import load_provider_file
 from jobtrail.services.logs import install_json_logging
 from jobtrail.services.runtime import Runtime, runtime
-from jobtrail.store.urls import shown_url, url_passwords
 from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
 from jobtrail.worker.loop import WorkerStats
 
@@ -63,7 +63,7 @@ class Health:
         alive = self.worker is not None and not self.worker.done()
         document: dict[str, Any] = {"ok": alive, "worker_id": self.rt.worker.worker_id}
         try:
-            counts = await self.rt.ledger.store.count_by_state()
+            counts = await self.rt.ledger.count_by_state()
         except JobtrailError as exc:
             document |= {"ok": False, "error": str(exc)}
         else:

@@ -224,7 +224,7 @@ class Client:
 
     async def find(self, key: str) -> Operation | None:
         """The operation submitted under `key`, or None."""
-        return await self._opened.ledger.store.get_by_key(key)
+        return await self._opened.ledger.find_by_key(key)
 
     async def list(
         self, states: Iterable[State | str] = (), limit: int = 50
@@ -236,7 +236,7 @@ class Client:
             raise InvalidInput(f"{exc}; states are {', '.join(State)}") from None
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, not {limit}")
-        return await self._opened.ledger.store.list_operations(states=wanted, limit=limit)
+        return await self._opened.ledger.list_operations(states=wanted, limit=limit)
 
     # A `timeout` argument, not asyncio.timeout(): giving up raises WaitTimedOut with what to
     # do next, and the SyncClient's callers have no asyncio to time out with.
@@ -363,7 +363,7 @@ class Client:
 
     async def _last_failure(self, op: Operation) -> str | None:
         """The provider's (or our) reason for `op`'s last failed call (core/failure.py)."""
-        store = self._opened.ledger.store
+        store = self._opened.ledger
         attempts = await store.attempts(op.operation_id)
         return failure_reason(op, attempts, await store.observations(op.operation_id))
 

@@ -13,7 +13,7 @@ from jobtrail.core.model import ItemCounts, Operation
 from jobtrail.core.states import State
 from jobtrail.errors import ResultCorrupted, ResultError
 from jobtrail.results import Results, ResultStore
-from jobtrail.worker.blobs import BlobStore, changed, is_file_location, read_checked
+from jobtrail.results.blobs import BlobStore, changed, is_file_location, read_checked
 
 if TYPE_CHECKING:
     from jobtrail.ledger import Ledger

@@ -72,53 +72,78 @@ def seen_job_ids(op: Operation) -> tuple[str, ...]:
 
 
 def on_decision(draft: Draft, out: o.Outcome) -> None:
+    """A person's decision: refused where the state does not allow it (core/allows.py),
+    else carried out by its own rule below."""
     assert isinstance(out, o.HumanDecision)
-    op, cause = draft.op, f"human_decision:{out.request_id}"
-    refusal = decision_refusal(op, out.decision, out.job_id)
+    refusal = decision_refusal(draft.op, out.decision, out.job_id)
     if refusal is not None:
         raise ActionRefused(refusal)
-    match out.decision:
-        case o.Decision.ADOPT:
-            if not out.job_id:
-                raise ActionRefused("adopting needs the remote job id to adopt (--job-id)")
-            if out.job_id not in seen_job_ids(op) and out.read is None:
-                known = ", ".join(seen_job_ids(op)) or "none recorded"
-                raise ActionRefused(
-                    f"{out.job_id!r} is not a job id this operation saw (seen: {known}), and "
-                    "no status read of it was made; nothing was changed"
-                )
-            draft.set(remote_job_id=out.job_id, candidate_job_id=None)
-            if out.read is not None:
-                draft.observe("status", out.read, out.read.ref)
-            draft.move(State.ACCEPTED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
-            draft.set(poll_count=0, refused_reads=0, refused_since=None)
-            draft.now_next()
-        case o.Decision.MARK_FAILED | o.Decision.RETRY_AS_NEW:
-            draft.move(State.FAILED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
-            draft.set(next_poll_at=None)
-        case o.Decision.ACCEPT_AS_IS:
-            result = op.result
-            if result is None:
-                raise ActionRefused(f"{op.operation_id} holds no result to accept")
-            # Valid on a person's word: what validation found stays in `problems`.
-            note = f"accepted_as_is: by {out.actor} ({out.request_id}) despite its problems"
-            draft.set(result=evolve(result, valid=True, checks=(*result.checks, note)))
-            draft.move(State.SUCCEEDED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
-            draft.set(next_poll_at=None)
-        case o.Decision.COLLECT_AGAIN:
-            if out.new_deadline is not None and out.new_deadline > op.result_deadline:
-                draft.set(result_deadline=out.new_deadline)
-            draft.move(State.RESULT_COLLECTING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
-            draft.now_next()
-        case o.Decision.EXTEND:
-            if out.new_deadline is None or out.new_deadline <= draft.now:
-                raise ActionRefused("the new result deadline must be in the future")
-            draft.set(result_deadline=out.new_deadline, poll_count=0)
-            draft.move(State.OBSERVING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
-            draft.now_next()
-        case o.Decision.EXTEND_CANCEL:
-            if out.new_deadline is None or out.new_deadline <= draft.now:
-                raise ActionRefused("the new cancel deadline must be in the future")
-            draft.set(cancel_deadline=out.new_deadline, poll_count=0)
-            draft.move(State.CANCELLING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
-            draft.now_next()
+    _DECIDED[out.decision](draft, out, f"human_decision:{out.request_id}")
+
+
+def _adopt(draft: Draft, out: o.HumanDecision, cause: str) -> None:
+    op = draft.op
+    if not out.job_id:
+        raise ActionRefused("adopting needs the remote job id to adopt (--job-id)")
+    if out.job_id not in seen_job_ids(op) and out.read is None:
+        known = ", ".join(seen_job_ids(op)) or "none recorded"
+        raise ActionRefused(
+            f"{out.job_id!r} is not a job id this operation saw (seen: {known}), and "
+            "no status read of it was made; nothing was changed"
+        )
+    draft.set(remote_job_id=out.job_id, candidate_job_id=None)
+    if out.read is not None:
+        draft.observe("status", out.read, out.read.ref)
+    draft.move(State.ACCEPTED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
+    draft.set(poll_count=0, refused_reads=0, refused_since=None)
+    draft.now_next()
+
+
+def _mark_failed(draft: Draft, out: o.HumanDecision, cause: str) -> None:
+    draft.move(State.FAILED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
+    draft.set(next_poll_at=None)
+
+
+def _accept_as_is(draft: Draft, out: o.HumanDecision, cause: str) -> None:
+    result = draft.op.result
+    if result is None:
+        raise ActionRefused(f"{draft.op.operation_id} holds no result to accept")
+    # Valid on a person's word: what validation found stays in `problems`.
+    note = f"accepted_as_is: by {out.actor} ({out.request_id}) despite its problems"
+    draft.set(result=evolve(result, valid=True, checks=(*result.checks, note)))
+    draft.move(State.SUCCEEDED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
+    draft.set(next_poll_at=None)
+
+
+def _collect_again(draft: Draft, out: o.HumanDecision, cause: str) -> None:
+    if out.new_deadline is not None and out.new_deadline > draft.op.result_deadline:
+        draft.set(result_deadline=out.new_deadline)
+    draft.move(State.RESULT_COLLECTING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
+    draft.now_next()
+
+
+def _extend(draft: Draft, out: o.HumanDecision, cause: str) -> None:
+    if out.new_deadline is None or out.new_deadline <= draft.now:
+        raise ActionRefused("the new result deadline must be in the future")
+    draft.set(result_deadline=out.new_deadline, poll_count=0)
+    draft.move(State.OBSERVING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
+    draft.now_next()
+
+
+def _extend_cancel(draft: Draft, out: o.HumanDecision, cause: str) -> None:
+    if out.new_deadline is None or out.new_deadline <= draft.now:
+        raise ActionRefused("the new cancel deadline must be in the future")
+    draft.set(cancel_deadline=out.new_deadline, poll_count=0)
+    draft.move(State.CANCELLING, Evidence.HUMAN_DECISION, cause, actor=out.actor)
+    draft.now_next()
+
+
+_DECIDED = {
+    o.Decision.ADOPT: _adopt,
+    o.Decision.MARK_FAILED: _mark_failed,
+    o.Decision.RETRY_AS_NEW: _mark_failed,
+    o.Decision.ACCEPT_AS_IS: _accept_as_is,
+    o.Decision.COLLECT_AGAIN: _collect_again,
+    o.Decision.EXTEND: _extend,
+    o.Decision.EXTEND_CANCEL: _extend_cancel,
+}

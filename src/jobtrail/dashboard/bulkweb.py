@@ -63,9 +63,7 @@ class BulkRoutes:
             by = parse_duration(fields.get("duration", "").strip() or "1h")
         asked: dict[str, object] = {"which": fields.get("which", "selected")}
         if fields.get("which") == "matching":
-            found = await self.dash.ledger.store.find_operations(
-                query_of(filters, limit=BULK_CAP + 1)
-            )
+            found = await self.dash.ledger.find_operations(query_of(filters, limit=BULK_CAP + 1))
             if (why := too_many(found.total)) is not None:
                 raise InvalidInput(why)
             ids = [op.operation_id for op in found.operations]
@@ -95,7 +93,7 @@ class BulkRoutes:
         if record is None:
             raise NotFound(f"no bulk action {bulk_id!r} in this ledger")
         ops = {
-            item.operation_id: await self.dash.ledger.store.get(item.operation_id)
+            item.operation_id: await self.dash.ledger.get_if_any(item.operation_id)
             for item in record.items
         }
         body = bulk_page(record, ops, self.dash.now())

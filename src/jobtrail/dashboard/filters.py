@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from jobtrail.core.states import State
 from jobtrail.errors import InvalidInput
-from jobtrail.store.finding import OperationQuery
+from jobtrail.ledger import OperationQuery
 
 PAGE_SIZE = 50
 FILTER_NAMES = ("state", "provider", "actor", "key", "from", "until")

@@ -17,10 +17,10 @@ from jobtrail.core.nextstep import attention_reason, deadlines_shown, next_step,
 from jobtrail.core.states import State
 from jobtrail.core.words import progress_text, relative
 from jobtrail.dashboard.html import Html, join, path, query, render, when
+from jobtrail.ledger import OperationPage, OperationQuery
 from jobtrail.presentation.facts import fact_rows
 from jobtrail.presentation.views import timeline
 from jobtrail.services.story import Story
-from jobtrail.store.finding import OperationPage, OperationQuery
 
 ATTENTION = (
     State.CREATE_UNKNOWN,

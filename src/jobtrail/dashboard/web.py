@@ -39,12 +39,11 @@ from jobtrail.dashboard.pages import (
     story_sections,
 )
 from jobtrail.errors import InvalidInput, JobtrailError, NotFound, ResultError
-from jobtrail.ledger import Ledger
+from jobtrail.ledger import Ledger, OperationQuery
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results
+from jobtrail.results.blobs import changed
 from jobtrail.services.story import Story, read_story
-from jobtrail.store.finding import OperationQuery
-from jobtrail.worker.blobs import changed
 
 log = logging.getLogger("jobtrail.dashboard")
 LATE_AFTER = timedelta(seconds=30)  # a poll this late, or a lease expired this long, is shown
@@ -215,7 +214,7 @@ class Dashboard:
         )
 
     async def attention(self, request: web.Request, who: Principal) -> web.StreamResponse:
-        store, now = self.ledger.store, self.now()
+        store, now = self.ledger, self.now()
         stuck = await store.find_operations(OperationQuery(states=ATTENTION, limit=200))
         late = await store.find_operations(
             OperationQuery(states=_MOVING, late_before=now - LATE_AFTER, limit=200)
@@ -236,7 +235,7 @@ class Dashboard:
             return self.respond(
                 page("Operations", notice(str(exc), False), self.who_line(who)), 400
             )
-        found = await self.ledger.store.find_operations(asked)
+        found = await self.ledger.find_operations(asked)
         may_act = who.operator.role is Role.OPERATOR
         bulk = (
             bulk_form(form, found.total, self.access.csrf(who), short_id("bulk_", self.ledger.rand))

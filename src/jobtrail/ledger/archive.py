@@ -31,7 +31,7 @@ from jobtrail.core.audit import AuditRow, audit_row, cuts_of, link
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.errors import InvalidInput, NotFound
 from jobtrail.ledger.archive_lines import DIGESTS, Line, check_lines, digest_of, line_digest
-from jobtrail.store.base import CLOCK_FIELDS, Lease
+from jobtrail.store.leases import CLOCK_FIELDS, Lease
 from jobtrail.store.retention import Pruned, PrunedOperation
 from jobtrail.store.sqlite import CODEC
 

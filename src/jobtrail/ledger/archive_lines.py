@@ -47,7 +47,8 @@ class _Group:
     digests: Line | None = None
 
 
-def check_lines(lines: Sequence[Line], bound: Mapping[str, Any], seq: int) -> list[str]:
+# C901: each kind of archive line is checked against its checkpoint digest in turn
+def check_lines(lines: Sequence[Line], bound: Mapping[str, Any], seq: int) -> list[str]:  # noqa: C901
     """Problems with `lines` (the whole archive) given what checkpoint #`seq` bound."""
     problems: list[str] = []
     if not lines or lines[0].kind != "header" or line_digest(lines[0].text) != bound.get("header"):

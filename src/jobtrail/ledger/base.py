@@ -70,6 +70,10 @@ class LedgerBase:
             )
         return policy
 
+    async def close(self) -> None:
+        """Close the store under the ledger (its connections, its writer thread)."""
+        await self.store.close()
+
     def redactor(self, op: Operation) -> Redactor:
         """What keeps `op`'s secrets out of what is stored: its provider's sensitive names and
         the secret values that provider uses now."""

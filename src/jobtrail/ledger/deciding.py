@@ -4,7 +4,7 @@ a bulk action's record, a prune; each through the action policy, each audited.""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.allows import cancellability
@@ -32,10 +32,6 @@ from jobtrail.ledger.policy import Action
 from jobtrail.ledger.redaction import redacted_entries
 from jobtrail.store.base import Verdict
 from jobtrail.store.retention import Bind, Keep, Pruned
-
-if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no provider,
-    # nor the core's apply (its planner, schedules and evidence rules)
-    pass
 
 
 class Deciding(Asking):

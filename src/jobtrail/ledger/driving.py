@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.audit import AuditEntry
@@ -28,10 +28,6 @@ from jobtrail.errors import (
 from jobtrail.ledger.base import LedgerBase
 from jobtrail.ledger.redaction import redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, Verdict
-
-if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no provider,
-    # nor the core's apply (its planner, schedules and evidence rules)
-    pass
 
 
 class Driving(LedgerBase):

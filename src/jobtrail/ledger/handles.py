@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from jobtrail.core.model import (
     Operation,
 )
 from jobtrail.core.tasks import TASK_PREFIX, TaskHandle, new_task_id, task_hash
 from jobtrail.ledger.base import LedgerBase
-
-if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no provider,
-    # nor the core's apply (its planner, schedules and evidence rules)
-    pass
 
 
 class Handles(LedgerBase):

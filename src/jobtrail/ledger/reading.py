@@ -3,14 +3,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from pathlib import Path
 
+from jobtrail.core.audit import AuditRow
 from jobtrail.core.model import (
+    Attempt,
+    Observation,
     Operation,
     Transition,
 )
 from jobtrail.core.retry import on_stale
+from jobtrail.core.states import State
 from jobtrail.errors import (
+    InvalidInput,
     NotFound,
 )
 from jobtrail.ledger.base import EVERY, LedgerBase
@@ -23,13 +29,60 @@ from jobtrail.ledger.histories import (
     result_problem,
 )
 from jobtrail.ledger.histories import check as check_history
-
-if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no provider,
-    # nor the core's apply (its planner, schedules and evidence rules)
-    pass
+from jobtrail.store.finding import OperationPage, OperationQuery
 
 
 class Reading(LedgerBase):
+    """The only way services and surfaces read what the store holds: the store is private
+    to the ledger (a test holds every layer to it)."""
+
+    async def get_if_any(self, operation_id: str) -> Operation | None:
+        """The operation, or None when the ledger has none by that id (pruned, say)."""
+        return await self.store.get(operation_id)
+
+    async def find_by_key(self, key: str) -> Operation | None:
+        return await self.store.get_by_key(key)
+
+    async def list_operations(
+        self, *, states: Sequence[State] = (), limit: int = 50
+    ) -> list[Operation]:
+        """Newest first."""
+        return await self.store.list_operations(states=states, limit=limit)
+
+    async def find_operations(self, query: OperationQuery) -> OperationPage:
+        """One page of the operations matching `query`, newest first, and the total."""
+        return await self.store.find_operations(query)
+
+    async def count_by_state(self) -> dict[State, int]:
+        return await self.store.count_by_state()
+
+    async def history(self, operation_id: str) -> list[Transition]:
+        return await self.store.history(operation_id)
+
+    async def attempts(self, operation_id: str) -> list[Attempt]:
+        return await self.store.attempts(operation_id)
+
+    async def observations(self, operation_id: str) -> list[Observation]:
+        return await self.store.observations(operation_id)
+
+    async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
+        """The audit log's rows (one operation's, or all), in chain order."""
+        return await self.store.audit_rows(operation_id)
+
+    async def keying_problem(self) -> str | None:
+        """Why this ledger's audit key cannot continue its chain, or None."""
+        return await self.store.keying_problem()
+
+    async def backup(self, destination: str | Path) -> tuple[int, int]:
+        """A consistent snapshot of a SQLite ledger (operations, audit entries copied)."""
+        backup = getattr(self.store, "backup", None)
+        if backup is None:
+            raise InvalidInput(
+                "backup copies a SQLite ledger; back up a PostgreSQL ledger with pg_dump"
+            )
+        copied: tuple[int, int] = await backup(destination)
+        return copied
+
     async def find(self, ref: str) -> Operation:
         """An operation by its id or, when no id matches, by its key."""
         op = await self.store.get(ref) or await self.store.get_by_key(ref)

@@ -227,7 +227,8 @@ def _attempt_line(at: Attempt) -> str:
     return f"{what} ({at.attempt_id}) -> {at.outcome}{status}{reason}{request}"
 
 
-def explain_text(
+# C901: one section per part of the story, in the order explain prints them
+def explain_text(  # noqa: C901
     op: Operation,
     history: list[Transition],
     attempts: list[Attempt],

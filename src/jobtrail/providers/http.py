@@ -153,7 +153,8 @@ class HttpProvider:
         except _Unsendable as exc:
             return str(exc)
 
-    def _prepared(self, kind: AttemptKind, op: Operation) -> Prepared | str:
+    # C901: a match on the call kind: one request shape per kind of call
+    def _prepared(self, kind: AttemptKind, op: Operation) -> Prepared | str:  # noqa: C901
         spec = self.spec
         headers = {"Accept": "application/json", **spec.headers}
         body: bytes | None = None
@@ -219,7 +220,8 @@ class HttpProvider:
 
     # -- making calls -----------------------------------------------------------------
 
-    async def call(self, kind: AttemptKind, op: Operation) -> Reply:
+    # C901: the steps of one call (credential, cookies, ids, trace, link), each one if
+    async def call(self, kind: AttemptKind, op: Operation) -> Reply:  # noqa: C901
         prepared = self._prepare(kind, op)
         if isinstance(prepared, str):
             return Reply(outcome=o.Rejected(reason=prepared), detail={"error": prepared})
@@ -361,7 +363,8 @@ class HttpProvider:
             fetched=fetched.fetched,
         )
 
-    async def _send(
+    # C901: the transport's failures translated once, at the edge (httpx's map_httpcore_exceptions)
+    async def _send(  # noqa: C901
         self,
         kind: AttemptKind,
         req: Prepared,

@@ -44,7 +44,8 @@ def word_status(states: Mapping[str, RemoteStatus], word: str, ignore_case: bool
     return RemoteStatus.UNKNOWN
 
 
-def read_state(
+# C901: the reading order the docs state: a declared code, `done`, a word, `missing`
+def read_state(  # noqa: C901
     rule: StateRule,
     states: Mapping[str, RemoteStatus],
     http_status: int,

@@ -23,7 +23,8 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def auth(table: dict[str, Any]) -> Auth:
+# C901: each of auth's forms (env, command, file) checked where it is read
+def auth(table: dict[str, Any]) -> Auth:  # noqa: C901
     """`auth = { header, env | command | file, prefix, lifetime, timeout }`."""
     if "value" in table or "token" in table:
         raise ProviderConfigError(

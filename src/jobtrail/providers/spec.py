@@ -14,6 +14,7 @@ from jobtrail.core.redact import Redactor
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.schedule import Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
+from jobtrail.providers.tokens import Auth as Auth
 from jobtrail.providers.tokens import known_values
 
 # The longest one call may take unless the provider says otherwise (file or code provider).
@@ -110,32 +111,6 @@ class StateRule:
     # result itself, kept as it is read (Azure's Location monitor; a monitor that keeps its
     # progress in a cookie may answer differently when asked again)
     answer_is_result: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class Auth:
-    """Where the credential comes from: an environment variable (`env`), or, for a token
-    that expires, a command that prints one or a file that holds one (providers/tokens.py)."""
-
-    header: str
-    env: str | None = None
-    prefix: str = ""
-    command: tuple[str, ...] = ()
-    file: str | None = None
-    lifetime: timedelta | None = None  # how long a fetched token lasts (a JWT says itself)
-    timeout: timedelta = timedelta(seconds=30)  # the longest the command may take
-
-    @property
-    def fetched(self) -> bool:
-        """A token fetched when needed (a command or a file), not read from the environment."""
-        return bool(self.command) or self.file is not None
-
-    def describe(self) -> str:
-        if self.command:
-            return f"the token printed by `{' '.join(self.command)}`"
-        if self.file is not None:
-            return f"the token in the file {self.file}"
-        return f"${self.env}"
 
 
 @dataclass(frozen=True, kw_only=True)

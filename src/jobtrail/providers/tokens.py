@@ -24,13 +24,37 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from jobtrail.errors import JobtrailError
 
-if TYPE_CHECKING:  # spec.py asks this module for the values to redact
-    from jobtrail.providers.spec import Auth
+
+@dataclass(frozen=True, kw_only=True)
+class Auth:
+    """Where the credential comes from: an environment variable (`env`), or, for a token
+    that expires, a command that prints one or a file that holds one (providers/tokens.py)."""
+
+    header: str
+    env: str | None = None
+    prefix: str = ""
+    command: tuple[str, ...] = ()
+    file: str | None = None
+    lifetime: timedelta | None = None  # how long a fetched token lasts (a JWT says itself)
+    timeout: timedelta = timedelta(seconds=30)  # the longest the command may take
+
+    @property
+    def fetched(self) -> bool:
+        """A token fetched when needed (a command or a file), not read from the environment."""
+        return bool(self.command) or self.file is not None
+
+    def describe(self) -> str:
+        if self.command:
+            return f"the token printed by `{' '.join(self.command)}`"
+        if self.file is not None:
+            return f"the token in the file {self.file}"
+        return f"${self.env}"
+
 
 # Without a declared lifetime or a JWT `exp`, a fetched token is used this long at most.
 DEFAULT_LIFETIME = 300.0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from jobtrail.errors import ResultError
 from jobtrail.results.base import checked, digest_in
-from jobtrail.worker.blobs import BlobStore
+from jobtrail.results.blobs import BlobStore
 
 
 class FileResults:

@@ -15,14 +15,13 @@ from typing import Any
 
 from jobtrail.clock import Clock, SystemClock
 from jobtrail.core.states import State
-from jobtrail.ledger import Ledger
+from jobtrail.ledger import Ledger, open_ledger
 from jobtrail.ledger.policy import ActionPolicy, policy_from_env
 from jobtrail.providers.code import CodeProvider, Factory
 from jobtrail.providers.credentials import Unset, unset_by_provider
 from jobtrail.providers.plugins import Plugin, load_plugins
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results, open_results
-from jobtrail.store import open_store
 from jobtrail.worker.loop import Worker
 from jobtrail.worker.runner import Runner
 
@@ -49,7 +48,7 @@ class Runtime:
             op = await self.ledger.get(only)
             ops = [] if op.state.ends_automation else [op]
         else:
-            ops = await self.ledger.store.list_operations(states=_OPEN, limit=1000)
+            ops = await self.ledger.list_operations(states=_OPEN, limit=1000)
         return unset_by_provider((op.provider, op.provider_config) for op in ops)
 
 
@@ -89,10 +88,11 @@ async def runtime(
     actions = actions or policy_from_env()
     clock = clock or SystemClock()
     stored = open_results(results, data_dir=data_dir, ledger=db)  # a bad URL fails here first
-    store = await open_store(db, audit_key=audit_key, create=create)
+    ledger = await open_ledger(
+        db, audit_key=audit_key, create=create, clock=clock.now, group_commit=True, actions=actions
+    )
     registry = ProviderRegistry(connections=max(10, concurrency), plugins=plugins)
     try:
-        ledger = Ledger(store, clock=clock.now, group_commit=True, actions=actions)
         runner = Runner(
             ledger,
             registry,
@@ -118,7 +118,7 @@ async def runtime(
     finally:
         await registry.close()
         await stored.close()
-        await store.close()
+        await ledger.close()
 
 
 def _always(provider: CodeProvider) -> Factory:

@@ -45,7 +45,7 @@ class Story:
 
 async def read_story(ledger: Ledger, op: Operation, *, audit: bool = False) -> Story:
     """`op`'s story as the ledger holds it now; with `audit`, its audit log entries too."""
-    store = ledger.store
+    store = ledger
     rows = await store.audit_rows(op.operation_id) if audit else []
     return Story(
         op=op,

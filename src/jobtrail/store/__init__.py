@@ -9,7 +9,8 @@ from jobtrail.errors import StoreError
 from jobtrail.store.urls import shown_url
 
 if TYPE_CHECKING:
-    from jobtrail.store.base import Change, Claim, CommitResult, Lease, Store
+    from jobtrail.store.base import Change, Claim, CommitResult, Store
+    from jobtrail.store.leases import Lease
 
 __all__ = ["Change", "Claim", "CommitResult", "Lease", "Store", "open_store", "shown_url"]
 

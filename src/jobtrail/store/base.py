@@ -13,6 +13,7 @@ from jobtrail.core.bulk import BulkRecord
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.store.codec import storable
+from jobtrail.store.leases import Lease
 
 if TYPE_CHECKING:
     from jobtrail.core.tasks import TaskHandle
@@ -153,27 +154,6 @@ class Claim:
     # When the operation became due: its poll time, or a taken-over lease's expiry. A claim
     # never changes the operation's next_poll_at (the lease lives in its own columns).
     was_due: datetime
-
-
-@dataclass(frozen=True, kw_only=True)
-class Lease:
-    operation_id: str
-    fence: int
-    owner: str
-    acquired_at: datetime
-    expires_at: datetime
-    released_at: datetime | None
-    # The same tenure on the ledger's one clock (seconds on `clock`: the PostgreSQL server's
-    # epoch, or on SQLite this machine's boot clock): what decides when a lease ends, and
-    # what shows that no two owners overlapped whatever the holders' own clocks said. None
-    # for a lease taken before migration 0012.
-    clock: str | None = None
-    clock_acquired: float | None = None
-    clock_expires: float | None = None
-    clock_released: float | None = None
-
-
-CLOCK_FIELDS = ("clock", "clock_acquired", "clock_expires", "clock_released")
 
 
 class Store(Protocol):

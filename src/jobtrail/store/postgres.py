@@ -33,7 +33,6 @@ from jobtrail.store.base import (
     Change,
     Claim,
     CommitResult,
-    Lease,
     Verdict,
     audited,
     closes_run,
@@ -45,6 +44,7 @@ from jobtrail.store.base import (
 from jobtrail.store.bulk import bulk_record, bulk_row
 from jobtrail.store.chain import VERIFY, WRITE, AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
+from jobtrail.store.leases import Lease
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.postgres_prune import prune
 from jobtrail.store.queries import load_queries
@@ -461,7 +461,8 @@ class _Batch:
                 i: current[op_id] for i, op_id in zip(indexes, ids, strict=True) if op_id in current
             }
 
-    async def _apply(self, conn: Conn, segment: list[int], seen: set[str]) -> None:
+    # C901: one change's rows in the order of the transaction (operation, attempt, rows, audit)
+    async def _apply(self, conn: Conn, segment: list[int], seen: set[str]) -> None:  # noqa: C901
         if not segment:
             return
         order = sorted(segment, key=lambda i: (self.changes[i].operation.operation_id, i))

@@ -11,7 +11,7 @@ from psycopg.rows import DictRow
 
 from jobtrail.core.audit import AuditEntry, audit_row
 from jobtrail.store import codec as c
-from jobtrail.store.base import CLOCK_FIELDS, Lease
+from jobtrail.store.leases import CLOCK_FIELDS, Lease
 from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import (
     PRUNABLE,

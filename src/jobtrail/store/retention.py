@@ -19,7 +19,7 @@ from typing import Any
 from jobtrail.core.audit import CHECKPOINT, AuditEntry, AuditRow, cuts_of
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
-from jobtrail.store.base import Lease
+from jobtrail.store.leases import Lease
 
 # Finished for good: automation has ended and no person or deadline can reopen them.
 # result_timed_out (reversible by `extend`), cancellation_unconfirmed and needs_human (a

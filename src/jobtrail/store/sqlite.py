@@ -30,7 +30,6 @@ from jobtrail.store.base import (
     Change,
     Claim,
     CommitResult,
-    Lease,
     Verdict,
     audited,
     closes_run,
@@ -42,6 +41,7 @@ from jobtrail.store.base import (
 from jobtrail.store.bulk import bulk_record, bulk_row
 from jobtrail.store.chain import VERIFY, AuditChain
 from jobtrail.store.finding import OperationPage, OperationQuery, where
+from jobtrail.store.leases import Lease
 from jobtrail.store.machine_clock import machine_now
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.queries import load_queries

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from jobtrail.core.audit import AuditEntry, audit_row
 from jobtrail.store import codec as c
-from jobtrail.store.base import CLOCK_FIELDS, Lease
+from jobtrail.store.leases import CLOCK_FIELDS, Lease
 from jobtrail.store.queries import load_queries
 from jobtrail.store.retention import (
     PRUNABLE,

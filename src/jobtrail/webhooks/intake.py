@@ -19,9 +19,8 @@ from jobtrail.core.events import StatusRead, asks_owner, read_at, status_read
 from jobtrail.core.model import Observation, Operation
 from jobtrail.core.retry import on_stale
 from jobtrail.errors import ConcurrentUpdate, NotFound
-from jobtrail.ledger import Ledger
+from jobtrail.ledger import Ledger, Verdict
 from jobtrail.providers.config import ProviderSpec
-from jobtrail.store.base import Verdict
 from jobtrail.webhooks.event import Event
 
 log = logging.getLogger("jobtrail.webhooks")

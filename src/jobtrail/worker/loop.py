@@ -13,7 +13,7 @@ from datetime import datetime
 from jobtrail.clock import Clock
 from jobtrail.core.leases import lease_alive
 from jobtrail.core.model import Operation
-from jobtrail.store.base import Claim
+from jobtrail.ledger import Claim
 from jobtrail.worker.runner import Runner
 
 log = logging.getLogger("jobtrail.worker")

@@ -185,9 +185,9 @@ class AwsSettings:
 def plugin_version() -> str:
     """The version recorded with every operation these providers drive: jobtrail's own,
     since they ship inside it."""
-    import jobtrail
+    from jobtrail._version import VERSION
 
-    return str(jobtrail.__version__)
+    return VERSION
 
 
 def text_setting(settings: Mapping[str, Any], key: str, default: str | None = None) -> str | None:
