@@ -131,7 +131,7 @@ async def _place_every_state(ws: Workspace) -> dict[State | str, str]:
             op = await ledger.submit(
                 spec, {"account": str(name)}, key=f"in-{name}", actor="cli:ops"
             )
-            placed, attempt = _shape(op, state, ledger.clock())
+            placed, attempt = _shape(op, state, ledger.now())
             (done,) = await store.commit(
                 [Change(operation=placed, before=op, attempt_started=attempt)]
             )

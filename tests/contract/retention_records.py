@@ -25,7 +25,7 @@ SPEC: ProviderSpec = parse_provider(simulator_doc("http://127.0.0.1:9"))
 
 def ledger_at(store: Store, start: datetime | None = None) -> tuple[Ledger, VirtualClock]:
     clock = VirtualClock(start or datetime(2025, 3, 1, 12, 0, tzinfo=UTC))
-    return Ledger(store, clock=clock.now), clock
+    return Ledger(store, clock=clock), clock
 
 
 async def _call(
@@ -33,7 +33,7 @@ async def _call(
 ) -> Operation:
     # Under a lease when the operation is due (as a worker would), so leases are owned too.
     claims = await ledger.store.claim_due(
-        WORKER, ledger.clock(), 1, timedelta(seconds=30), only=op.operation_id
+        WORKER, ledger.now(), 1, timedelta(seconds=30), only=op.operation_id
     )
     if claims:
         op = replace(claims[0].operation, next_poll_at=claims[0].was_due)

@@ -52,7 +52,7 @@ CLOCK = VirtualClock()
 async def ledger(tmp_path: Path) -> AsyncIterator[Ledger]:
     store = await open_store(str(tmp_path / "l.db"))
     try:
-        yield Ledger(store, clock=CLOCK.now)
+        yield Ledger(store, clock=CLOCK)
     finally:
         await store.close()
 

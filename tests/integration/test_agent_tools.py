@@ -233,7 +233,7 @@ async def test_results_whole_or_previewed_from_the_simulator(
     sim = Simulator(token=TOKEN)
     spec = spec_for(await sim.start())
     clock = VirtualClock()
-    ledger = Ledger(ledger.store, clock=clock.now)
+    ledger = Ledger(ledger.store, clock=clock)
     tools = AgentTools(ledger, worker_running=True, find=lambda name: spec)
     small = await ask(tools, {"account": "s", "_sim": {"failed_items": 1}}, key="small")
     large = await ask(tools, {"account": "l", "_sim": {"items": 4000}}, key="large")

@@ -154,7 +154,7 @@ async def test_an_openai_style_batch_is_found_by_its_metadata_and_its_output_fil
             await store.history(op.operation_id),
             await store.attempts(op.operation_id),
             await store.observations(op.operation_id),
-            rt.ledger.clock(),
+            rt.ledger.now(),
         )
         # each failed item's own reason, as the provider gave it, is kept and shown
         assert "1 failed item(s), first req-2 (rate_limit_exceeded: slow down)" in text
@@ -235,7 +235,7 @@ async def test_a_google_style_failure_is_explained_in_the_providers_words(
             await store.history(op.operation_id),
             await store.attempts(op.operation_id),
             await store.observations(op.operation_id),
-            rt.ledger.clock(),
+            rt.ledger.now(),
         )
         assert "why:        the provider said 3: the input table is empty" in text
 

@@ -72,7 +72,7 @@ async def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[
     registry = ProviderRegistry()
     try:
         clock = VirtualClock()
-        ledger = Ledger(store, clock=clock.now, group_commit=True)
+        ledger = Ledger(store, clock=clock, group_commit=True)
         document = tomllib.loads((REPO / "providers" / "simulator.toml").read_text())
         spec = parse_provider({**document, "base_url": sim.base_url})
         runner = Runner(ledger, registry, FileResults(tmp_path), actor="worker", lease_for=LEASE)

@@ -176,7 +176,7 @@ class LedgerTasks(Extension):
         handle = await self.agent.ledger.task(params.task_id, owner=owner)
         if handle is None:
             raise MCPError(code=INVALID_PARAMS, message="Failed to retrieve task: Task not found")
-        if handle.expired(self.agent.ledger.clock()):
+        if handle.expired(self.agent.ledger.now()):
             raise MCPError(code=INVALID_PARAMS, message="Failed to retrieve task: Task has expired")
         try:
             return handle, await self.agent.ledger.get(handle.operation_id)
@@ -184,7 +184,7 @@ class LedgerTasks(Extension):
             return handle, None
 
     def _task(self, task_id: str, handle: TaskHandle, op: Operation) -> dict[str, Any]:
-        now = self.agent.ledger.clock()
+        now = self.agent.ledger.now()
         updated = max(op.updated_at or handle.created_at, handle.created_at)
         doc: dict[str, Any] = {
             "taskId": task_id,

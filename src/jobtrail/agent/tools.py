@@ -128,7 +128,7 @@ class AgentTools:
         self._wake()
         intent = op.cancel_intent
         assert intent is not None  # Ledger.cancel returns the record holding the intent
-        now = self.ledger.clock()
+        now = self.ledger.now()
         if op.state.ends_automation:
             step = f"automation has ended for this operation: it is {op.state}."
         else:
@@ -176,7 +176,7 @@ class AgentTools:
         op = await self._get(operation_id)
         summary = op.result
         if summary is None:
-            return _no_result(op, self.ledger.clock())
+            return _no_result(op, self.ledger.now())
         items = summary.items
         planted = await self.ledger.result_problem(op)  # not the result its collection audited
         read = (
@@ -257,7 +257,7 @@ class AgentTools:
             provider=op.provider,
             state=op.state.value,
             existing=existing,
-            next_step=_ended_step(op, self.ledger.clock()),
+            next_step=_ended_step(op, self.ledger.now()),
             result=await self.get_result(op.operation_id),
         )
 
@@ -268,7 +268,7 @@ class AgentTools:
         return WaitedJob(
             **{f.name: getattr(view, f.name) for f in fields(view)},
             changed=True,
-            waited_seconds=round((self.ledger.clock() - since).total_seconds(), 3),
+            waited_seconds=round((self.ledger.now() - since).total_seconds(), 3),
             result=await self.get_result(op.operation_id),
         )
 
@@ -287,7 +287,7 @@ class AgentTools:
         store = self.ledger
         doc = operation_json(
             op,
-            self.ledger.clock(),
+            self.ledger.now(),
             attempts=await store.attempts(op.operation_id),
             observations=await store.observations(op.operation_id),
         )

@@ -89,7 +89,7 @@ async def resolve(
             )
         finally:
             await providers.close()
-        document = operation_json(done.op, ledger.clock())
+        document = operation_json(done.op, ledger.now())
     if done.replaced_by is not None:
         document["replaced_by"] = done.replaced_by.operation_id
     if as_json:
@@ -140,7 +140,7 @@ async def extend(
             actor=actor,
             reason=reason,
         )
-        document = operation_json(op, ledger.clock())
+        document = operation_json(op, ledger.now())
     emit_json(document) if as_json else show(document)
 
 

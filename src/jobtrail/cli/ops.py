@@ -136,7 +136,7 @@ async def submit(
             reason=reason,
             **deadlines,
         )
-        document = operation_json(op, ledger.clock()) | {"existing": existing}
+        document = operation_json(op, ledger.now()) | {"existing": existing}
     if unset is not None:
         say(unset.at_submit(), err=True)
     if as_json:
@@ -166,7 +166,7 @@ async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
         op = await ledger.find(operation_id)
         attempts = await ledger.attempts(op.operation_id)
         observations = await ledger.observations(op.operation_id)
-        document = operation_json(op, ledger.clock(), attempts=attempts, observations=observations)
+        document = operation_json(op, ledger.now(), attempts=attempts, observations=observations)
     missing = not_installed_here(op)
     if missing is not None:
         document["provider_missing"] = f"{driver(op)} is {missing}"
@@ -195,7 +195,7 @@ async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json
         found = await ledger.find_operations(
             OperationQuery(states=[State(s) for s in states], limit=limit)
         )
-        now = ledger.clock()
+        now = ledger.now()
     ops = found.operations
     if as_json:
         emit_json(
@@ -328,7 +328,7 @@ async def cancel(
         op = await ledger.cancel(
             operation_id, actor=actor, reason=reason, expected_effect=expected_effect
         )
-        document = operation_json(op, ledger.clock())
+        document = operation_json(op, ledger.now())
     emit_json(document) if as_json else show(document)
 
 

@@ -196,7 +196,7 @@ class Dashboard:
     # -- pages ---------------------------------------------------------------------------
 
     def now(self) -> datetime:
-        return self.ledger.clock()
+        return self.ledger.now()
 
     def respond(self, body: Html, status: int = 200) -> web.Response:
         response = web.Response(text=body, status=status, content_type="text/html", charset="utf-8")

@@ -96,7 +96,7 @@ class Asking(LedgerBase):
             create_deadline=create_deadline,
             result_deadline=result_deadline,
         )
-        now = self.clock()
+        now = self.now()
         op_id = operation_id(now, self.rand)
         deadlines = provider.deadlines
         op = Operation(

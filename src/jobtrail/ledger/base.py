@@ -5,11 +5,10 @@ audit entries every verb writes."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from jobtrail.clock import SystemClock
+from jobtrail.clock import Clock, SystemClock
 from jobtrail.core.audit import AuditEntry
 from jobtrail.core.model import (
     Attempt,
@@ -33,7 +32,6 @@ if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no
     # nor the core's apply (its planner, schedules and evidence rules)
     from jobtrail.core.apply import Applied, Schedule
 
-Now = Callable[[], datetime]  # `now` of a jobtrail.clock.Clock
 EVERY = 2**62  # a list limit meaning "all"
 
 
@@ -42,14 +40,14 @@ class LedgerBase:
         self,
         store: Store,
         *,
-        clock: Now | None = None,
+        clock: Clock | None = None,
         rand: random.Random | None = None,
         group_commit: bool = False,
         actions: ActionPolicy | None = None,
     ) -> None:
         self.store = store
         self.actions = actions or ActionPolicy.default()
-        self.clock: Now = clock or SystemClock().now
+        self.clock: Clock = clock or SystemClock()
         self.rand = rand or PooledSystemRandom()
         self._group = GroupCommitter(store) if group_commit else None
         self._schedules: dict[tuple[tuple[str, str], ...], Schedule] = {}
@@ -69,6 +67,11 @@ class LedgerBase:
                 rand=self.rand, poll=rules.backoff, bounds=rules.bounds, refusals=rules.refusals
             )
         return policy
+
+    def now(self) -> datetime:
+        """The time on the ledger's clock: the same kind of clock the runtime and the
+        worker use (jobtrail.clock.Clock), so tests move all of them at once."""
+        return self.clock.now()
 
     async def close(self) -> None:
         """Close the store under the ledger (its connections, its writer thread)."""
@@ -113,7 +116,7 @@ class LedgerBase:
             "subject": subject,
             "policy": self.actions.source,
         }
-        entry = self._entry_for(op_id, self.clock(), "policy.refused", actor, data)
+        entry = self._entry_for(op_id, self.now(), "policy.refused", actor, data)
         redactor = self._redactors.for_operation(op) if op else Redactor()
         await self.store.append_audit(redacted_entries([entry], redactor))
         raise NotPermitted(self.actions.refusal(action, actor, op_id, owner))

@@ -44,7 +44,7 @@ class Deciding(Asking):
         if older_than <= timedelta(0):
             raise InvalidInput("prune needs a positive age, like 30d: only the past is pruned")
         await self.permit(Action.PRUNE, actor, None)
-        now = self.clock()
+        now = self.now()
         return await self.store.prune(now - older_than, now, actor, keep, bind)
 
     async def cancel(
@@ -72,7 +72,7 @@ class Deciding(Asking):
                 return op  # asked before: a repeat changes nothing
             if not verdict.allowed:
                 raise ActionRefused(f"{verdict.why}; nothing was recorded")
-            now = self.clock()
+            now = self.now()
             intent = CancelIntent(
                 actor=actor,
                 reason=reason,
@@ -115,7 +115,7 @@ class Deciding(Asking):
             op = await self.get(operation_id)
             if await self.was_requested(op, decision.request_id):
                 return op  # this very decision was recorded before: nothing is done twice
-            now = self.clock()
+            now = self.now()
             applied = apply(op, decision, now, actor=decision.actor, schedule=self.schedule(op))
             reads = []
             if read is not None:

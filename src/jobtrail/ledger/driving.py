@@ -43,17 +43,17 @@ class Driving(LedgerBase):
         """Lease up to `limit` due operations (or only `only`, if due) for `owner`, who has
         the code providers `code` (None: no filter): an operation of another code provider
         is left unclaimed, never driven by another provider."""
-        return await self.store.claim_due(owner, self.clock(), limit, lease_for, only, code)
+        return await self.store.claim_due(owner, self.now(), limit, lease_for, only, code)
 
     async def release(self, op: Operation, due: datetime | None) -> Operation:
         """Give `op`'s lease back, next due at `due` (None: nothing left to do). Whether
         another owner took it over meanwhile does not matter: either way this owner stops."""
-        await self.store.release(op.operation_id, op.fence, self.clock(), due)
+        await self.store.release(op.operation_id, op.fence, self.now(), due)
         return evolve(op, lease_owner=None, lease_expires_at=None)
 
     async def renew(self, op: Operation, lease_for: timedelta) -> Operation:
         """Extend the lease held on `op`; LostOwnership if it was taken over."""
-        now = self.clock()
+        now = self.now()
         if not await self.store.renew(op.operation_id, op.fence, now, lease_for):
             raise LostOwnership(f"lease on {op.operation_id} was taken over (fence {op.fence})")
         return evolve(op, lease_expires_at=now + lease_for)
@@ -61,7 +61,7 @@ class Driving(LedgerBase):
     async def record_stop(self, actor: str, data: dict[str, Any]) -> None:
         """Audit that a person stopped `actor` (a worker or server), so the stop reads as
         deliberate rather than as a crash."""
-        entry = self._entry_for(None, self.clock(), "worker.stopped", actor, data)
+        entry = self._entry_for(None, self.now(), "worker.stopped", actor, data)
         await self.store.append_audit(redacted_entries([entry], Redactor()))
 
     async def next_due(self, code: Collection[str] | None = None) -> datetime | None:
@@ -75,7 +75,7 @@ class Driving(LedgerBase):
         """Record the intent of a call with an effect durably, before it is made. A safe read
         (status, result GET) needs none: its attempt is returned unrecorded, and
         `finish_call` records it with its outcome, in one commit."""
-        now = self.clock()
+        now = self.now()
         attempt = Attempt(
             attempt_id=short_id("at_", self.rand),
             operation_id=op.operation_id,
@@ -126,7 +126,7 @@ class Driving(LedgerBase):
         it saw is in its observation run (sealed in the audit log when the run closes) and
         what it changed in the transitions."""
         finished, outcome = self.finished(op, attempt, outcome, detail)
-        now, detail = finished.finished_at or self.clock(), finished.detail
+        now, detail = finished.finished_at or self.now(), finished.detail
         if attempt.kind.safe:
             return await self._apply_outcome(
                 op, outcome, now, actor, finished, None, release, safe=True
@@ -157,7 +157,7 @@ class Driving(LedgerBase):
             outcome = judged_  # type: ignore[assignment]
         finished = evolve(
             attempt,
-            finished_at=self.clock(),
+            finished_at=self.now(),
             outcome=outcome.word,
             http_status=getattr(outcome, "http_status", None),
             provider_request_id=getattr(outcome, "request_id", None),
@@ -169,7 +169,7 @@ class Driving(LedgerBase):
         self, op: Operation, outcome: o.LocalOutcome, actor: str, release: bool = False
     ) -> Operation:
         """Apply a local outcome (deadline, interrupted attempt...) under the lease."""
-        return await self._apply_outcome(op, outcome, self.clock(), actor, None, None, release)
+        return await self._apply_outcome(op, outcome, self.now(), actor, None, None, release)
 
     async def _apply_outcome(
         self,

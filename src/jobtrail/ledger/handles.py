@@ -17,7 +17,7 @@ class Handles(LedgerBase):
     ) -> tuple[str, TaskHandle]:
         """Record a durable handle on `op` bound to `owner`, committed before this returns.
         The task id is returned here once: the ledger keeps only its hash."""
-        task_id, now = new_task_id(self.rand), self.clock()
+        task_id, now = new_task_id(self.rand), self.now()
         handle = TaskHandle(
             task_hash=task_hash(task_id),
             operation_id=op.operation_id,

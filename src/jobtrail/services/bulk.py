@@ -75,7 +75,7 @@ async def run_bulk(
         actor=actor,
         action=action,
         reason=reason,
-        created_at=ledger.clock(),
+        created_at=ledger.now(),
         items=tuple(items),
         asked=asked | ({"by": str(by)} if by is not None else {}),
     )

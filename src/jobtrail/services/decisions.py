@@ -71,7 +71,7 @@ async def resolve(
         actor=actor,
         reason=reason,
         job_id=job_id,
-        new_deadline=ledger.clock() + COLLECT_FOR if choice is o.Decision.COLLECT_AGAIN else None,
+        new_deadline=ledger.now() + COLLECT_FOR if choice is o.Decision.COLLECT_AGAIN else None,
         request_id=request_id or short_id("req_", ledger.rand),
     )
     if choice is o.Decision.ADOPT:
@@ -101,7 +101,7 @@ async def extend(
         decision=o.Decision.EXTEND_CANCEL if deadline == "cancel" else o.Decision.EXTEND,
         actor=actor,
         reason=reason,
-        new_deadline=ledger.clock() + by,
+        new_deadline=ledger.now() + by,
         request_id=request_id or short_id("req_", ledger.rand),
     )
     return await ledger.decide(op.operation_id, human)

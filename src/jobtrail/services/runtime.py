@@ -89,7 +89,7 @@ async def runtime(
     clock = clock or SystemClock()
     stored = open_results(results, data_dir=data_dir, ledger=db)  # a bad URL fails here first
     ledger = await open_ledger(
-        db, audit_key=audit_key, create=create, clock=clock.now, group_commit=True, actions=actions
+        db, audit_key=audit_key, create=create, clock=clock, group_commit=True, actions=actions
     )
     registry = ProviderRegistry(connections=max(10, concurrency), plugins=plugins)
     try:

@@ -53,6 +53,6 @@ async def read_story(ledger: Ledger, op: Operation, *, audit: bool = False) -> S
         attempts=await store.attempts(op.operation_id),
         observations=await store.observations(op.operation_id),
         body=ledger.redactor(op).json(op.request.body),
-        now=ledger.clock(),
+        now=ledger.now(),
         audit=[json.loads(row.entry) for row in rows],
     )

@@ -51,7 +51,7 @@ async def record_event(ledger: Ledger, spec: ProviderSpec, event: Event) -> str:
             raise NotFound(
                 f"no operation of provider {spec.name!r} holds remote job {event.job_id!r}"
             )
-        now = ledger.clock()
+        now = ledger.now()
         read = status_read(op, now)  # the core's rule (core/events.py)
         observation = Observation(
             operation_id=op.operation_id,

@@ -83,7 +83,7 @@ class WebhookReceiver:
         body = await request.read()
         try:
             delivery = verify_delivery(
-                hooks, os.environ.get(hooks.secret_env), request.headers, body, self.ledger.clock()
+                hooks, os.environ.get(hooks.secret_env), request.headers, body, self.ledger.now()
             )
             event = read_event(spec, delivery)
             status = await record_event(self.ledger, spec, event)

@@ -55,7 +55,7 @@ class Runner:
             return None
 
     async def _turn(self, op: Operation) -> Operation:
-        now = self.ledger.clock()
+        now = self.ledger.now()
         action = plan(op, now)
         if isinstance(action, Nothing | Wait):
             return await self.ledger.release(op, action.until if isinstance(action, Wait) else None)
@@ -119,7 +119,7 @@ class Runner:
 
     async def _renew_if_short(self, op: Operation) -> Operation:
         """A call must finish inside the lease: renew first if less than its timeout is left."""
-        left = lease_left(op, self.ledger.clock())
+        left = lease_left(op, self.ledger.now())
         if left is None:
             return op
         timeout = self.providers.timeout(op).total_seconds()
