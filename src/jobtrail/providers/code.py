@@ -40,8 +40,9 @@ from jobtrail.core.model import Capabilities, Operation, ProviderKind
 from jobtrail.core.redact import Redactor
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.errors import InvalidInput, ProviderConfigError
-from jobtrail.providers.config import DEFAULT_DEADLINES, POLL_KEYS, poll_rules
+from jobtrail.providers.config import DEFAULT_DEADLINES, poll_rules
 from jobtrail.providers.declared import remote_deadline
+from jobtrail.providers.keys import POLL_KEYS
 from jobtrail.providers.protocol import Provider
 from jobtrail.providers.spec import DEFAULT_TIMEOUT, ResultSpec
 

@@ -21,18 +21,18 @@ from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.profiles import profile_names, shipped_profile
 from jobtrail.providers import conventions as cv
 from jobtrail.providers import declared, sections
+from jobtrail.providers.keys import check_keys
 from jobtrail.providers.pathvalues import placeholders
+from jobtrail.providers.reader import Reader
 from jobtrail.providers.spec import (
     DEFAULT_TIMEOUT,
     DEFAULT_VISIBILITY,
     Cookies,
-    ItemsRule,
     ListSpec,
     PollRules,
     ProviderSpec,
-    ResultSpec,
-    WebhookSpec,
 )
+from jobtrail.providers.tables import result_table, size, webhooks_table
 
 __all__ = [
     "ProviderSpec",
@@ -45,9 +45,6 @@ __all__ = [
 ]
 
 DEFAULT_DEADLINES = {"create": "2m", "result": "1h", "cancel": "10m"}
-# The [poll] table's keys, for a provider file and a code provider's `poll` alike.
-POLL_KEYS = frozenset({"initial", "cap", "min", "max", "not_found_grace", "max_refused_reads"})
-_SIZE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2}
 
 
 def load_provider_file(path: str | Path) -> ProviderSpec:
@@ -116,102 +113,9 @@ def parse_provider(doc: dict[str, Any]) -> ProviderSpec:
         raise ProviderConfigError(str(exc)) from None
 
 
-_KEYS: dict[str, frozenset[str]] = {
-    "": frozenset(
-        {
-            "name",
-            "base_url",
-            "base_url_env",  # read by load_provider_text: overrides base_url when set
-            "path_values",  # names given at submit for paths other than the create path
-            "auth",
-            "trace_header",
-            "request_ids",
-            "timeout",
-            "max_response_bytes",
-            "headers",
-            "cookies",
-            "redact",
-            "create",
-            "status",
-            "states",
-            "cancel",
-            "result",
-            "reconcile",
-            "webhooks",
-            "deadlines",
-            "poll",
-        }
-    ),
-    "auth": sections.AUTH_KEYS | {"value", "token"},  # sections.auth refuses the last two
-    "redact": frozenset({"headers", "fields"}),
-    "create": frozenset(
-        {
-            "method",
-            "path",
-            "idempotency",
-            "client_reference",
-            "job_id",
-            "state",
-            "status_url",
-            "result",
-            "deadline",  # providers/declared.py
-            *cv.CREATE_KEYS,
-        }
-    ),
-    "status": frozenset(
-        {"path", "state", "progress", "updated_at", "error", "usage", *cv.STATUS_KEYS}
-    ),
-    "cancel": frozenset({"method", "path", "body"}),
-    "result": frozenset(
-        {
-            "path",
-            "content_type",
-            "checksum_header",
-            "checksum_field",
-            "count_header",
-            "max_bytes",
-            "schema",
-            "items",
-            "expected_items_from_request",
-            *cv.RESULT_KEYS,
-        }
-    ),
-    "reconcile": frozenset({"same_token", "list", "lookup", "token_kept"}),
-    "webhooks": frozenset(
-        {
-            "signing",
-            "secret_env",
-            "job_id",
-            "state",
-            "updated_at",
-            "event_id",
-            "tolerance",
-            "signature_header",
-            "id_header",
-            "timestamp_header",
-        }
-    ),
-    "poll": POLL_KEYS,
-}
-
-
-def _check_keys(doc: dict[str, Any]) -> None:
-    """Refuse keys the schema does not know: a typo must not silently drop a guarantee."""
-    for table, allowed in _KEYS.items():
-        content = doc.get(table) if table else doc
-        if not isinstance(content, dict):
-            continue
-        unknown = sorted(set(content) - allowed)
-        if unknown:
-            where = f"[{table}]" if table else "the top level"
-            raise ProviderConfigError(
-                f"unknown key {unknown[0]!r} in {where}; known keys: {', '.join(sorted(allowed))}"
-            )
-
-
 def _parse(doc: dict[str, Any]) -> ProviderSpec:
-    _check_keys(doc)
-    r = _Reader(doc, "")
+    check_keys(doc)
+    r = Reader(doc, "")
     name, base_url = r.text("name"), r.text("base_url").rstrip("/")
     r.text("base_url_env", None)  # only its type is checked here; load_provider_text uses it
     if not base_url.startswith(("http://", "https://")):
@@ -275,7 +179,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         trace_header=r.text("trace_header", None),
         **cv.request_ids(r.table("request_ids")),
         timeout=timeout,
-        max_response_bytes=_size(doc.get("max_response_bytes", "1MB")),
+        max_response_bytes=size(doc.get("max_response_bytes", "1MB")),
         headers={str(k): str(v) for k, v in headers.items()},
         cookies=_cookies(doc.get("cookies", Cookies.IGNORE.value)),
         create_method=method,
@@ -300,7 +204,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         cancel_method=cancel_method,
         cancel_path=cv.template(cancel.text("path"), "cancel.path") if cancel else None,
         cancel_body=sections.cancel_body(cancel.doc if cancel else None, cancel_method),
-        result=_result(result, create.text("result", None)),
+        result=result_table(result, create.text("result", None)),
         same_token=same_token,
         listing=ListSpec(
             path=str(listing["path"]),
@@ -313,7 +217,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         if listing
         else None,
         lookup=lookup,
-        webhooks=_webhooks(r.table("webhooks")) if "webhooks" in doc else None,
+        webhooks=webhooks_table(r.table("webhooks")) if "webhooks" in doc else None,
         deadlines=deadlines,
         poll=poll,
         remote_deadline=declared.remote_deadline(create.doc.get("deadline")),
@@ -379,43 +283,6 @@ def poll_rules(table: dict[str, Any]) -> PollRules:
     )
 
 
-class _Reader:
-    def __init__(self, doc: dict[str, Any], where: str) -> None:
-        self.doc, self.where = doc, where
-
-    def _name(self, key: str) -> str:
-        return f"{self.where}{key}"
-
-    _MISSING: Any = object()
-
-    def text(self, key: str, default: Any = _MISSING) -> Any:
-        value = self.doc.get(key, default)
-        if value is self._MISSING:
-            raise ProviderConfigError(f"{self._name(key)} is required")
-        if value is not None and not isinstance(value, str):
-            raise ProviderConfigError(f"{self._name(key)} must be text, got {value!r}")
-        return value
-
-    def flag(self, key: str) -> bool:
-        value = self.doc.get(key, False)
-        if not isinstance(value, bool):
-            raise ProviderConfigError(f"{self._name(key)} must be true or false")
-        return value
-
-    def table(self, key: str) -> dict[str, Any]:
-        value = self.doc.get(key, {})
-        if not isinstance(value, dict):
-            raise ProviderConfigError(f"{self._name(key)} must be a table")
-        return value
-
-    def sub(self, key: str, optional: bool = False) -> Any:
-        if key not in self.doc:
-            if optional:
-                return None
-            raise ProviderConfigError(f"the [{key}] table is required")
-        return _Reader(self.table(key), f"{key}.")
-
-
 def _cookies(value: Any) -> Cookies:
     try:
         return Cookies(value)
@@ -435,74 +302,3 @@ def _states(table: dict[str, Any]) -> dict[str, RemoteStatus]:
                 "failed or cancelled"
             ) from None
     return states
-
-
-def _result(r: _Reader | None, inline_field: str | None) -> ResultSpec:
-    if r is None:
-        return ResultSpec(inline_field=inline_field)
-    items = r.table("items")
-    return ResultSpec(
-        path=r.text("path", None),
-        content_type=r.text("content_type", None),
-        checksum_header=r.text("checksum_header", None),
-        checksum_field=r.text("checksum_field", None),
-        count_header=r.text("count_header", None),
-        max_bytes=_size(r.doc.get("max_bytes", "100MB")),
-        schema=r.doc.get("schema"),
-        items=ItemsRule(
-            path=items.get("path"),
-            status=str(items.get("status", "status")),
-            ref=_refs(items.get("ref", "id")),
-            success=tuple(items.get("success", ("succeeded", "success", "ok"))),
-        )
-        if items
-        else None,
-        expected_items_from_request=r.text("expected_items_from_request", None),
-        inline_field=inline_field,
-        **cv.result_keys(r.doc),
-    )
-
-
-def _refs(value: Any) -> tuple[str, ...]:
-    """`ref = "custom_id"`, or a list tried in order (`["metadata.key", "key"]`)."""
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-        raise ProviderConfigError("result.items.ref must name a field, or a list of them")
-    return tuple(names)
-
-
-def _webhooks(table: dict[str, Any]) -> WebhookSpec:
-    signing = table.get("signing", "standard")
-    if signing not in ("standard", "hmac"):
-        raise ProviderConfigError('webhooks.signing must be "standard" or "hmac"')
-    if "secret_env" not in table:
-        raise ProviderConfigError("webhooks.secret_env must name the variable holding the secret")
-    extra = {
-        k: str(table[k])
-        for k in (
-            "job_id",
-            "state",
-            "updated_at",
-            "event_id",
-            "signature_header",
-            "id_header",
-            "timestamp_header",
-        )
-        if k in table
-    }
-    return WebhookSpec(
-        signing=signing,
-        secret_env=str(table["secret_env"]),
-        tolerance=parse_duration(table.get("tolerance", "5m")),
-        **extra,
-    )
-
-
-def _size(value: Any) -> int:
-    if isinstance(value, int) and value > 0:
-        return value
-    text = str(value).strip().lower().replace(" ", "")
-    for unit in sorted(_SIZE_UNITS, key=len, reverse=True):
-        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
-            return int(float(text[: -len(unit)]) * _SIZE_UNITS[unit])
-    raise ProviderConfigError(f"cannot read the size {value!r}; write it like 512KB or 10MB")
