@@ -326,3 +326,26 @@ async def test_a_get_result_is_narrowed_to_its_field(
         else:
             assert reply.fetched is not None and reply.fetched.content == expected
             assert reply.fetched.content_type == "application/json"
+
+
+async def test_a_reused_status_request_keeps_the_credential_out_and_follows_the_url(
+    rig: Rig,
+) -> None:
+    """A status read's request is made once per operation and status URL and copied for
+    each poll: the credential and trace headers a call adds never reach the copy kept (nor
+    the record), each call gets its own traceparent, and a new status URL is a new request."""
+    op = await rig.created({})
+    for _ in range(3):  # sent before it is ever described: the copy kept is made here
+        reply = await rig.call(K.STATUS, op)
+        assert isinstance(reply.outcome, o.Observed), reply
+    first = rig.provider.describe(K.STATUS, op)
+    again = rig.provider.describe(K.STATUS, op)
+    assert again == first and again["headers"] is not first["headers"]
+    assert again["headers"]["Authorization"] == "[redacted]"
+    assert SECRET not in repr(again) and "traceparent" not in again["headers"]
+    sent = [c for c in rig.sim.calls if c.method == "GET"]
+    assert len(sent) == 3 and all(c.auth_valid for c in sent)
+    parents = {c.traceparent for c in sent}
+    assert len(parents) == 3 and None not in parents
+    moved = replace(op, status_url=f"/v1/jobs/{op.remote_job_id}?view=full")
+    assert rig.provider.describe(K.STATUS, moved)["url"].endswith("?view=full")
