@@ -58,9 +58,52 @@ from jobtrail.services.runtime import runtime
     "-v", "--verbose", is_flag=True, help="Log each claim, call, outcome and release to stderr."
 )
 @provider_module_option
+@click.option(
+    "--processes",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 1024),
+    help="Worker processes to run under one supervisor (one per core, say); each is a "
+    "worker of its own with CONCURRENCY operations. On SQLite they share one write lock.",
+)
 @pass_settings
-@run_async
-async def worker(
+def worker(
+    settings: Settings,
+    concurrency: int,
+    until_idle: bool,
+    worker_id: str | None,
+    lease: str,
+    verbose: bool,
+    provider_modules: tuple[str, ...],
+    processes: int,
+) -> None:
+    """Claim due operations and carry them forward until stopped. Ctrl-C (or SIGTERM) stops
+    taking work at once and waits for the steps in flight, naming them; a second Ctrl-C
+    abandons them (their calls stay recorded as sent). The stop is recorded in the audit
+    log as a graceful stop. With --processes N, a supervisor runs N such workers, forwards
+    Ctrl-C and SIGTERM to them, and starts one again that dies (docs/scaling.md)."""
+    if processes == 1:
+        work = run_async(_work)
+        work(settings, concurrency, until_idle, worker_id, lease, verbose, provider_modules)
+        return
+    from jobtrail.cli.processes import child_env, supervise
+
+    args = ["--concurrency", str(concurrency), "--lease", lease]
+    args += ["--until-idle"] * until_idle + ["--verbose"] * verbose
+    for module in provider_modules:
+        args += ["--provider-module", module]
+    if not settings.is_postgres:
+        click.echo(
+            f"supervisor: {processes} worker processes on a SQLite ledger take its one write "
+            "lock in turn: the HTTP calls and parsing run in parallel, the writes do not "
+            "(PostgreSQL lets them write at once)",
+            err=True,
+        )
+    env = child_env(settings.db, str(settings.data_dir), settings.results)
+    raise SystemExit(supervise(args, processes, worker_id, env))
+
+
+async def _work(
     settings: Settings,
     concurrency: int,
     until_idle: bool,
@@ -69,10 +112,6 @@ async def worker(
     verbose: bool,
     provider_modules: tuple[str, ...],
 ) -> None:
-    """Claim due operations and carry them forward until stopped. Ctrl-C (or SIGTERM) stops
-    taking work at once and waits for the steps in flight, naming them; a second Ctrl-C
-    abandons them (their calls stay recorded as sent). The stop is recorded in the audit
-    log as a graceful stop."""
     if verbose:
         log_steps()
     async with runtime(
