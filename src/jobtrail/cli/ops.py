@@ -155,24 +155,6 @@ async def submit(
         )
 
 
-@click.command()
-@click.argument("operation_id")
-@json_option
-@pass_settings
-@run_async
-async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
-    """Show one operation's record (OPERATION_ID may also be its key)."""
-    async with opened(settings) as ledger:
-        op = await ledger.find(operation_id)
-        attempts = await ledger.attempts(op.operation_id)
-        observations = await ledger.observations(op.operation_id)
-        document = operation_json(op, ledger.now(), attempts=attempts, observations=observations)
-    missing = not_installed_here(op)
-    if missing is not None:
-        document["provider_missing"] = f"{driver(op)} is {missing}"
-    emit_json(document) if as_json else show(document)
-
-
 @click.command("list")
 @click.option(
     "--state",
@@ -414,4 +396,4 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None: 
         fail(problem)
 
 
-COMMANDS = [submit, status, list_, history, explain, cancel, result]
+COMMANDS = [submit, list_, history, explain, cancel, result]
