@@ -22,6 +22,7 @@ BENCHMARKS = (
     "calls_per_job",
     "startup",
     "pollcpu",
+    "processes",
     "dbos_peer",
     "procrastinate_peer",
     "storage",

@@ -1,0 +1,98 @@
+"""Benchmark: `jobtrail worker --processes N` (issue 24, many cores). The same fixed set of
+short jobs (create, two status reads, result) completed by one supervisor running 1 and then
+2 worker processes (`worker --processes N --until-idle`, as an operator runs it), on a
+SQLite ledger and on PostgreSQL, against the simulator in its own process.
+
+The rate is operations completed per second over the ledger's active window (first attempt
+to last transition, read from the ledger, so start-up is not counted). Every operation must
+succeed with exactly its four calls. The figure is 2 processes over 1, same run, same store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+from bench.common import (
+    ROOT,
+    TOKEN,
+    TOKEN_ENV,
+    Figure,
+    Report,
+    fresh_pg_database,
+    pg_available,
+    simulator_process,
+    use_token,
+)
+from bench.multiworker import CALLS_PER_OPERATION, CONCURRENCY, ledger_facts, submit
+
+PROCESSES = (1, 2)
+
+
+def supervised(db: str, data: Path, processes: int) -> float:
+    """`jobtrail worker --processes N --until-idle` to its end: its wall seconds."""
+    jobtrail = str(ROOT / ".venv" / "bin" / "jobtrail")
+    command = [jobtrail, "--db", db, "--data-dir", str(data), "worker", "--until-idle"]
+    command += ["--concurrency", str(CONCURRENCY), "--processes", str(processes)]
+    started = time.perf_counter()
+    done = subprocess.run(
+        command, env=os.environ | {TOKEN_ENV: TOKEN}, cwd=ROOT, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the supervisor failed:\n{done.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def sqlite_facts(db: str) -> dict[str, float]:
+    with sqlite3.connect(db) as conn:
+        succeeded, attempts, actors, first, last = conn.execute(
+            "SELECT (SELECT count(*) FROM operations WHERE state = 'succeeded'), "
+            "(SELECT count(*) FROM attempts), (SELECT count(DISTINCT actor) FROM attempts), "
+            "(SELECT min(started_at) FROM attempts), (SELECT max(at) FROM transitions)"
+        ).fetchone()
+    window = (datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()
+    return {"succeeded": succeeded, "attempts": attempts, "actors": actors, "window": window}
+
+
+async def run(quick: bool) -> Report:
+    n = 300 if quick else 1_500
+    report = Report(f"worker --processes 1 and 2 ({n:,} short jobs each)")
+    use_token()
+    stores = ["sqlite"] + ([] if pg_available() else ["postgresql"])
+    with simulator_process() as url, tempfile.TemporaryDirectory(prefix="jobtrail-b-") as d:
+        for store in stores:
+            rates: dict[int, float] = {}
+            for count in PROCESSES:
+                if store == "sqlite":
+                    db = str(Path(d) / f"ledger-{count}.db")
+                else:
+                    db = fresh_pg_database()
+                await submit(db, url, n)
+                load = os.getloadavg()[0]
+                wall = await asyncio.to_thread(supervised, db, Path(d) / "data", count)
+                facts = sqlite_facts(db) if store == "sqlite" else ledger_facts(db)
+                rates[count] = n / facts["window"]
+                extra = facts["attempts"] - n * CALLS_PER_OPERATION
+                report.note(
+                    f"{store}, {count} process(es): {facts['succeeded']}/{n} succeeded, "
+                    f"{extra} attempts beyond four per operation, by {facts['actors']} "
+                    f"workers; active {facts['window']:.1f}s (wall {wall:.1f}s); "
+                    f"{rates[count]:.0f} operations/s (load {load:.2f})"
+                )
+            report.add(
+                Figure(
+                    name=f"{store}: 2 worker processes under one supervisor",
+                    value=rates[2],
+                    unit="ops/s",
+                    baseline=rates[1],
+                    baseline_name="1 process, same run",
+                    target="reported as measured (2 cores shared)",
+                )
+            )
+    return report
