@@ -63,10 +63,6 @@ class HttpRequests:
         self._base_origin = URL(spec.base_url).origin()
         self._redactors: dict[tuple[str, ...], Redactor] = {}
         self._origins: dict[tuple[str, str], str | None] = {}
-        # a status read's request, made once per operation and status URL (a poll asks for
-        # it twice, to record and to send, and every poll of the operation asks again)
-        self._status_reads: dict[tuple[str | None, ...], Prepared] = {}
-        self._described: dict[tuple[Any, ...], dict[str, Any]] = {}
         # the session keeps no cookies; only a provider file that asks gets them, per operation
         self._cookies = OperationCookies() if spec.cookies is Cookies.PER_OPERATION else None
         # answer headers kept in the record: the usual ones and those naming request ids
@@ -145,23 +141,7 @@ class HttpRequests:
         return url
 
     def _prepare(self, kind: AttemptKind, op: Operation) -> Prepared | str:
-        """The request to send (its headers the caller's own to add to), or why it cannot be
-        sent. A status read's is a pure function of the operation's ids and status URL and
-        of the provider file: it is made once and copied."""
-        if kind is not AttemptKind.STATUS:
-            return self._prepare_now(kind, op)
-        key = _status_key(op)
-        known = self._status_reads.get(key)
-        if known is None:
-            made = self._prepare_now(kind, op)
-            if isinstance(made, str):
-                return made
-            if len(self._status_reads) >= _ORIGINS_KEPT:
-                self._status_reads.clear()
-            known = self._status_reads[key] = made
-        return Prepared(method=known.method, url=known.url, headers=dict(known.headers))
-
-    def _prepare_now(self, kind: AttemptKind, op: Operation) -> Prepared | str:
+        """The request to send, or why it cannot be sent."""
         try:
             return self._prepared(kind, op)
         except _Unsendable as exc:
@@ -220,21 +200,6 @@ class HttpRequests:
         return Prepared(method=method, url=url, headers=headers, body=body)
 
     def describe(self, kind: AttemptKind, op: Operation) -> dict[str, Any]:
-        """What the ledger records of the request: its secrets redacted. A status read's is
-        worked out once per request and redactor (the secrets in use), then copied."""
-        if kind is not AttemptKind.STATUS:
-            return self._describe(kind, op)
-        redactor = self._redactor()
-        key = (*_status_key(op), redactor)
-        known = self._described.get(key)
-        if known is None:
-            if len(self._described) >= _ORIGINS_KEPT:
-                self._described.clear()
-            known = self._described[key] = self._describe(kind, op)
-        headers = known.get("headers")
-        return known | {"headers": dict(headers)} if isinstance(headers, dict) else dict(known)
-
-    def _describe(self, kind: AttemptKind, op: Operation) -> dict[str, Any]:
         prepared = self._prepare(kind, op)
         if isinstance(prepared, str):
             return {"unsendable": prepared}
@@ -248,13 +213,6 @@ class HttpRequests:
         }
 
     # -- making calls -----------------------------------------------------------------
-
-
-def _status_key(op: Operation) -> tuple[str | None, ...]:
-    """What a status read's request is made of, besides the provider file: the operation's
-    own ids (its request, path values included, belongs to the id) and the status URL."""
-    ids = (op.operation_id, op.idempotency_token, op.trace_id)
-    return (*ids, op.remote_job_id, op.status_url, op.status_via)
 
 
 class _Unsendable(JobtrailError):
