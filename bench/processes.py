@@ -3,9 +3,12 @@ short jobs (create, two status reads, result) completed by one supervisor runnin
 2 worker processes (`worker --processes N --until-idle`, as an operator runs it), on a
 SQLite ledger and on PostgreSQL, against the simulator in its own process.
 
-The rate is operations completed per second over the ledger's active window (first attempt
-to last transition, read from the ledger, so start-up is not counted). Every operation must
-succeed with exactly its four calls. The figure is 2 processes over 1, same run, same store.
+The operations in flight are the same either way (TOTAL: one process at concurrency TOTAL,
+two at TOTAL / 2 each), so what changes is the cores and the write lock, not the number of
+calls waiting at once. The rate is operations completed per second over the ledger's active
+window (first attempt to last transition, read from the ledger, so start-up is not counted).
+Every operation must succeed with exactly its four calls. The figure is 2 processes over 1,
+same run, same store.
 """
 
 from __future__ import annotations
@@ -30,16 +33,17 @@ from bench.common import (
     simulator_process,
     use_token,
 )
-from bench.multiworker import CALLS_PER_OPERATION, CONCURRENCY, ledger_facts, submit
+from bench.multiworker import CALLS_PER_OPERATION, ledger_facts, submit
 
 PROCESSES = (1, 2)
+TOTAL = 100  # operations in flight, shared by the processes
 
 
 def supervised(db: str, data: Path, processes: int) -> float:
     """`jobtrail worker --processes N --until-idle` to its end: its wall seconds."""
     jobtrail = str(ROOT / ".venv" / "bin" / "jobtrail")
     command = [jobtrail, "--db", db, "--data-dir", str(data), "worker", "--until-idle"]
-    command += ["--concurrency", str(CONCURRENCY), "--processes", str(processes)]
+    command += ["--concurrency", str(TOTAL // processes), "--processes", str(processes)]
     started = time.perf_counter()
     done = subprocess.run(
         command, env=os.environ | {TOKEN_ENV: TOKEN}, cwd=ROOT, capture_output=True, text=True
