@@ -76,7 +76,7 @@ async def run(quick: bool) -> Report:
                 if store == "sqlite":
                     db = str(Path(d) / f"ledger-{count}.db")
                 else:
-                    db = fresh_pg_database()
+                    db = fresh_pg_database("jobtrail_bench_processes")  # its own
                 await submit(db, url, n)
                 load = os.getloadavg()[0]
                 wall = await asyncio.to_thread(supervised, db, Path(d) / "data", count)
