@@ -2,7 +2,9 @@
 
 While one commit is in flight, new changes queue; the next commit takes them all. Under
 load the batches grow by themselves, so durability stays full (every change is committed
-before its caller goes on) while the cost of each fsync is shared.
+before its caller goes on) while the cost of each fsync is shared. Each change is encoded
+(`prepare`) by its caller as it is queued, while the commit before it is in flight, so the
+store's writer only executes.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ class GroupCommitter:
         self._store, self._max = store, max_batch
         self._queue: list[tuple[Change, asyncio.Future[CommitResult]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._prepare = getattr(store, "prepare", None)  # store/engine.py EngineStore.prepare
 
     async def commit(self, change: Change) -> CommitResult:
+        if self._prepare is not None:
+            change = self._prepare(change)
         future: asyncio.Future[CommitResult] = asyncio.get_running_loop().create_future()
         self._queue.append((change, future))
         if self._flusher is None or self._flusher.done():
