@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, ClassVar, TypeVar
 
 from jobtrail.core.audit import AuditEntry, AuditRow, audit_row
@@ -32,12 +33,15 @@ from jobtrail.store.chain import VERIFY, WRITE, AuditChain
 from jobtrail.store.commit import Batch, Prepared, prepare
 from jobtrail.store.conn import Conn, Work, first
 from jobtrail.store.finding import OperationPage, OperationQuery, where
+from jobtrail.store.group import Grouped
 from jobtrail.store.leases import CLOCK_FIELDS, Lease
 from jobtrail.store.prune import prune
 from jobtrail.store.retention import Bind, Keep, Pruned
 from jobtrail.store.tasks import task_handle, task_row
 
 T = TypeVar("T")
+# A create as queued: the record, its encoded row and provider document, its audit texts.
+_Create = tuple[Operation, dict[str, Any], tuple[str, str], tuple[tuple[Any, str], ...]]
 
 # What a dialect class defines (tests/unit/test_store_engine.py holds it to this list): how
 # it opens and closes, runs work, passes arrays and lease clocks, guards one change's update,
@@ -66,6 +70,7 @@ class EngineStore:
     CODEC: ClassVar[c.Codec]
     MARK: ClassVar[str]
     _chain: AuditChain
+    _creates: Grouped[_Create, Operation] | None = None
 
     # -- the hooks (see HOOKS) ------------------------------------------------------------
 
@@ -187,20 +192,48 @@ class EngineStore:
     # -- writes ------------------------------------------------------------------------
 
     async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
-        Q, codec = self.Q, self.CODEC
+        """Creates share a transaction as the changes do (store/group.py), each encoded
+        here, by its caller, before it is queued."""
+        if self._creates is None:
+            self._creates = Grouped(self._create_all)
+        row = self.CODEC.operation_row(op)
+        config = c.keyed_config(row)
+        texts = tuple((entry.operation_id, entry.canonical()) for entry in audit)
+        return await self._creates.submit((op, row, config, texts))
 
-        async def run(conn: Conn) -> Operation:
+    async def _create_all(self, creates: Sequence[_Create]) -> list[Operation | Exception]:
+        """One transaction for all of `creates`; should it be refused, each in its own, so
+        that only the create refused fails."""
+        try:
+            return list(await self._write(partial(self._create, creates)))
+        except StoreError:
+            if len(creates) == 1:
+                raise
+        done: list[Operation | Exception] = []
+        for one in creates:
+            try:
+                done += await self._write(partial(self._create, [one]))
+            except StoreError as exc:
+                done.append(exc)
+        return done
+
+    async def _create(self, creates: Sequence[_Create], conn: Conn) -> list[Operation]:
+        Q, codec = self.Q, self.CODEC
+        made: list[Operation] = []
+        texts: list[tuple[Any, str]] = []
+        for op, row, config, audit in creates:
             if found := first(await conn.rows(Q["get_by_key"], (c.storable(op.key),))):
-                return codec.operation(found)
-            row = codec.operation_row(op)
-            await conn.count(Q["insert_config"], c.keyed_config(row))
+                made.append(codec.operation(found))
+                continue
+            await conn.count(Q["insert_config"], config)
             if not await conn.rows(Q["insert_operation"], row):  # another writer's, meanwhile
                 (found,) = await conn.rows(Q["get_by_key"], (c.storable(op.key),))
-                return codec.operation(found)
-            await self._append_audit(conn, audit)
-            return op
-
-        return await self._write(run)
+                made.append(codec.operation(found))
+                continue
+            made.append(op)
+            texts += audit
+        await self._append_audit(conn, (), texts)
+        return made
 
     def prepare(self, change: Change) -> Prepared:
         """`change` encoded for the writer (rows, audit texts): the caller's work, before it
