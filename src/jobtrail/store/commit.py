@@ -86,6 +86,7 @@ class Batch:
         self.verdicts: dict[int, Verdict] = {}
         self.stored: dict[int, Operation] = {}
         self.sealed: list[tuple[str | None, str]] = []  # observation runs closed by this batch
+        self._clock: list[float | None] = []  # the lease clock, read once per batch
 
     async def run(self, conn: Conn) -> list[CommitResult]:
         seen: set[str] = set()
@@ -166,6 +167,11 @@ class Batch:
         ends = [i for i in opened if self.changes[i].operation.state.ends_automation]
         await self._close_runs(conn, ends)
 
+    def _lease_clock(self) -> float | None:
+        if not self._clock:
+            self._clock.append(self.store.lease_clock())
+        return self._clock[0]
+
     def _record(
         self, i: int, row: Any, folded: bool, writes: dict[str, list[Any]], seen: set[str]
     ) -> None:
@@ -184,7 +190,7 @@ class Batch:
             writes["release_lease_row"].append(
                 {
                     "released_at": codec.t_out(op.updated_at),
-                    "clock": self.store.lease_clock(),
+                    "clock": self._lease_clock(),
                     "operation_id": op.operation_id,
                     "fence": change.owner_fence,
                 }
