@@ -250,8 +250,8 @@ class SqliteStore(EngineStore):
             )
             for cl in claims:
                 op = cl.operation
-                tenure = (op.fence, owner, _t_out(now), expires, op.operation_id)
-                tenure += (clock, reading, until)  # type: ignore[assignment]
+                tenure: tuple[Any, ...] = (op.fence, owner, _t_out(now), expires)
+                tenure += (op.operation_id, clock, reading, until)
                 if not await conn.count(Q["extend_tenure"], tenure):
                     await conn.count(Q["new_tenure"], tenure)
             return claims
