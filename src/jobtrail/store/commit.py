@@ -63,6 +63,8 @@ def prepare(change: Change, codec: c.Codec, update: tuple[str, Any]) -> Prepared
         return change
     attempts = (change.safe_read, change.attempt_started)
     finished = change.attempt_finished
+    # The change's fields copied as they are (no dataclass __init__ per field: this runs for
+    # every change), then its encodings; a Prepared is as frozen as the Change it extends.
     prepared = object.__new__(Prepared)
     prepared.__dict__.update(
         change.__dict__,
