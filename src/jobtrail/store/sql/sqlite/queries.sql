@@ -122,8 +122,8 @@ RETURNING id;
 -- Closes the open runs of these operations (ids, with the time each closes at).
 -- name: close_runs
 UPDATE observations SET closed_at = v.at
-FROM (SELECT i.value AS id, t.value AS at FROM json_each(?1) AS i
-    JOIN json_each(?2) AS t ON t.key = i.key) AS v
+FROM (SELECT i.value AS id, json_extract(?2, '$[' || i.key || ']') AS at
+    FROM json_each(?1) AS i) AS v
 WHERE observations.operation_id = v.id AND observations.closed_at IS NULL
 RETURNING *;
 
