@@ -180,9 +180,7 @@ class Forwarder:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(
-            asyncio.start_server(self._serve, self._listen, 0)
-        )
+        server = self._loop.run_until_complete(asyncio.start_server(self._serve, self._listen, 0))
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()
         try:
