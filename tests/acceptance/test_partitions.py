@@ -49,7 +49,7 @@ from waits import until_true_async
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 LEASE_S = 8
-SUBMIT_WAIT_S = 8  # how long the client waits for a submit's answer
+SUBMIT_WAIT_S = 15  # how long the client waits for a submit's answer
 CLIENT = "partition-client"  # the client's connections' application_name
 PER_KIND = 3  # operations of each provider kind (token, lookup-only) in each batch
 # The job is made when its create arrives, its answer held 3 s (short of the call's 5 s
@@ -102,6 +102,7 @@ class Rig:
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
         self.store: Store | None = None  # the test's own view of the ledger (no partition)
         self.unanswered: list[str] = []  # keys whose submit the client saw no answer to
+        self.refusals: list[str] = []  # what the client said when a submit failed
 
     def env(self, fake: dict[str, str] | None = None) -> list[str]:
         env = {"PATH": "/usr/bin:/bin", "REPORTS_API_TOKEN": SECRET} | (fake or {})
@@ -141,7 +142,7 @@ class Rig:
             stderr=asyncio.subprocess.PIPE,
         )
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), SUBMIT_WAIT_S)
+            out, err = await asyncio.wait_for(proc.communicate(), SUBMIT_WAIT_S)
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
@@ -150,6 +151,7 @@ class Rig:
             return None
         if proc.returncode != 0:
             self.unanswered.append(key)
+            self.refusals.append(err.decode(errors="replace")[-500:])
             return None
         return str(json.loads(out)["operation_id"])
 
@@ -203,9 +205,13 @@ async def _submit_batch(
     """PER_KIND operations of each provider, by key, sent at once and retried (same key)
     until acknowledged."""
     keys = [(f"{tag}-{p.stem}-{n}", p, n) for p in providers for n in range(PER_KIND)]
-    deadline = time.monotonic() + 60
-    while pending := [k for k in keys if k[0] not in acked]:
+    deadline = time.monotonic() + 120
+    for tries in itertools.count():
+        if not (pending := [k for k in keys if k[0] not in acked]):
+            return
         assert time.monotonic() < deadline, f"submits never acknowledged: {pending}"
+        if tries:  # a retry: after a moment, as a client would
+            await asyncio.sleep(0.5)
         answers = await asyncio.gather(*(rig.submit(client, p, k, n) for k, p, n in pending))
         acked.update((k, op) for (k, _, _), op in zip(pending, answers, strict=True) if op)
 
@@ -285,7 +291,11 @@ async def _run(
         # the client's submits reach the database and wait there (behind a table lock)...
         await hold.execute("LOCK TABLE operations IN EXCLUSIVE MODE")
         second_batch = asyncio.create_task(_submit_batch(rig, client, providers, "two", acked))
-        await until_true_async(lambda: _client_waiting(rig), 20, "the client's submits wait")
+        await until_true_async(
+            lambda: _client_waiting(rig),
+            40,
+            lambda: f"the client's submits never waited at the database: {rig.refusals[-3:]}",
+        )
         net.cut(client, "db")  # ... its link is cut, and then they go through
     await asyncio.sleep(max(0.0, LEASE_S + 4 - (time.monotonic() - cut_at)))
     net.heal(a, "db")  # A's leases have long expired: its late writes must be refused
