@@ -49,6 +49,7 @@ from waits import until_true_async
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 LEASE_S = 8
+RUN_S = 240  # the whole run, at most (about a minute on a quiet machine)
 SUBMIT_WAIT_S = 15  # how long the client waits for a submit's answer
 CLIENT = "partition-client"  # the client's connections' application_name
 PER_KIND = 3  # operations of each provider kind (token, lookup-only) in each batch
@@ -243,11 +244,13 @@ async def test_partitions_make_no_second_job_no_second_owner_and_lose_no_write(
     ):
         async with fresh_ledger("postgres", tmp_path) as db:
             rig = Rig(net, tmp_path, _via(db.url, net, forward.port), db.url)
-            rig.store = await open_store(db.url)  # migrated once, before anyone starts
+            async with asyncio.timeout(20):  # the ledger's migration lock is database-wide
+                rig.store = await open_store(db.url)  # migrated once, before anyone starts
             providers = [_provider(tmp_path, sim.base_url, token=t) for t in (True, False)]
             acked: dict[str, str] = {}
             try:
-                await _run(rig, net, a, b, client, providers, acked, steps_back, ahead, stamp)
+                async with asyncio.timeout(RUN_S):  # a hang fails here, with its traceback
+                    await _run(rig, net, a, b, client, providers, acked, steps_back, ahead, stamp)
             finally:
                 rig.stop()
             try:
@@ -363,5 +366,12 @@ async def _check(rig: Rig, sim: SimulatorThread, acked: dict[str, str]) -> None:
         if t.kind.value == "create" and t.outcome == "ambiguous"
     ]
     assert lost, "no create's answer was lost to the provider's cut"
+    skews = [  # B's clock was a minute ahead of the database's (faketime took effect)
+        lease.acquired_at.timestamp() - lease.clock_acquired
+        for history in leases.values()
+        for lease in history
+        if lease.owner == "worker-b" and lease.clock_acquired is not None
+    ]
+    assert skews and all(50 < skew < 70 for skew in skews), skews
     owners = {lease.owner for history in leases.values() for lease in history}
     assert owners == {"worker-a", "worker-b"}, owners  # both worked: the takeover happened
