@@ -23,7 +23,6 @@ from pathlib import Path
 
 _UPTIME = "/proc/uptime"
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
-_open: tuple[int, int] | None = None  # (pid, descriptor of /proc/uptime) kept open
 
 
 @functools.cache
@@ -40,19 +39,13 @@ def machine_now() -> tuple[str, float]:
     in. Resolution 10 ms, ample for leases of seconds."""
     name = clock_name()
     if name != "monotonic":
-        try:
-            return name, float(os.pread(_uptime(), 64, 0).split()[0])
+        try:  # os.read, not Path.read_text: a claim and a release each read it
+            fd = os.open(_UPTIME, os.O_RDONLY)
+            try:
+                text = os.read(fd, 64)
+            finally:
+                os.close(fd)
+            return name, float(text.split()[0])
         except (OSError, ValueError, IndexError):
             pass
     return "monotonic", time.monotonic()
-
-
-def _uptime() -> int:
-    """/proc/uptime, opened once per process and read again from its start each time (the
-    kernel writes the text anew on every read at offset 0): one system call, not an open,
-    a read and a close through pathlib on every claim and release."""
-    global _open
-    pid = os.getpid()
-    if _open is None or _open[0] != pid:  # a forked child opens its own
-        _open = (pid, os.open(_UPTIME, os.O_RDONLY | os.O_CLOEXEC))
-    return _open[1]
