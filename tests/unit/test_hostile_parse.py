@@ -11,7 +11,7 @@ import pytest
 
 from jobtrail.core import outcomes as o
 from jobtrail.errors import ProviderConfigError
-from jobtrail.presentation.views import json_text, shown, shown_lines
+from jobtrail.presentation.text import json_text, shown, shown_lines
 from jobtrail.providers import parse
 from jobtrail.providers.config import parse_provider
 from jobtrail.providers.spec import Cookies
