@@ -161,7 +161,7 @@ async def submit(
 async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show one operation's record (OPERATION_ID may also be its key)."""
     async with opened(settings) as ledger:
-        op = await ledger.find(operation_id)
+        op = await ledger.get(operation_id)
         attempts = await ledger.attempts(op.operation_id)
         observations = await ledger.observations(op.operation_id)
         document = operation_json(op, ledger.now(), attempts=attempts, observations=observations)
@@ -250,7 +250,7 @@ def _counted(shown: int, total: int) -> str:
 async def history(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show an operation's transition history (append-only)."""
     async with opened(settings) as ledger:
-        operation_id = (await ledger.find(operation_id)).operation_id
+        operation_id = (await ledger.get(operation_id)).operation_id
         transitions = await ledger.history(operation_id)
     if as_json:
         emit_json([transition_json(t) for t in transitions])
@@ -287,7 +287,7 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
     from jobtrail.services.story import read_story
 
     async with opened(settings) as ledger:
-        story = await read_story(ledger, await ledger.find(operation_id))
+        story = await read_story(ledger, await ledger.get(operation_id))
     op, missing = story.op, not_installed_here(story.op)
     if not as_json:
         say(story.text(missing=missing))
@@ -322,7 +322,7 @@ async def cancel(
     """Record the intent to cancel. The lease owner sends the cancel once and keeps
     observing; the operation is `cancelled` only when the provider says so."""
     async with opened(settings) as ledger:
-        operation_id = (await ledger.find(operation_id)).operation_id
+        operation_id = (await ledger.get(operation_id)).operation_id
         op = await ledger.cancel(
             operation_id, actor=actor, reason=reason, expected_effect=expected_effect
         )

@@ -34,7 +34,7 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None: 
     from jobtrail.results.blobs import is_file_location
 
     async with opened(settings) as ledger:
-        op = await ledger.find(operation_id)
+        op = await ledger.get(operation_id)
         # the summary must be the one its collection audited, and the stored content (a
         # file, database chunks or an object) must still hash to it
         problem = await ledger.result_problem(op) if op.result is not None else None
