@@ -79,6 +79,12 @@ async def test_submit_wait_result_find_list_explain(
         found = await jt.find("feb")
         assert found is not None and found.operation_id == op.operation_id
         assert await jt.find("no-such-key") is None
+        # One contract (get raises, find answers None), and both take an id or a key.
+        by_id = await jt.find(op.operation_id)
+        assert by_id is not None and by_id.operation_id == op.operation_id
+        assert (await jt.get("feb")).operation_id == op.operation_id
+        with pytest.raises(jobtrail.NotFound, match="no operation with the id or key"):
+            await jt.get("no-such-key")
         listed = await jt.list(states=["succeeded"], limit=5)
         assert [o.operation_id for o in listed] == [op.operation_id]
         assert await jt.list(states=[State.FAILED]) == []

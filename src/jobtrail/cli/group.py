@@ -18,6 +18,7 @@ from jobtrail.cli.context import settings_from
 MODULES = (
     "ops",
     "status",
+    "result",
     "decisions",
     "running",
     "admin",
@@ -28,8 +29,9 @@ MODULES = (
     "docs",
 )
 HOME = {
-    **dict.fromkeys(("submit", "list", "history", "explain", "cancel", "result"), "ops"),
+    **dict.fromkeys(("submit", "list", "history", "explain", "cancel"), "ops"),
     "status": "status",
+    "result": "result",
     **dict.fromkeys(("escalation", "resolve", "extend"), "decisions"),
     **dict.fromkeys(("worker", "run", "demo"), "running"),
     **dict.fromkeys(("audit", "provider", "simulator"), "admin"),

@@ -47,7 +47,7 @@ def status(settings: Settings, operation_id: str, as_json: bool) -> None:
 
 async def _status(settings: Settings, operation_id: str, as_json: bool) -> None:
     async with opened(settings) as ledger:
-        op = await ledger.find(operation_id)
+        op = await ledger.get(operation_id)
         attempts = await ledger.attempts(op.operation_id)
         observations = await ledger.observations(op.operation_id)
         document = operation_json(op, ledger.now(), attempts=attempts, observations=observations)

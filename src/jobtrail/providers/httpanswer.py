@@ -56,7 +56,7 @@ class HttpAnswers(HttpRequests):
                     if page is not None:
                         detail["page"] = page.to_json()
                     return Reply(outcome=scanned, detail=detail)
-                outcome = parse.parse_list(
+                outcome = lookup.parse_list(
                     spec.listing, spec, status, headers, body, reference=operation_id
                 )
                 return Reply(outcome=outcome, detail=detail)
