@@ -293,8 +293,9 @@ class PostgresStore:
             await self._check_keying(conn, fix=True)
         rows = self._chain.extend(head["seq"], head["hash"], entries)
         async with conn.pipeline(), conn.cursor() as cur:
-            await cur.executemany(Q["insert_audit"], rows)
-            await cur.execute(Q["move_audit_head"], (rows[-1][0], rows[-1][4]))
+            stored = self._chain.stored(rows)
+            await cur.executemany(Q["insert_audit"], stored)
+            await cur.execute(Q["move_audit_head"], (stored[-1][0], stored[-1][4]))
 
     async def _keying(
         self, conn: Conn, act: str = WRITE

@@ -537,7 +537,7 @@ class SqliteStore:
         if head is None:  # the chain's first entry fixes its keying (checked in _write)
             conn.execute(Q["insert_audit_keying"], self._chain.judge(None, None)[1])
         rows = self._chain.extend(head[0] if head else 0, head[1] if head else None, entries)
-        conn.executemany(Q["insert_audit"], rows)
+        conn.executemany(Q["insert_audit"], self._chain.stored(rows))
 
     async def prune(
         self,

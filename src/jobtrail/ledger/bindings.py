@@ -1,0 +1,144 @@
+"""Audit entries that bind the rows they cover by hash instead of copying them (issue 24,
+migration 0017), and the check that the rows still hold what was bound.
+
+An effectful call's `attempt.intent` entry held a copy of the attempt's request, and its
+`attempt.outcome` entry a copy of the answer's detail: the same bytes twice, once in the
+attempts table and once in the chain. Now each holds the sha256 of the column's canonical
+JSON (`request_sha256`, `detail_sha256`) and the attempt's small columns as they are (its
+kind; its outcome, HTTP status and provider request id), all taken from the attempt as it is
+stored, after redaction. The chain covers the entry, the entry covers the row: an edit of
+any bound column is named by `audit verify` (`edited_attempts`), row and column. Entries
+written before 0017 keep their copies and verify as they did.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from jobtrail.core.audit import AuditEntry, AuditRow, digest
+from jobtrail.core.model import Attempt
+from jobtrail.store.base import Change
+from jobtrail.store.codec import storable
+
+INTENT, OUTCOME = "attempt.intent", "attempt.outcome"
+# The attempt's columns each entry binds: by hash (the JSON ones) or as they are.
+HASHED = {INTENT: ("request",), OUTCOME: ("detail",)}
+COPIED = {INTENT: ("kind",), OUTCOME: ("outcome", "http_status", "provider_request_id")}
+
+
+def bind(change: Change) -> Change:
+    """`change` with each attempt entry binding its attempt's stored columns (the change's
+    attempts, already redacted) by hash: an intent the attempt it starts, an outcome the
+    attempt it finishes (or records finished, as a decision's adopted read)."""
+    started, finished = change.attempt_started, change.attempt_finished
+    if not change.audit or (started is None and finished is None):
+        return change
+    audit = [_bound(entry, started, finished) for entry in change.audit]
+    return replace(change, audit=audit)
+
+
+def _bound(entry: AuditEntry, started: Attempt | None, finished: Attempt | None) -> AuditEntry:
+    data = entry.data
+    if entry.kind not in HASHED or not isinstance(data, dict):
+        return entry
+    if entry.kind == INTENT:
+        candidates = [started]
+    else:
+        candidates = [finished, started if started and started.outcome is not None else None]
+    attempt = next((a for a in candidates if a and a.attempt_id == data.get("attempt_id")), None)
+    if attempt is None or entry.operation_id != attempt.operation_id:
+        return entry
+    bound: dict[str, Any] = {"attempt_id": attempt.attempt_id}
+    if entry.kind == OUTCOME:
+        bound["kind"] = attempt.kind.value
+    for column in COPIED[entry.kind]:
+        bound[column] = _value(attempt, column)
+    for column in HASHED[entry.kind]:
+        bound[f"{column}_sha256"] = digest(getattr(attempt, column))
+    return replace(entry, data=bound)
+
+
+def _value(attempt: Attempt, column: str) -> Any:
+    value = getattr(attempt, column)
+    return value.value if column == "kind" else value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Binding:
+    """What one entry (#seq) bound of one attempt row: column -> value, or -> sha256 for a
+    hashed column (named `<column>_sha256` in the entry)."""
+
+    seq: int
+    operation_id: str | None
+    copied: Mapping[str, Any]
+    hashed: Mapping[str, str]
+
+
+def bindings(rows: Iterable[AuditRow]) -> dict[str, list[Binding]]:
+    """Each attempt's bindings in the chain, by attempt id (entries from 0017 on)."""
+    found: dict[str, list[Binding]] = {}
+    for row in rows:
+        try:
+            doc = json.loads(row.entry)
+        except ValueError:
+            continue
+        if not isinstance(doc, dict) or doc.get("kind") not in HASHED:
+            continue
+        kind, data = doc["kind"], doc.get("data")
+        if not isinstance(data, dict) or not isinstance(data.get("attempt_id"), str):
+            continue
+        hashed = {c: data[f"{c}_sha256"] for c in HASHED[kind] if f"{c}_sha256" in data}
+        if not hashed:
+            continue  # an entry written before 0017: it holds copies
+        copied = {c: data.get(c) for c in COPIED[kind]}
+        binding = Binding(
+            seq=row.seq, operation_id=doc.get("operation_id"), copied=copied, hashed=hashed
+        )
+        found.setdefault(data["attempt_id"], []).append(binding)
+    return found
+
+
+def edited_attempts(attempts: Iterable[Attempt], bound: Mapping[str, list[Binding]]) -> list[str]:
+    """Each attempt row that no longer holds what its entries bound, by row and column, and
+    each bound attempt that is gone; in chain order."""
+    problems: list[tuple[int, str]] = []
+    seen = set()
+    for attempt in attempts:
+        seen.add(attempt.attempt_id)
+        for binding in bound.get(attempt.attempt_id, ()):
+            column = _edited(attempt, binding)
+            if column is not None:
+                problems.append(
+                    (
+                        binding.seq,
+                        f"attempt {attempt.attempt_id} was edited: its {column} column is not "
+                        f"what audit entry #{binding.seq} bound",
+                    )
+                )
+    for attempt_id, found in bound.items():
+        if attempt_id not in seen:
+            first = found[0]
+            problems.append(
+                (
+                    first.seq,
+                    f"attempt {attempt_id} of {first.operation_id}, bound by audit entry "
+                    f"#{first.seq}, is missing from the attempts table (deleted)",
+                )
+            )
+    return [text for _, text in sorted(problems)]
+
+
+def _edited(attempt: Attempt, binding: Binding) -> str | None:
+    """The first bound column of `attempt` that differs from `binding`, or None."""
+    if binding.operation_id != attempt.operation_id:
+        return "operation_id"
+    for column, value in binding.copied.items():
+        if storable(_value(attempt, column)) != storable(value):
+            return column
+    for column, expected in binding.hashed.items():
+        if digest(getattr(attempt, column)) != expected:
+            return column
+    return None
