@@ -81,6 +81,7 @@ _GUARDS = {
     "audit_log": ("audit_no_update", "audit_no_delete"),
     "transitions": ("transitions_no_update", "transitions_no_delete"),
     "attempts": ("attempts_no_delete",),
+    "observations": ("observations_no_update", "observations_no_delete"),
 }
 
 

@@ -1,8 +1,9 @@
 """Every column the audit chain covers, edited in the database by hand, is named by `jobtrail
 audit verify` (and `--replay` where the chain covers it through the history): the chain's own
-columns, the attempt rows its entries bind by hash (migration 0017), the transitions it
-vouches for step by step, and the operation columns the history, the request fingerprint and
-the result digest bind. Run through the command itself, on SQLite and PostgreSQL."""
+columns, the attempt rows and the closed observation runs its entries bind by hash
+(migration 0017), the transitions it vouches for step by step, and the operation columns the
+history, the request fingerprint and the result digest bind. Run through the command itself,
+on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ class Case:
     replay: bool = False  # found by `--replay` only
 
 
+# The first operation's status run: closed (its automation ended) and sealed. (A create's
+# observation is closed at once and covered by the create's attempt instead.)
+FIRST_RUN = "(SELECT id FROM observations WHERE operation_id = '{one}' AND source = 'status')"
 CASES = [
     Case(
         "audit_log",
@@ -84,6 +88,41 @@ CASES = [
         "(the row)",
         "DELETE FROM attempts WHERE attempt_id = '{attempt}'",
         "attempt {attempt} of {one}, bound by audit entry #",
+    ),
+    *(
+        Case(
+            "observations",
+            column,
+            f"UPDATE observations SET {column} = {value} WHERE id = {FIRST_RUN}",
+            named,
+        )
+        for column, value, named in [
+            *(
+                (column, value, "{one} first read by at_")
+                for column, value in [
+                    ("remote_state", "'RUNNING'"),
+                    ("remote_status", "'running'"),
+                    ("provider_updated_at", "'2025-03-01T11:00:00Z'"),
+                    ("observed_at", "'2025-03-01T11:00:00.000000Z'"),
+                    ("last_seen_at", "'2025-03-01T11:00:00.000000Z'"),
+                    ("last_request_id", "'req_forged'"),
+                    ("progress", "'{{\"percent\":50}}'"),
+                    ("last_progress", "'{{\"percent\":50}}'"),
+                    ("closed_at", "'2025-03-01T13:00:00.000000Z'"),
+                    ("usage", "'{{\"tokens\":1}}'"),
+                    ("event_id", "'ev_forged'"),
+                ]
+            ),
+            ("seen_count", "7", "its seen_count column is not what audit entry"),
+            ("source", "'webhook'", "is missing from the observations table"),
+            ("ref", "'at_forged'", "is missing from the observations table"),
+        ]
+    ),
+    Case(
+        "observations",
+        "(the row)",
+        f"DELETE FROM observations WHERE id = {FIRST_RUN}",
+        "sealed by audit entry #",
     ),
     *(
         Case(

@@ -54,8 +54,9 @@ def audit() -> None:
 async def audit_verify(settings: Settings, anchor: str | None, replay: bool, as_json: bool) -> None:
     """Recompute the hash chain (HMAC-keyed when JOBTRAIL_AUDIT_KEY is set) and check each
     row's indexed columns against its entry, and each attempt row against what its entries
-    bound by hash. Exit 0 only when intact; otherwise name the first entry edited, deleted,
-    inserted, moved or relabelled, and each attempt row edited (by column) or deleted."""
+    bound by hash, and each closed observation run. Exit 0 only when intact; otherwise name
+    the first entry edited, deleted, inserted, moved or relabelled, and each attempt row or
+    observation run edited (by column) or deleted."""
     expected = None
     if anchor:
         count, _, head = anchor.partition(":")
@@ -65,7 +66,7 @@ async def audit_verify(settings: Settings, anchor: str | None, replay: bool, as_
     async with opened(settings) as ledger:
         keying = await ledger.keying_problem()
         rows = await ledger.audit_rows()
-        edited = await ledger.edited_attempts()
+        edited = await ledger.edited_rows()
         forged = await ledger.forged_operations() if replay else []
     verdict = verify(rows, settings.audit_key, expected)
     if keying is not None:  # every link would fail: say which key, not which entry

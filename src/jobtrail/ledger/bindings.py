@@ -1,5 +1,7 @@
 """Audit entries that bind the rows they cover by hash instead of copying them (issue 24,
-migration 0017), and the check that the rows still hold what was bound.
+migration 0017), and the check that the rows still hold what was bound: attempt rows (bound
+here, in the ledger) and closed observation runs (bound by the store as it seals each run,
+store.codec.run_closed).
 
 An effectful call's `attempt.intent` entry held a copy of the attempt's request, and its
 `attempt.outcome` entry a copy of the answer's detail: the same bytes twice, once in the
@@ -7,8 +9,10 @@ attempts table and once in the chain. Now each holds the sha256 of the column's 
 JSON (`request_sha256`, `detail_sha256`) and the attempt's small columns as they are (its
 kind; its outcome, HTTP status and provider request id), all taken from the attempt as it is
 stored, after redaction. The chain covers the entry, the entry covers the row: an edit of
-any bound column is named by `audit verify` (`edited_attempts`), row and column. Entries
-written before 0017 keep their copies and verify as they did.
+any bound column is named by `audit verify` (`edited_rows`), row and column. An
+`observation.run` entry likewise holds the run's source, first read and count, and the sha256
+of its final values (`run_values`): an edited run is named by row (and by column for those
+three). Entries written before 0017 keep their copies and verify as they did.
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from jobtrail.core.audit import AuditEntry, AuditRow, digest
-from jobtrail.core.model import Attempt
+from jobtrail.core.model import Attempt, Observation
 from jobtrail.store.base import Change
-from jobtrail.store.codec import storable
+from jobtrail.store.codec import run_values, storable
 
-INTENT, OUTCOME = "attempt.intent", "attempt.outcome"
+INTENT, OUTCOME, RUN = "attempt.intent", "attempt.outcome", "observation.run"
 # The attempt's columns each entry binds: by hash (the JSON ones) or as they are.
 HASHED = {INTENT: ("request",), OUTCOME: ("detail",)}
 COPIED = {INTENT: ("kind",), OUTCOME: ("outcome", "http_status", "provider_request_id")}
@@ -101,9 +105,23 @@ def bindings(rows: Iterable[AuditRow]) -> dict[str, list[Binding]]:
     return found
 
 
-def edited_attempts(attempts: Iterable[Attempt], bound: Mapping[str, list[Binding]]) -> list[str]:
-    """Each attempt row that no longer holds what its entries bound, by row and column, and
-    each bound attempt that is gone; in chain order."""
+def edited_rows(
+    rows: Iterable[AuditRow],
+    attempts: Iterable[Attempt],
+    observations: Mapping[str, list[Observation]],
+) -> list[str]:
+    """Each attempt row and closed observation run (by operation) that no longer holds what
+    the chain's `rows` bound, by row and column, and each bound row that is gone; in chain
+    order."""
+    listed = list(rows)
+    found = _edited_attempts(attempts, bindings(listed))
+    found += _edited_runs(observations, sealed_runs(listed))
+    return [text for _, text in sorted(found)]
+
+
+def _edited_attempts(
+    attempts: Iterable[Attempt], bound: Mapping[str, list[Binding]]
+) -> list[tuple[int, str]]:
     problems: list[tuple[int, str]] = []
     seen = set()
     for attempt in attempts:
@@ -128,7 +146,7 @@ def edited_attempts(attempts: Iterable[Attempt], bound: Mapping[str, list[Bindin
                     f"#{first.seq}, is missing from the attempts table (deleted)",
                 )
             )
-    return [text for _, text in sorted(problems)]
+    return problems
 
 
 def _edited(attempt: Attempt, binding: Binding) -> str | None:
@@ -142,3 +160,88 @@ def _edited(attempt: Attempt, binding: Binding) -> str | None:
         if digest(getattr(attempt, column)) != expected:
             return column
     return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sealed:
+    """What an `observation.run` entry (#seq, from 0017 on) bound of a closed run."""
+
+    seq: int
+    source: Any
+    first_ref: Any
+    count: Any
+    sha256: str
+
+
+def sealed_runs(rows: Iterable[AuditRow]) -> dict[str, list[Sealed]]:
+    """The runs the chain sealed by hash, by operation id, in chain order."""
+    found: dict[str, list[Sealed]] = {}
+    for row in rows:
+        try:
+            doc = json.loads(row.entry)
+        except ValueError:
+            continue
+        if not isinstance(doc, dict) or doc.get("kind") != RUN:
+            continue
+        data, op_id = doc.get("data"), doc.get("operation_id")
+        if not isinstance(data, dict) or "run_sha256" not in data or not isinstance(op_id, str):
+            continue  # an entry written before 0017: it holds copies
+        sealed = Sealed(
+            seq=row.seq,
+            source=data.get("source"),
+            first_ref=data.get("first_ref"),
+            count=data.get("count"),
+            sha256=str(data["run_sha256"]),
+        )
+        found.setdefault(op_id, []).append(sealed)
+    return found
+
+
+def _edited_runs(
+    observations: Mapping[str, list[Observation]], sealed: Mapping[str, list[Sealed]]
+) -> list[tuple[int, str]]:
+    problems: list[tuple[int, str]] = []
+    for op_id, runs in sealed.items():
+        closed = [ob for ob in observations.get(op_id, ()) if ob.closed_at is not None]
+        for run in runs:
+            same = [ob for ob in closed if (ob.source, ob.ref) == (run.source, run.first_ref)]
+            match = next((ob for ob in same if _run_digest(ob) == run.sha256), None)
+            if match is None and not same:
+                problems.append((run.seq, _missing_run(op_id, run)))
+                continue
+            ob = match or same[0]
+            closed.remove(ob)
+            column = _run_edited(ob, run)
+            if column is not None:
+                problems.append(
+                    (
+                        run.seq,
+                        f"the observation run of {op_id} first read by {run.first_ref} was "
+                        f"edited: its {column} is not what audit entry #{run.seq} bound",
+                    )
+                )
+    return problems
+
+
+def _run_digest(ob: Observation) -> str:
+    assert ob.closed_at is not None
+    return digest(run_values(ob, ob.closed_at))
+
+
+def _run_edited(ob: Observation, run: Sealed) -> str | None:
+    if ob.seen_count != run.count:
+        return "seen_count column"
+    if _run_digest(ob) != run.sha256:
+        return (
+            "stored values (remote_state, remote_status, provider_updated_at, observed_at, "
+            "last_seen_at, last_request_id, progress, last_progress or closed_at)"
+        )
+    return None
+
+
+def _missing_run(op_id: str, run: Sealed) -> str:
+    return (
+        f"the observation run of {op_id} first read by {run.first_ref} ({run.source}), "
+        f"sealed by audit entry #{run.seq}, is missing from the observations table (deleted, "
+        "or its source or ref column edited)"
+    )

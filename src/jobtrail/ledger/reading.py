@@ -20,7 +20,7 @@ from jobtrail.errors import (
     NotFound,
 )
 from jobtrail.ledger.base import EVERY, LedgerBase
-from jobtrail.ledger.bindings import bindings, edited_attempts
+from jobtrail.ledger.bindings import edited_rows
 from jobtrail.ledger.histories import (
     Forgery,
     audited_requests,
@@ -91,14 +91,15 @@ class Reading(LedgerBase):
             raise NotFound(f"no operation with the id or key {ref!r} in this ledger")
         return op
 
-    async def edited_attempts(self) -> list[str]:
-        """Attempt rows that no longer hold what their audit entries bound by hash (request,
-        detail, outcome...: jobtrail.ledger.bindings), or that are gone; in chain order."""
-        rows = await self.store.audit_rows()  # first: an entry commits with its attempt
-        attempts = []
+    async def edited_rows(self) -> list[str]:
+        """Attempt rows and closed observation runs that no longer hold what their audit
+        entries bound by hash (jobtrail.ledger.bindings), or that are gone; in chain order."""
+        rows = await self.store.audit_rows()  # first: an entry commits with its rows
+        attempts, observations = [], {}
         for op in reversed(await self.store.list_operations(limit=EVERY)):
             attempts += await self.store.attempts(op.operation_id)
-        return edited_attempts(attempts, bindings(rows))
+            observations[op.operation_id] = await self.store.observations(op.operation_id)
+        return edited_rows(rows, attempts, observations)
 
     async def forged_operations(self) -> list[Forgery]:
         """Operations whose stored state or remote job id is not what their audited history

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from jobtrail.core.audit import AuditEntry
+from jobtrail.core.audit import AuditEntry, digest
 from jobtrail.core.model import (
     Attempt,
     AttemptKind,
@@ -476,9 +476,33 @@ def _column(row: Any, name: str) -> Any:
         return None
 
 
+def run_values(ob: Observation, closed_at: datetime) -> dict[str, Any]:
+    """A closed observation run's final values, as entries before migration 0017 copied them
+    into its `observation.run` entry (less the usage and event id, since added); from 0017 on
+    the entry holds their sha256."""
+    return {
+        "source": ob.source,
+        "remote_state": ob.remote_state,
+        "remote_status": ob.remote_status.value,
+        "provider_updated_at": ob.provider_updated_at,
+        "first_seen": ob.observed_at.isoformat(),
+        "last_seen": ob.seen_last.isoformat(),
+        "count": ob.seen_count,
+        "first_ref": ob.ref,
+        "last_request_id": ob.request_id,
+        "first_progress": ob.progress,
+        "last_progress": ob.last_progress,
+        "closed_at": closed_at.isoformat(),
+        "usage": ob.usage,
+        "event_id": ob.event_id,
+    }
+
+
 def run_closed(ob: Observation, closed_at: datetime) -> AuditEntry:
-    """The audit entry that seals an observation run: its final values, so the hash chain
-    covers every read it folded even though the row itself was updated in place."""
+    """The audit entry that seals an observation run, so the hash chain covers every read it
+    folded even though the row itself was updated in place: the run's source, first read and
+    count, and the sha256 of its final values (`run_values`; `audit verify` checks the row
+    against it, jobtrail.ledger.bindings)."""
     return AuditEntry(
         at=closed_at,
         operation_id=ob.operation_id,
@@ -486,17 +510,9 @@ def run_closed(ob: Observation, closed_at: datetime) -> AuditEntry:
         actor="ledger",
         data={
             "source": ob.source,
-            "remote_state": ob.remote_state,
-            "remote_status": ob.remote_status.value,
-            "provider_updated_at": ob.provider_updated_at,
-            "first_seen": ob.observed_at.isoformat(),
-            "last_seen": ob.seen_last.isoformat(),
-            "count": ob.seen_count,
             "first_ref": ob.ref,
-            "last_request_id": ob.request_id,
-            "first_progress": ob.progress,
-            "last_progress": ob.last_progress,
-            "closed_at": closed_at.isoformat(),
+            "count": ob.seen_count,
+            "run_sha256": digest(run_values(ob, closed_at)),
         },
     )
 
