@@ -12,10 +12,10 @@ import pytest
 
 from jobtrail.core.audit import digest
 from jobtrail.core.model import Attempt, Observation, Operation
+from jobtrail.core.seals import run_values
 from jobtrail.core.states import RemoteStatus, State
 from jobtrail.store import Store
 from jobtrail.store.base import Change, Verdict
-from jobtrail.store.codec import run_values
 
 from contract_records import (
     LEASE,

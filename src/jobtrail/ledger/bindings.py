@@ -1,7 +1,7 @@
 """Audit entries that bind the rows they cover by hash instead of copying them (issue 24,
 migration 0017), and the check that the rows still hold what was bound: attempt rows (bound
 here, in the ledger) and closed observation runs (bound by the store as it seals each run,
-store.codec.run_closed).
+store.codec.run_closed, core.seals).
 
 An effectful call's `attempt.intent` entry held a copy of the attempt's request, and its
 `attempt.outcome` entry a copy of the answer's detail: the same bytes twice, once in the
@@ -24,8 +24,9 @@ from typing import Any
 
 from jobtrail.core.audit import AuditEntry, AuditRow, digest
 from jobtrail.core.model import Attempt, Observation
+from jobtrail.core.seals import run_values
 from jobtrail.store.base import Change
-from jobtrail.store.codec import run_values, storable
+from jobtrail.store.codec import storable
 
 INTENT, OUTCOME, RUN = "attempt.intent", "attempt.outcome", "observation.run"
 # The attempt's columns each entry binds: by hash (the JSON ones) or as they are.
@@ -234,7 +235,8 @@ def _run_edited(ob: Observation, run: Sealed) -> str | None:
     if _run_digest(ob) != run.sha256:
         return (
             "stored values (remote_state, remote_status, provider_updated_at, observed_at, "
-            "last_seen_at, last_request_id, progress, last_progress or closed_at)"
+            "last_seen_at, last_request_id, progress, last_progress, closed_at, usage or "
+            "event_id)"
         )
     return None
 

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from jobtrail.core.audit import AuditEntry, digest
+from jobtrail.core.audit import AuditEntry
 from jobtrail.core.model import (
     Attempt,
     AttemptKind,
@@ -28,6 +28,7 @@ from jobtrail.core.model import (
     evolve,
 )
 from jobtrail.core.outcomes import stored_word
+from jobtrail.core.seals import run_seal
 from jobtrail.core.states import Evidence, RemoteStatus, State
 
 TimeOut = Callable[[datetime | None], Any]
@@ -476,44 +477,15 @@ def _column(row: Any, name: str) -> Any:
         return None
 
 
-def run_values(ob: Observation, closed_at: datetime) -> dict[str, Any]:
-    """A closed observation run's final values, as entries before migration 0017 copied them
-    into its `observation.run` entry (less the usage and event id, since added); from 0017 on
-    the entry holds their sha256."""
-    return {
-        "source": ob.source,
-        "remote_state": ob.remote_state,
-        "remote_status": ob.remote_status.value,
-        "provider_updated_at": ob.provider_updated_at,
-        "first_seen": ob.observed_at.isoformat(),
-        "last_seen": ob.seen_last.isoformat(),
-        "count": ob.seen_count,
-        "first_ref": ob.ref,
-        "last_request_id": ob.request_id,
-        "first_progress": ob.progress,
-        "last_progress": ob.last_progress,
-        "closed_at": closed_at.isoformat(),
-        "usage": ob.usage,
-        "event_id": ob.event_id,
-    }
-
-
 def run_closed(ob: Observation, closed_at: datetime) -> AuditEntry:
     """The audit entry that seals an observation run, so the hash chain covers every read it
-    folded even though the row itself was updated in place: the run's source, first read and
-    count, and the sha256 of its final values (`run_values`; `audit verify` checks the row
-    against it, jobtrail.ledger.bindings)."""
+    folded even though the row itself was updated in place (what it holds: core.seals)."""
     return AuditEntry(
         at=closed_at,
         operation_id=ob.operation_id,
         kind="observation.run",
         actor="ledger",
-        data={
-            "source": ob.source,
-            "first_ref": ob.ref,
-            "count": ob.seen_count,
-            "run_sha256": digest(run_values(ob, closed_at)),
-        },
+        data=run_seal(ob, closed_at),
     )
 
 
