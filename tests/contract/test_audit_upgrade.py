@@ -107,6 +107,10 @@ async def test_an_old_ledger_verifies_after_the_upgrade_and_after_new_entries(
     assert rows[n].prev_hash == max(old["audit_log"], key=_seq)["hash"]  # one chain
     intents = [r.entry for r in fresh if '"kind":"attempt.intent"' in r.entry]
     assert intents and all('"request_sha256":' in e and '"request":' not in e for e in intents)
+    steps = [r.entry for r in fresh if '"kind":"transition"' in r.entry]
+    assert steps and all('"step_sha256":' in e and '"cause":' not in e for e in steps)
+    runs = [r.entry for r in fresh if '"kind":"observation.run"' in r.entry]
+    assert runs and all('"run_sha256":' in e and '"last_seen":' not in e for e in runs)
     code, said = await _verify(ledger_db)
     assert code == 0 and f"audit log intact: {len(rows)} entries" in said, said
     assert len(rows) > n

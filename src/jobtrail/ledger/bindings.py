@@ -1,7 +1,7 @@
 """Audit entries that bind the rows they cover by hash instead of copying them (issue 24,
-migration 0017), and the check that the rows still hold what was bound: attempt rows (bound
-here, in the ledger) and closed observation runs (bound by the store as it seals each run,
-store.codec.run_closed, core.seals).
+migration 0017), and the check that the rows still hold what was bound: attempt rows and
+transitions (bound here, in the ledger) and closed observation runs (bound by the store as
+it seals each run, store.codec.run_closed, core.seals).
 
 An effectful call's `attempt.intent` entry held a copy of the attempt's request, and its
 `attempt.outcome` entry a copy of the answer's detail: the same bytes twice, once in the
@@ -12,23 +12,27 @@ stored, after redaction. The chain covers the entry, the entry covers the row: a
 any bound column is named by `audit verify` (`edited_rows`), row and column. An
 `observation.run` entry likewise holds the run's source, first read and count, and the sha256
 of its final values (`run_values`): an edited run is named by row (and by column for those
-three). Entries written before 0017 keep their copies and verify as they did.
+three). A `transition` entry holds the sha256 of its step's columns as stored
+(`histories.step_digest`; the result it binds stays), which `audit verify --replay` matches
+each stored step against. Entries written before 0017 keep their copies and verify as they
+did.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from jobtrail.core.audit import AuditEntry, AuditRow, digest
-from jobtrail.core.model import Attempt, Observation
+from jobtrail.core.model import Attempt, Observation, Transition
 from jobtrail.core.seals import run_values
+from jobtrail.ledger.histories import transition_digest
 from jobtrail.store.base import Change
 from jobtrail.store.codec import storable
 
-INTENT, OUTCOME, RUN = "attempt.intent", "attempt.outcome", "observation.run"
+INTENT, OUTCOME, RUN, STEP = "attempt.intent", "attempt.outcome", "observation.run", "transition"
 # The attempt's columns each entry binds: by hash (the JSON ones) or as they are.
 HASHED = {INTENT: ("request",), OUTCOME: ("detail",)}
 COPIED = {INTENT: ("kind",), OUTCOME: ("outcome", "http_status", "provider_request_id")}
@@ -39,10 +43,29 @@ def bind(change: Change) -> Change:
     attempts, already redacted) by hash: an intent the attempt it starts, an outcome the
     attempt it finishes (or records finished, as a decision's adopted read)."""
     started, finished = change.attempt_started, change.attempt_finished
-    if not change.audit or (started is None and finished is None):
+    if not change.audit or (started is None and finished is None and not change.transitions):
         return change
-    audit = [_bound(entry, started, finished) for entry in change.audit]
+    steps = iter(change.transitions)  # their entries come in the same order (ledger._change)
+    audit = [
+        _step(entry, steps) if entry.kind == STEP else _bound(entry, started, finished)
+        for entry in change.audit
+    ]
     return replace(change, audit=audit)
+
+
+def _step(entry: AuditEntry, steps: Iterator[Transition]) -> AuditEntry:
+    """A `transition` entry binding its transition row by hash (the step's columns as stored:
+    histories.step_digest), keeping the result it binds, if any."""
+    tr, data = next(steps, None), entry.data
+    if tr is None or not isinstance(data, dict):
+        return entry
+    same = (data.get("from"), data.get("to")) == (tr.from_state.value, tr.to_state.value)
+    if not same or tr.operation_id != entry.operation_id or tr.at != entry.at:
+        return entry
+    bound: dict[str, Any] = {"step_sha256": transition_digest(tr)}
+    if "result" in data:
+        bound["result"] = data["result"]
+    return replace(entry, data=bound)
 
 
 def _bound(entry: AuditEntry, started: Attempt | None, finished: Attempt | None) -> AuditEntry:
