@@ -80,6 +80,8 @@ def later(clock: VirtualClock, **delta: Any) -> datetime:
 _GUARDS = {
     "audit_log": ("audit_no_update", "audit_no_delete"),
     "transitions": ("transitions_no_update", "transitions_no_delete"),
+    "attempts": ("attempts_no_delete",),
+    "observations": ("observations_no_update", "observations_no_delete"),
 }
 
 

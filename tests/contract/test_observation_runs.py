@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from jobtrail.core.audit import digest
 from jobtrail.core.model import Attempt, Observation, Operation
+from jobtrail.core.seals import run_values
 from jobtrail.core.states import RemoteStatus, State
 from jobtrail.store import Store
 from jobtrail.store.base import Change, Verdict
@@ -112,9 +114,17 @@ async def test_a_changed_state_closes_the_run_and_seals_it(store: Store) -> None
     )
     assert len(await store.attempts(op.operation_id)) == 2
     (sealed,) = _runs(await store.audit_rows(op.operation_id))
-    assert sealed["count"] == 2 and sealed["remote_state"] == "RUNNING"
-    assert sealed["last_request_id"] == "preq_1" and sealed["last_progress"] == {"percent": 1}
-    assert sealed["last_seen"] == at(3).isoformat()
+    # The seal binds the run's final values by hash (migration 0017): these, as the row holds
+    # them once closed.
+    final = run_values(first, at(4))
+    assert final["remote_state"] == "RUNNING" and final["last_seen"] == at(3).isoformat()
+    assert final["last_request_id"] == "preq_1" and final["last_progress"] == {"percent": 1}
+    assert sealed == {
+        "source": first.source,
+        "first_ref": first.ref,
+        "count": 2,
+        "run_sha256": digest(final),
+    }
 
 
 async def test_an_error_or_a_webhook_starts_a_new_run(store: Store) -> None:
@@ -149,10 +159,9 @@ async def test_ending_automation_closes_the_run_in_the_same_commit(store: Store)
     op = await _commit(store, replace(last, operation=replace(last.operation, state=State.FAILED)))
     runs = await store.observations(op.operation_id)
     assert [r.closed_at for r in runs] == [at(3), at(3)]
-    assert [s["remote_state"] for s in _runs(await store.audit_rows(op.operation_id))] == [
-        "RUNNING",
-        "FAILED",
-    ]
+    assert [r.remote_state for r in runs] == ["RUNNING", "FAILED"]
+    sealed = [s["run_sha256"] for s in _runs(await store.audit_rows(op.operation_id))]
+    assert sealed == [digest(run_values(r, at(3))) for r in runs]  # each sealed, by hash
 
 
 async def test_a_fenced_out_safe_read_leaves_nothing(store: Store) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,6 +25,9 @@ from jobtrail.providers import baseurl, promises
 from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.declared import declared_lines
+
+if TYPE_CHECKING:
+    from jobtrail.ledger.histories import Forgery
 
 
 @click.group()
@@ -49,8 +53,10 @@ def audit() -> None:
 @run_async
 async def audit_verify(settings: Settings, anchor: str | None, replay: bool, as_json: bool) -> None:
     """Recompute the hash chain (HMAC-keyed when JOBTRAIL_AUDIT_KEY is set) and check each
-    row's indexed columns against its entry. Exit 0 only when intact; otherwise name the
-    first entry edited, deleted, inserted, moved or relabelled."""
+    row's indexed columns against its entry, and each attempt row against what its entries
+    bound by hash, and each closed observation run. Exit 0 only when intact; otherwise name
+    the first entry edited, deleted, inserted, moved or relabelled, and each attempt row or
+    observation run edited (by column) or deleted."""
     expected = None
     if anchor:
         count, _, head = anchor.partition(":")
@@ -60,18 +66,20 @@ async def audit_verify(settings: Settings, anchor: str | None, replay: bool, as_
     async with opened(settings) as ledger:
         keying = await ledger.keying_problem()
         rows = await ledger.audit_rows()
+        edited = await ledger.edited_rows()
         forged = await ledger.forged_operations() if replay else []
     verdict = verify(rows, settings.audit_key, expected)
     if keying is not None:  # every link would fail: say which key, not which entry
         verdict = ChainReport(ok=False, entries=0, head="", problem=keying)
     if as_json:
         document = {
-            "ok": verdict.ok and not forged,
+            "ok": verdict.ok and not forged and not edited,
             "entries": verdict.entries,
             "head": verdict.head,
             "problem": verdict.problem,
             "seq": verdict.seq,
             "pruned": verdict.pruned,
+            "edited": edited,
         }
         if replay:
             document["forged"] = [
@@ -80,13 +88,21 @@ async def audit_verify(settings: Settings, anchor: str | None, replay: bool, as_
         emit_json(document)
     else:
         click.echo(f"audit log not verified: {keying}" if keying else verdict.message())
-        if replay:
-            for forgery in forged:
-                click.echo(f"operation forged: {forgery.message()}")
-            if not forged:
-                click.echo("every operation's state is what its history replays to")
-    if not verdict.ok or forged:
+        _say_rows(edited, forged if replay else None)
+    if not verdict.ok or forged or edited:
         raise SystemExit(1)
+
+
+def _say_rows(edited: list[str], forged: list[Forgery] | None) -> None:
+    """The rows the chain binds that were edited, and (with --replay) the forged operations."""
+    for problem in edited:
+        click.echo(f"row edited: {problem}")
+    if forged is None:
+        return
+    for forgery in forged:
+        click.echo(f"operation forged: {forgery.message()}")
+    if not forged:
+        click.echo("every operation's state is what its history replays to")
 
 
 @audit.command("head")

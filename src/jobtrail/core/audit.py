@@ -56,6 +56,19 @@ class AuditEntry:
         )
 
 
+def hex_of(value: Any) -> Any:
+    """A stored hash as the chain links it, 64 hex characters: entries from migration 0017 on
+    store their hashes as 32 raw bytes, older ones as hex text (None stays None)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    return value
+
+
+def stored_hash(value: str) -> bytes:
+    """A hash as stored from migration 0017 on: its 32 raw bytes."""
+    return bytes.fromhex(value)
+
+
 @dataclass(frozen=True, kw_only=True)
 class AuditRow:
     seq: int
@@ -76,8 +89,8 @@ def audit_row(row: Any) -> AuditRow:
     return AuditRow(
         seq=row["seq"],
         entry=row["entry"],
-        prev_hash=row["prev_hash"],
-        hash=row["hash"],
+        prev_hash=hex_of(row["prev_hash"]),
+        hash=hex_of(row["hash"]),
         columns={k: row[k] for k in row.keys() if k not in AUDIT_ROW_FIELDS},  # noqa: SIM118
     )
 
@@ -108,6 +121,12 @@ def cuts_of(rows: Iterable[AuditRow], removed: set[int]) -> list[Cut]:
         else:
             runs.append(Cut(first=row.seq, last=row.seq, prev=row.prev_hash, hash=row.hash))
     return runs
+
+
+def digest(value: Any) -> str:
+    """The sha256 (hex) of a value's canonical JSON: what an entry holds of a row's column it
+    binds instead of copying it (migration 0017)."""
+    return hashlib.sha256(_ENCODE(value).encode("utf-8")).hexdigest()
 
 
 def link(prev_hash: str, entry: str, key: bytes | None) -> str:

@@ -19,6 +19,7 @@ from jobtrail.errors import (
     NotFound,
     NotPermitted,
 )
+from jobtrail.ledger.bindings import bind
 from jobtrail.ledger.histories import (
     COLLECTED,
 )
@@ -88,7 +89,7 @@ class LedgerBase:
         return redacted(change, self._redactors.for_operation(change.operation))
 
     async def _commit(self, change: Change) -> CommitResult:
-        change = self.scrub(change)
+        change = bind(self.scrub(change))  # attempt entries bind the redacted rows by hash
         if self._group is not None:
             return await self._group.commit(change)
         (result,) = await self.store.commit([change])

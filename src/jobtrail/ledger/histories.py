@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jobtrail.core.audit import AuditRow
+from jobtrail.core.audit import AuditRow, digest
 from jobtrail.core.canonical import fingerprint
 from jobtrail.core.model import Operation, Transition
 from jobtrail.core.replay import replay
@@ -36,9 +36,10 @@ class Forgery:
         return f"{self.operation_id}: {self.problem}"
 
 
-def audited_steps(rows: Iterable[AuditRow]) -> Counter[StepKey]:
-    """The transitions the audit chain recorded, as comparable keys."""
-    steps: Counter[StepKey] = Counter()
+def audited_steps(rows: Iterable[AuditRow]) -> Counter[str]:
+    """The transitions the audit chain recorded, each as its step's sha256 (`step_digest`):
+    what an entry from migration 0017 on holds, or computed from an older entry's copy."""
+    steps: Counter[str] = Counter()
     for row in rows:
         try:
             doc = json.loads(row.entry)
@@ -47,18 +48,20 @@ def audited_steps(rows: Iterable[AuditRow]) -> Counter[StepKey]:
         if not isinstance(doc, dict) or doc.get("kind") != "transition":
             continue
         data = doc.get("data") or {}
-        steps[
-            (
-                doc.get("operation_id"),
-                doc.get("at"),
-                storable(doc.get("actor")),
-                data.get("from"),
-                data.get("to"),
-                data.get("evidence"),
-                storable(data.get("cause")),  # the stored step holds it as text
-                storable(data.get("remote_job_id")),
-            )
-        ] += 1
+        if isinstance(data.get("step_sha256"), str):
+            steps[data["step_sha256"]] += 1
+            continue
+        copied = (
+            doc.get("operation_id"),
+            doc.get("at"),
+            storable(doc.get("actor")),
+            data.get("from"),
+            data.get("to"),
+            data.get("evidence"),
+            storable(data.get("cause")),  # the stored step holds it as text
+            storable(data.get("remote_job_id")),
+        )
+        steps[step_digest(copied)] += 1
     return steps
 
 
@@ -75,11 +78,21 @@ def _key(tr: Transition) -> StepKey:
     )
 
 
-def check(op: Operation, history: Sequence[Transition], audited: Counter[StepKey]) -> str | None:
+def step_digest(key: StepKey) -> str:
+    """The sha256 of a step's columns as stored (operation, time, actor, from, to, evidence,
+    cause, remote job id): what a `transition` entry binds its transition row by."""
+    return digest(list(key))
+
+
+def transition_digest(tr: Transition) -> str:
+    return step_digest(_key(tr))
+
+
+def check(op: Operation, history: Sequence[Transition], audited: Counter[str]) -> str | None:
     """What is wrong with `op` given its history, or None when the history yields it.
     `audited` is consumed: each audited step vouches for one stored step only."""
     for number, tr in enumerate(history, 1):
-        key = _key(tr)
+        key = transition_digest(tr)
         if audited[key] <= 0:
             return (
                 f"history step {number} ({tr.from_state} -> {tr.to_state}) is not in the "

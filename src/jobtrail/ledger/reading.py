@@ -19,6 +19,7 @@ from jobtrail.errors import (
     InvalidInput,
 )
 from jobtrail.ledger.base import EVERY, LedgerBase
+from jobtrail.ledger.bindings import edited_rows
 from jobtrail.ledger.histories import (
     Forgery,
     audited_requests,
@@ -79,6 +80,16 @@ class Reading(LedgerBase):
             )
         copied: tuple[int, int] = await backup(destination)
         return copied
+
+    async def edited_rows(self) -> list[str]:
+        """Attempt rows and closed observation runs that no longer hold what their audit
+        entries bound by hash (jobtrail.ledger.bindings), or that are gone; in chain order."""
+        rows = await self.store.audit_rows()  # first: an entry commits with its rows
+        attempts, observations = [], {}
+        for op in reversed(await self.store.list_operations(limit=EVERY)):
+            attempts += await self.store.attempts(op.operation_id)
+            observations[op.operation_id] = await self.store.observations(op.operation_id)
+        return edited_rows(rows, attempts, observations)
 
     async def forged_operations(self) -> list[Forgery]:
         """Operations whose stored state or remote job id is not what their audited history

@@ -17,7 +17,7 @@ import hmac
 from collections.abc import Sequence
 from typing import Any
 
-from jobtrail.core.audit import GENESIS, AuditEntry, link
+from jobtrail.core.audit import GENESIS, AuditEntry, hex_of, link, stored_hash
 
 _CHECK_TEXT = b"jobtrail audit key check v1"
 WRITE = "write to this ledger (nothing was written)"
@@ -55,24 +55,36 @@ class AuditChain:
         self.agreed = False
 
     def extend(
-        self, last_seq: int, last_hash: str | None, entries: Sequence[AuditEntry]
+        self, last_seq: int, last_hash: str | bytes | None, entries: Sequence[AuditEntry]
     ) -> list[tuple[int, str | None, str, str, str]]:
-        """Rows (seq, operation_id, entry, prev_hash, hash) continuing the chain."""
+        """Rows (seq, operation_id, entry, prev_hash, hash) continuing the chain, the hashes
+        in hex (`stored` gives them as the store writes them)."""
         texts = [(entry.operation_id, entry.canonical()) for entry in entries]
         return self.extend_texts(last_seq, last_hash, texts)
 
     def extend_texts(
-        self, last_seq: int, last_hash: str | None, texts: Sequence[tuple[str | None, str]]
+        self,
+        last_seq: int,
+        last_hash: str | bytes | None,
+        texts: Sequence[tuple[str | None, str]],
     ) -> list[tuple[int, str | None, str, str, str]]:
         """The same from the entries' (operation_id, canonical text), encoded beforehand
         (by the writer's caller: only the links, which need the head, are made here)."""
         rows = []
-        prev = last_hash or GENESIS
+        prev = hex_of(last_hash) or GENESIS
         for offset, (operation_id, text) in enumerate(texts, 1):
             digest = link(prev, text, self._key)
             rows.append((last_seq + offset, operation_id, text, prev, digest))
             prev = digest
         return rows
+
+    @staticmethod
+    def stored(
+        rows: Sequence[tuple[int, str | None, str, str, str]],
+    ) -> list[tuple[int, str | None, str, bytes, bytes]]:
+        """`extend`'s rows as stored from migration 0017 on: each hash as its 32 bytes, half
+        the size of its hex text (what is linked stays the hex, so old entries verify)."""
+        return [(s, op, e, stored_hash(p), stored_hash(h)) for s, op, e, p, h in rows]
 
     def judge(
         self, keying: Any, head: Any, act: str = WRITE
@@ -84,7 +96,7 @@ class AuditChain:
         the right key would let one do."""
         mine: tuple[bool, str | None] = (True, key_check(self._key)) if self._key else (False, None)
         if keying is None and head is not None:  # a chain begun before migration 0011
-            prev_hash, entry, digest = head[0], head[1], head[2]
+            prev_hash, entry, digest = hex_of(head[0]), head[1], hex_of(head[2])
             if link(prev_hash, entry, None) == digest:
                 keying = (False, None)
             elif self._key and link(prev_hash, entry, self._key) == digest:

@@ -12,6 +12,7 @@ from typing import Any
 
 from jobtrail.core.audit import AuditEntry
 from jobtrail.core.model import Attempt, CancelIntent, Observation, Operation, Transition
+from jobtrail.core.seals import run_seal
 from jobtrail.store.decode import Decoder, TimeIn
 from jobtrail.store.text import (
     LastOne,
@@ -273,25 +274,12 @@ class Codec(Decoder):
 
 
 def run_closed(ob: Observation, closed_at: datetime) -> AuditEntry:
-    """The audit entry that seals an observation run: its final values, so the hash chain
-    covers every read it folded even though the row itself was updated in place."""
+    """The audit entry that seals an observation run, so the hash chain covers every read it
+    folded even though the row itself was updated in place (what it holds: core.seals)."""
     return AuditEntry(
         at=closed_at,
         operation_id=ob.operation_id,
         kind="observation.run",
         actor="ledger",
-        data={
-            "source": ob.source,
-            "remote_state": ob.remote_state,
-            "remote_status": ob.remote_status.value,
-            "provider_updated_at": ob.provider_updated_at,
-            "first_seen": ob.observed_at.isoformat(),
-            "last_seen": ob.seen_last.isoformat(),
-            "count": ob.seen_count,
-            "first_ref": ob.ref,
-            "last_request_id": ob.request_id,
-            "first_progress": ob.progress,
-            "last_progress": ob.last_progress,
-            "closed_at": closed_at.isoformat(),
-        },
+        data=run_seal(ob, closed_at),
     )

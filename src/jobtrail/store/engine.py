@@ -270,7 +270,7 @@ class EngineStore:
             await self._check_keying(conn, fix=True)
         seq, prev = (head["seq"], head["hash"]) if head else (0, None)
         texts = [*texts, *((e.operation_id, e.canonical()) for e in entries)]
-        rows = self._chain.extend_texts(seq, prev, texts)
+        rows = self._chain.stored(self._chain.extend_texts(seq, prev, texts))
         writes: list[tuple[str, Sequence[Any]]] = [(self.Q["insert_audit"], rows)]
         if moved := self.Q.get("move_audit_head"):  # a dialect whose head is a row of its own
             writes.append((moved, [(rows[-1][0], rows[-1][4])]))

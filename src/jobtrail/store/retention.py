@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jobtrail.core.audit import CHECKPOINT, AuditEntry, AuditRow, cuts_of
+from jobtrail.core.audit import CHECKPOINT, AuditEntry, AuditRow, cuts_of, hex_of
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.store.leases import Lease
@@ -79,7 +79,7 @@ def checkpoint_entry(
     finished_before: datetime,
     operation_ids: Sequence[str],
     audit: Sequence[AuditRow],
-    head: tuple[int, str | None],
+    head: tuple[int, str | bytes | None],
     archive: Any = None,
 ) -> AuditEntry:
     """The entry that lets `audit verify` walk across the removed entries: each run of
@@ -96,7 +96,7 @@ def checkpoint_entry(
             "operations": list(operation_ids),
             "entries": len(removed),
             "cuts": [cut.doc() for cut in cuts_of(sorted(audit, key=_seq), removed)],
-            "head_before": {"seq": head[0], "hash": head[1]},
+            "head_before": {"seq": head[0], "hash": hex_of(head[1])},
             **({"archive": archive} if archive is not None else {}),
         },
     )

@@ -1,0 +1,11 @@
+-- Audit entries bind the rows they cover by hash (issue 24). From here on:
+-- * `prev_hash` and `hash` hold the 32 raw bytes of each SHA-256 (or HMAC) instead of its 64
+--   hex characters. SQLite keeps a BLOB as it is in a TEXT column, so the table is not
+--   rebuilt: older rows keep their hex text, and readers take either (core/audit.hex_of).
+--   What is linked is still the hex text, so every older entry verifies as it did.
+-- * an `attempt.intent` entry holds the sha256 of its attempt's stored request, an
+--   `attempt.outcome` entry that of its stored detail, an `observation.run` entry that of the
+--   closed run's final values, a `transition` entry that of its step's columns, instead of
+--   copies of them; `audit verify` (and `--replay` for the steps) checks each row against
+--   them (jobtrail.ledger.bindings). Older entries keep their copies and verify as before.
+SELECT 1;
