@@ -27,9 +27,8 @@ async def client(
     monkeypatch.setenv("JOBTRAIL_OPERATOR_TOKENS", f"alice:{ALICE}")
     async with harness(tmp_path, monkeypatch=monkeypatch) as h:
         app = web.Application()
-        Dashboard(h.rt.ledger, h.rt.results, h.rt.providers, Access(operators_from_env())).add_routes(
-            app
-        )
+        access = Access(operators_from_env())
+        Dashboard(h.rt.ledger, h.rt.results, h.rt.providers, access).add_routes(app)
         async with TestClient(TestServer(app, host="127.0.0.1")) as c:
             yield c
 
