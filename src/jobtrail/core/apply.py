@@ -180,6 +180,7 @@ def _on_ambiguous(draft: Draft, out: o.Outcome) -> None:
     op = draft.op
     draft.set(inflight_attempt=None)
     sent = isinstance(out, o.Ambiguous)
+    throttled = isinstance(out, o.Throttled)  # its Retry-After is a floor: back off anyway
     retry_after = out.retry_after if isinstance(out, o.Throttled) else None
     if op.state is State.CREATE_PENDING:
         draft.set(create_attempts=op.create_attempts + 1)
@@ -187,23 +188,25 @@ def _on_ambiguous(draft: Draft, out: o.Outcome) -> None:
         # a job may exist, so a later rejection could no longer prove that none does.
         if sent or out.http_status == 409:
             draft.move(State.CREATE_UNKNOWN, Evidence.CREATE_AMBIGUOUS, cause_of("create", out.ref))
-        draft.schedule_retry(retry_after, op.create_attempts)
+        draft.schedule_retry(retry_after, op.create_attempts, throttled=throttled)
     elif op.state in (State.CREATE_UNKNOWN, State.RECONCILIATION):
         draft.set(create_attempts=op.create_attempts + 1)
-        draft.schedule_retry(retry_after, op.create_attempts)
+        draft.schedule_retry(retry_after, op.create_attempts, throttled=throttled)
     elif op.state is State.CANCEL_REQUESTED and not op.cancel_sent:
         # An ambiguous cancel may have been heard: never send it again, observe instead.
         draft.set(cancel_sent=sent)
         if sent:
             draft.schedule_poll(None)
         else:
-            draft.schedule_retry(retry_after, 0)
+            # throttled cancels in a row back off like polls (the count restarts at the ack)
+            draft.schedule_retry(retry_after, op.poll_count, throttled=True)
+            draft.set(poll_count=op.poll_count + 1)
     elif isinstance(out, o.Ambiguous) and out.unreadable and op.state in _WATCHING:
         # The provider answered, but with nothing readable as a state: counted like a
         # refusal, so that a provider that keeps doing it stops for a person.
         refused.on_refused_read(draft, out)
     else:
-        draft.schedule_poll(retry_after)
+        draft.schedule_poll(retry_after, throttled=throttled)
 
 
 def _on_observed(draft: Draft, out: o.Outcome) -> None:
