@@ -10,6 +10,7 @@ from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.audit import AuditEntry
+from jobtrail.core.caps import capped_document, capped_outcome
 from jobtrail.core.ids import short_id
 from jobtrail.core.model import (
     Attempt,
@@ -150,6 +151,7 @@ class Driving(LedgerBase):
         from jobtrail.core.apply import judged
 
         outcome = evolve(outcome, ref=attempt.attempt_id)  # every cause names its attempt
+        detail = capped_document(detail)  # what a provider says is stored capped (core/caps)
         judged_ = judged(outcome, op)  # the core's word on what the answer proves
         if judged_ is not outcome:
             if isinstance(judged_, o.Ambiguous) and "error" not in detail:
@@ -185,7 +187,7 @@ class Driving(LedgerBase):
     ) -> Operation:
         fence = op.fence
         # Redacted before it is applied, so the core compares stored words with clean ones.
-        outcome = redacted_outcome(outcome, self._redactors.for_operation(op))
+        outcome = redacted_outcome(capped_outcome(outcome), self._redactors.for_operation(op))
         from jobtrail.core.apply import apply
 
         async def once() -> Operation | None:
