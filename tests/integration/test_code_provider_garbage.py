@@ -1,5 +1,6 @@
 """A code provider that breaks its contract (issue 19): it returns garbage in place of a
-Reply (None, a dict, a Reply of no outcome or of a local outcome) or raises what is not an
+Reply (None, a dict, a Reply of no outcome or of a local outcome, an outcome that answers
+another call: an Observed to a create, an Accepted to a status read) or raises what is not an
 Exception (CancelledError, SystemExit, KeyboardInterrupt). Each such create is recorded on
 its attempt as a call whose outcome is unknown, with a word saying what came back; the
 worker goes on, and the operation ends with one job. On SQLite and PostgreSQL."""
@@ -62,6 +63,20 @@ FIRST_CREATE: dict[str, tuple[Any, str]] = {
         lambda: Reply(outcome=outcomes.DeadlinePassed(deadline=outcomes.Deadline.CREATE)),  # type: ignore[arg-type]
         "a Reply whose outcome is a DeadlinePassed",
     ),
+    "Observed to a create": (
+        lambda: Reply(
+            outcome=outcomes.Observed(remote_state="done", remote_status=RemoteStatus.SUCCEEDED)
+        ),
+        "answered the create call with Observed, which cannot answer it in create_pending",
+    ),
+    "Found to a create": (
+        lambda: Reply(outcome=outcomes.Found(job_ids=("job-x",))),
+        "answered the create call with Found",
+    ),
+    "CancelAcknowledged to a create": (
+        lambda: Reply(outcome=outcomes.CancelAcknowledged()),
+        "answered the create call with CancelAcknowledged",
+    ),
     "CancelledError": (_cancelled, "raised CancelledError during the create call"),
     "SystemExit": (_exit, "raised SystemExit during the create call"),
     "KeyboardInterrupt": (_interrupt, "raised KeyboardInterrupt during the create call"),
@@ -109,3 +124,35 @@ async def test_garbage_from_a_code_provider_is_recorded_and_the_worker_goes_on(
     # one job: the create after the garbage went out under the same token
     tokens = {c.operation.idempotency_token for c in provider.calls_of(AttemptKind.CREATE)}
     assert tokens == {op.idempotency_token}
+
+
+async def test_an_accepted_to_a_status_read_is_recorded_and_the_worker_goes_on(
+    store_kind: str, tmp_path: Path
+) -> None:
+    def handler(call: ScriptedCall) -> Any:
+        if call.kind is AttemptKind.CREATE or call.number == 1:
+            # the create's answer, and then again to the first status read
+            return Reply(
+                outcome=outcomes.Accepted(
+                    job_id=f"job-{call.operation.operation_id}",
+                    remote_state="queued",
+                    remote_status=RemoteStatus.RUNNING,
+                )
+            )
+        return Reply(
+            outcome=outcomes.Observed(remote_state="done", remote_status=RemoteStatus.SUCCEEDED)
+        )
+
+    provider = Raw(handler)
+    async with fresh_ledger(store_kind, tmp_path) as db:
+        async with jobtrail.Client(
+            db.url, data_dir=tmp_path, providers=[provider], worker=False
+        ) as jt:
+            op = await jt.submit("scripted", {"n": 1})
+        async with runtime(db.url, tmp_path, worker_id="worker:1", providers=[provider]) as rt:
+            await rt.worker.run(until_idle=True)
+            done = await rt.ledger.get(op.operation_id)
+            attempts = await rt.ledger.store.attempts(op.operation_id)
+    assert done.state is jobtrail.State.SUCCEEDED
+    (odd,) = [a for a in attempts if a.kind is AttemptKind.STATUS and a.outcome == "ambiguous"]
+    assert "answered the status call with Accepted" in odd.detail["error"]

@@ -18,7 +18,7 @@ from jobtrail.core.plan import Call, call_for, watched_until
 from jobtrail.core.states import ENDS_AUTOMATION, Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused
 
-__all__ = ["Applied", "Schedule", "apply"]
+__all__ = ["Applied", "Schedule", "applies", "apply"]
 
 _OBSERVED = {
     RemoteStatus.SUCCEEDED: (State.RESULT_COLLECTING, Evidence.OBSERVED_SUCCEEDED),
@@ -48,6 +48,13 @@ def apply(
         raise TypeError(f"no handler for {type(outcome).__name__}")
     handler(draft, outcome)
     return draft.result()
+
+
+def applies(outcome: o.Outcome, op: Operation) -> bool:
+    """Whether `outcome` can answer a call made on `op` in its state (`apply` refuses one
+    that cannot: an Observed to a create, a Found to a status read, an Accepted to a cancel)."""
+    allowed = _WHERE.get(type(outcome))
+    return allowed is None or op.state in allowed
 
 
 def judged(outcome: o.Outcome, op: Operation) -> o.Outcome:

@@ -126,6 +126,15 @@ class Driving(LedgerBase):
         A safe read is recorded here for the first time, and its outcome is not audited: what
         it saw is in its observation run (sealed in the audit log when the run closes) and
         what it changed in the transitions."""
+        from jobtrail.core.apply import applies
+
+        if not applies(outcome, op):  # a provider's answer to another call: not evidence
+            word = type(outcome).__name__
+            reason = (
+                f"the provider answered the {attempt.kind} call with {word}, which cannot "
+                f"answer it in {op.state}; its outcome is unknown"
+            )
+            outcome, detail = o.Ambiguous(reason=reason), {**detail, "error": reason}
         finished, outcome = self.finished(op, attempt, outcome, detail)
         now, detail = finished.finished_at or self.now(), finished.detail
         if attempt.kind.safe:
