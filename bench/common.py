@@ -132,6 +132,8 @@ def simulator_process(*, record_calls: bool = False) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def auth_headers() -> dict[str, str]:

@@ -15,6 +15,7 @@ import asyncio
 import itertools
 import sqlite3
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,28 @@ class Run:
     inserts: dict[str, int]
     updates: dict[str, int]
     states: dict[str, int]
+    cpu: float = 0.0  # seconds of this process's CPU
+    writer_cpu: float = 0.0  # of them, on the store's writer thread
+
+
+class WriterCpu:
+    """CPU seconds spent on the store's writer thread, by wrapping what it is handed."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.seconds = 0.0
+        inner = store._call
+
+        async def call(fn: Callable[..., T], *args: Any) -> T:
+            def timed(*inner_args: Any) -> T:
+                start = time.thread_time()
+                try:
+                    return fn(*inner_args)
+                finally:
+                    self.seconds += time.thread_time() - start
+
+            return await inner(timed, *args)
+
+        store._call = call  # type: ignore[method-assign]
 
 
 class CountingWrites:
@@ -56,9 +79,9 @@ class CountingWrites:
         self.commits = 0
         self.synced = 0  # of them, commits that waited for the disk
         self._inner = store._write
-        store._write = self  # type: ignore[method-assign]
+        store._write = self  # type: ignore[method-assign,assignment]
 
-    def __call__(self, fn: Callable[[sqlite3.Connection], T], *, sync: bool = True) -> T:
+    def __call__(self, fn: Callable[[Any], Any], *, sync: bool = True) -> Any:
         self.commits += 1
         self.synced += sync
         return self._inner(fn, sync=sync)
@@ -84,7 +107,8 @@ async def measure_jobtrail(folder: Path, n: int) -> Run:
         rt.providers.register(InstantProvider(spec.capabilities))
         store = rt.ledger.store
         assert isinstance(store, SqliteStore)
-        counting = CountingWrites(store)
+        counting, writer = CountingWrites(store), WriterCpu(store)
+        cpu = time.process_time()
         conn = store._conn
         changes = conn.total_changes
         watch = Stopwatch()
@@ -92,6 +116,7 @@ async def measure_jobtrail(folder: Path, n: int) -> Run:
         submit_seconds, submit_commits = watch.seconds, counting.commits
         await rt.worker.run(until_idle=True)
         seconds = watch.seconds
+        cpu = time.process_time() - cpu
         changes = conn.total_changes - changes
         commits, synced = counting.commits, counting.synced
     with sqlite3.connect(db) as check:
@@ -124,6 +149,8 @@ async def measure_jobtrail(folder: Path, n: int) -> Run:
         inserts=inserts,
         updates=updates,
         states=states,
+        cpu=cpu,
+        writer_cpu=writer.seconds,
     )
 
 
@@ -187,11 +214,12 @@ class RawWrites:
         longest = max(len(r) for r in rest)
         ordered = [r[step] for step in range(longest) for r in rest if step < len(r)]
         rows = sum(len(s) for s in submits) + len(ordered)
-        commits = max(1, run.commits - run.submit_commits)
-        size, longer = divmod(len(ordered), commits)  # as even as can be, `commits` of them
-        bounds = [k * size + min(k, longer) for k in range(commits + 1)]
-        batches = [ordered[a:b] for a, b in itertools.pairwise(bounds)]
-        return [*submits, *batches], rows
+        # The submits in as many commits as jobtrail's (its creates share commits too).
+        grouped = [
+            [s for one in part for s in one] for part in _spread(submits, run.submit_commits)
+        ]
+        batches = _spread(ordered, run.commits - run.submit_commits)
+        return [*grouped, *batches], rows
 
     def _insert_op(self, op_id: str, i: int) -> tuple[str, tuple[Any, ...]]:
         row = self.op | {
@@ -283,6 +311,14 @@ class RawWrites:
         return sql, (self.audit_seq, op_id, entry["entry"], entry["prev_hash"], entry["hash"])
 
 
+def _spread(items: list[T], commits: int) -> list[list[T]]:
+    """`items` in order, in `commits` parts as even as can be."""
+    commits = max(1, commits)
+    size, longer = divmod(len(items), commits)
+    bounds = [k * size + min(k, longer) for k in range(commits + 1)]
+    return [items[a:b] for a, b in itertools.pairwise(bounds)]
+
+
 def raw_connection(path: Path) -> sqlite3.Connection:
     """The store's settings: WAL, synchronous=FULL, foreign keys on, explicit transactions."""
     conn = sqlite3.connect(path, isolation_level=None)
@@ -292,13 +328,14 @@ def raw_connection(path: Path) -> sqlite3.Connection:
     return conn
 
 
-async def measure_raw(folder: Path, run: Run) -> tuple[float, float, int, int]:
-    """(seconds, of which the submits' commits, rows written, commits) for the raw loop,
-    on the same schema."""
+async def measure_raw(folder: Path, run: Run) -> tuple[float, float, int, int, float]:
+    """(seconds, of which the submits' commits, rows written, commits, CPU seconds) for
+    the raw loop, on the same schema."""
     db = folder / "raw.db"
     await (await SqliteStore.open(str(db))).close()  # the same schema, by the same migration
     batches, _ = RawWrites(folder / "ledger.db", run).statements()
     conn = raw_connection(db)
+    cpu = time.process_time()
     before = conn.total_changes
     watch = Stopwatch()
     submits = 0.0
@@ -321,7 +358,7 @@ async def measure_raw(folder: Path, run: Run) -> tuple[float, float, int, int]:
     seconds = watch.seconds
     rows = conn.total_changes - before
     conn.close()
-    return seconds, submits, rows, len(batches)
+    return seconds, submits, rows, len(batches), time.process_time() - cpu
 
 
 async def run(quick: bool) -> Report:
@@ -330,16 +367,22 @@ async def run(quick: bool) -> Report:
     with tempfile.TemporaryDirectory(prefix="jobtrail-bench-") as name:
         folder = Path(name)
         measured = await measure_jobtrail(folder, n)
-        raw_seconds, raw_submits, raw_rows, raw_commits = await measure_raw(folder, measured)
+        raw = await measure_raw(folder, measured)
+        raw_seconds, raw_submits, raw_rows, raw_commits, raw_cpu = raw
     ok = measured.states.get("succeeded", 0)
     report.note(
         f"{n} operations, {ok} succeeded; jobtrail wrote {measured.changes} rows "
         f"({measured.changes / n:.1f} per operation) in {measured.commits} commits "
-        f"({measured.submit_commits} of them submits, one each; {measured.synced} waited for "
+        f"({measured.submit_commits} of them submits; {measured.synced} waited for "
         f"the disk, the rest mirrored by the raw loop) in {measured.seconds:.2f}s "
         f"(submits {measured.submit_seconds:.2f}s)"
     )
     report.note(f"inserted {measured.inserts}; updated {measured.updates}")
+    report.note(
+        f"CPU per operation: jobtrail {1e3 * measured.cpu / n:.2f} ms (its store's writer "
+        f"thread {1e3 * measured.writer_cpu / n:.2f} ms), raw loop {1e3 * raw_cpu / n:.2f} ms; "
+        f"wall per operation {1e3 * measured.seconds / n:.2f} ms and {1e3 * raw_seconds / n:.2f} ms"
+    )
     report.note(
         f"raw loop wrote {raw_rows} rows in {raw_commits} commits in {raw_seconds:.2f}s "
         f"(the {measured.submit_commits} submit commits {raw_submits:.2f}s): by phase, "

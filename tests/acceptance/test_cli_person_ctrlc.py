@@ -56,6 +56,8 @@ class Started:
     def finish(self, limit: float = 30) -> int:
         code = self.proc.wait(timeout=limit)
         self._reader.join(timeout=5)
+        if self.proc.stderr is not None:  # read to its end by the reader: close the pipe
+            self.proc.stderr.close()
         return code
 
 

@@ -196,6 +196,9 @@ def test_help_points_only_to_pages_that_exist(ws: Workspace) -> None:
         assert re.search(rf"^{page} ", pages, re.M), page
         assert ws.run("docs", page).stdout.startswith("# ")
     assert ws.run("docs", "nonsense", check=False).returncode == 1
+    # A page split in parts lists its index under its own name and each part beside it.
+    assert re.search(r"^guarantees/leases +Leases and clocks$", pages, re.M), pages
+    assert ws.run("docs", "guarantees").stdout.startswith("# What jobtrail guarantees")
 
 
 def test_small_words_one_operation_and_the_bundles_target(ws: Workspace) -> None:

@@ -87,10 +87,10 @@ def _worker(
     db: str, folder: Path, name: str, fake: dict[str, str] | None
 ) -> subprocess.Popen[bytes]:
     env = {"PATH": "/usr/bin:/bin", "REPORTS_API_TOKEN": SECRET} | (fake or {})
-    log = open(folder / f"{name}.log", "wb")  # noqa: SIM115
     args = ["--db", db, "--data-dir", str(folder / "data"), "worker", "--concurrency", "20"]
     args += ["--lease", "8s", "--worker-id", name]
-    return subprocess.Popen([JOBTRAIL, *args], stdout=log, stderr=log, env=env)
+    with open(folder / f"{name}.log", "wb") as log:  # the worker keeps its own copy open
+        return subprocess.Popen([JOBTRAIL, *args], stdout=log, stderr=log, env=env)
 
 
 async def _open_count(db: str) -> int:

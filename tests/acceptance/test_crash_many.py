@@ -69,27 +69,28 @@ class Fleet:
 
     def start(self) -> None:
         self.started += 1
-        log = open(self.folder / f"worker-{self.started}.log", "wb")  # noqa: SIM115
         env = {"PATH": "/usr/bin:/bin", "REPORTS_API_TOKEN": SECRET}
-        self.procs[f"w{self.started}"] = subprocess.Popen(
-            [
-                JOBTRAIL,
-                "--db",
-                self.db,
-                "--data-dir",
-                str(self.folder / "data"),
-                "worker",
-                "--concurrency",
-                "25",
-                "--lease",
-                "3s",
-                "--worker-id",
-                f"w{self.started}",
-            ],
-            stdout=log,
-            stderr=log,
-            env=env,
-        )
+        # the worker keeps its own copy of the log open; this one is closed once it started
+        with open(self.folder / f"worker-{self.started}.log", "wb") as log:
+            self.procs[f"w{self.started}"] = subprocess.Popen(
+                [
+                    JOBTRAIL,
+                    "--db",
+                    self.db,
+                    "--data-dir",
+                    str(self.folder / "data"),
+                    "worker",
+                    "--concurrency",
+                    "25",
+                    "--lease",
+                    "3s",
+                    "--worker-id",
+                    f"w{self.started}",
+                ],
+                stdout=log,
+                stderr=log,
+                env=env,
+            )
 
     def kill_one(self, rand: random.Random, holders: set[str]) -> str:
         """SIGKILL a random worker among those holding a lease (any, if none does); its id.

@@ -45,6 +45,7 @@ def test_version_imports_no_record_types_nor_tables(ws: Workspace) -> None:
     modules = imported(ws, "--version", whole=True)
     assert "jobtrail._version" in modules  # the parse above saw jobtrail's imports
     unwanted = {"rich", "jobtrail.core", "jobtrail.store.base", "jobtrail.presentation.views"}
+    unwanted |= {"jobtrail.presentation.explain", "jobtrail.presentation.text"}
     unwanted |= {"jobtrail.cli.group", "jobtrail.cli.context"}
     assert {
         m for m in modules if m in unwanted or m.startswith(("rich.", "jobtrail.core."))

@@ -33,7 +33,7 @@ from moto.server import ThreadedMotoServer
 from jobtrail.clock import VirtualClock
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import State
-from jobtrail.presentation.views import explain_text
+from jobtrail.presentation.explain import explain_text
 from jobtrail.providers.aws import stepfunctions
 from jobtrail.providers.code import CodeSpec, Factory, declared
 from jobtrail.services.runtime import Runtime, runtime

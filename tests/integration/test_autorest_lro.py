@@ -366,7 +366,7 @@ async def test_five_unreadable_reads_stop_an_operation_in_about_a_minute(
 ) -> None:
     """With the default [poll] (the docs' ARM example declares none), a monitor that only
     answers `{}` stops the operation for a person after five reads, 2, 4, 8, 16 and 32 s
-    apart with ±20 % jitter: about a minute, as docs/guarantees.md says (virtual clock)."""
+    apart with ±20 % jitter: about a minute, as docs/guarantees/leases.md says (virtual clock)."""
     monkeypatch.setenv("AZURE_TOKEN", "test-token")
     row = ROWS["LROErrorPutAsyncNoPollingStatus"]
     examples = docs_examples()

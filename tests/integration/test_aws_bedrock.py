@@ -21,7 +21,7 @@ from jobtrail.clock import VirtualClock
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.errors import InvalidInput
-from jobtrail.presentation.views import explain_text
+from jobtrail.presentation.explain import explain_text
 from jobtrail.providers.aws import bedrock
 from jobtrail.providers.code import CodeSpec, declared
 from jobtrail.services.runtime import Runtime, runtime

@@ -105,7 +105,8 @@ def test_the_python_example_of_the_docs_runs(tmp_path: Path, aws_env: str) -> No
 
 def test_provider_check_says_what_each_aws_provider_can_promise(tmp_path: Path) -> None:
     """`provider check` by name: Step Functions reconciles by same-name retry and by status
-    at the name; Athena by same-token retry only; neither stores a credential."""
+    at the name; Athena by same-token retry only, provable while AWS remembers the token;
+    neither stores a credential."""
     (tmp_path / "providers").mkdir()
     (tmp_path / "providers" / "reports-sfn.toml").write_text(
         'code = "aws-stepfunctions"\n[settings]\n'
@@ -119,6 +120,12 @@ def test_provider_check_says_what_each_aws_provider_can_promise(tmp_path: Path) 
     assert "AWS_SECRET_ACCESS_KEY" in sfn["guarantees"]["secrets"]
     athena = ws.json("provider", "check", "aws-athena")
     assert athena["guarantees"]["reconciliation"] == "same-token retry"
+    # Athena cannot be asked which query holds a token: the proof lasts as long as AWS
+    # remembers it, and the check says so (Step Functions can look the execution up).
+    assert athena["guarantees"]["at-most-once create"].startswith(
+        "provable while the provider remembers the token"
+    )
+    assert sfn["guarantees"]["at-most-once create"].startswith("provable: ")
 
 
 # A site directory whose sitecustomize makes aiobotocore unimportable: a Python without the

@@ -21,6 +21,7 @@ from jobtrail.simulator import Simulator
 from jobtrail.simulator.thread import SimulatorThread
 
 from stores import fresh_ledger
+from waits import until_true_async
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "client-test-token-not-a-real-one"
@@ -78,6 +79,12 @@ async def test_submit_wait_result_find_list_explain(
         found = await jt.find("feb")
         assert found is not None and found.operation_id == op.operation_id
         assert await jt.find("no-such-key") is None
+        # One contract (get raises, find answers None), and both take an id or a key.
+        by_id = await jt.find(op.operation_id)
+        assert by_id is not None and by_id.operation_id == op.operation_id
+        assert (await jt.get("feb")).operation_id == op.operation_id
+        with pytest.raises(jobtrail.NotFound, match="no operation with the id or key"):
+            await jt.get("no-such-key")
         listed = await jt.list(states=["succeeded"], limit=5)
         assert [o.operation_id for o in listed] == [op.operation_id]
         assert await jt.list(states=[State.FAILED]) == []
@@ -310,6 +317,10 @@ async def test_extend_the_cancel_deadline_of_an_unconfirmed_cancel(tmp_path: Pat
     fake = ScriptedProvider(vendor, name="vendor", deadlines={"cancel": "10m"})
     async with Client(tmp_path / "l.db", providers=[fake], clock=VirtualClock()) as jt:
         op = await jt.submit("vendor", {"n": 1}, key="unconfirmed")
+        # Cancel once the job exists: a cancel before the create is sent withdraws it.
+        await until_true_async(
+            lambda: _has_job(jt, op.operation_id), timeout=30, what="the create accepted"
+        )
         await jt.cancel(op.operation_id, "not needed")
         op = await jt.wait(op.operation_id, timeout=30)
         assert op.state is State.CANCELLATION_UNCONFIRMED
@@ -317,3 +328,7 @@ async def test_extend_the_cancel_deadline_of_an_unconfirmed_cancel(tmp_path: Pat
         op = await jt.extend(op.operation_id, cancel_deadline="1h", reason="still stopping")
         assert op.state is not State.CANCELLATION_UNCONFIRMED
         assert (await jt.wait(op.operation_id, timeout=30)).state is State.CANCELLED
+
+
+async def _has_job(jt: Client, operation_id: str) -> bool:
+    return (await jt.get(operation_id)).remote_job_id is not None

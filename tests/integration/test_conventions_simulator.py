@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from jobtrail.core.states import State
-from jobtrail.presentation.views import explain_text
+from jobtrail.presentation.explain import explain_text
 
 from harness import Harness, harness
 

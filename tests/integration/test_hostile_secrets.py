@@ -33,7 +33,7 @@ from stores import LedgerDb, fresh_ledger
 
 KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 # What a truncation could leave of the token is as bad as the token: look for any 16
-# characters of it, the run the redactor promises to catch (docs/guarantees.md).
+# characters of it, the run the redactor promises to catch (docs/guarantees/secrets.md).
 PIECES = [SECRET[i : i + 16].encode() for i in range(len(SECRET) - 15)]
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from jobtrail.core.states import State
-from jobtrail.store import sqlite as sqlite_store
+from jobtrail.store import sqlite_files
 
 from harness import harness
 
@@ -33,7 +33,7 @@ conn.execute("COMMIT")
 async def test_a_worker_waits_out_another_process_write_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(sqlite_files, "BUSY_TIMEOUT_MS", 200)
     caplog.set_level(logging.INFO, logger="jobtrail.worker")
     async with harness(tmp_path, monkeypatch=monkeypatch) as rig:
         op = await rig.submit({"account": "a"})

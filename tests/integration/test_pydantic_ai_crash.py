@@ -69,7 +69,7 @@ async def test_a_recovered_workflow_follows_the_operation_its_first_run_recorded
     (job,) = sim.jobs.values()
     assert first.poll() is None and job.state != "succeeded", "the tool call is in flight"
     first.send_signal(signal.SIGKILL)
-    first.wait(timeout=10)
+    first.communicate(timeout=10)  # reaps it and closes its stdout pipe (no ResourceWarning)
 
     second = start_agent(tmp_path, env, "second")
     out, _ = second.communicate(timeout=180)

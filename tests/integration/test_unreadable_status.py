@@ -16,7 +16,7 @@ import pytest
 from jobtrail.agent.tools import AgentTools
 from jobtrail.core.model import Attempt, AttemptKind, Operation
 from jobtrail.core.states import Evidence, State
-from jobtrail.presentation.views import escalation_bundle, explain_text
+from jobtrail.presentation.explain import escalation_bundle, explain_text
 
 from harness import Harness
 

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from jobtrail.core.states import Evidence, State
-from jobtrail.presentation.views import explain_text
+from jobtrail.presentation.explain import explain_text
 from jobtrail.providers.config import parse_provider
 from vendor_rig import Rig, vendor_rig
 

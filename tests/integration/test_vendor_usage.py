@@ -17,7 +17,7 @@ import pytest
 
 from jobtrail.agent.tools import AgentTools
 from jobtrail.core.states import State
-from jobtrail.dashboard.pages import facts
+from jobtrail.dashboard.operation import facts
 from jobtrail.services.story import read_story
 from vendor_rig import Rig, vendor_rig
 

@@ -11,8 +11,8 @@ import pytest
 
 from jobtrail.core import outcomes as o
 from jobtrail.errors import ProviderConfigError
-from jobtrail.presentation.views import json_text, shown, shown_lines
-from jobtrail.providers import parse
+from jobtrail.presentation.text import json_text, shown, shown_lines
+from jobtrail.providers import lookup, parse
 from jobtrail.providers.config import parse_provider
 from jobtrail.providers.spec import Cookies
 
@@ -69,7 +69,7 @@ def test_ordinary_ids_are_accepted(job_id: str) -> None:
 def test_a_listed_id_that_is_not_one_path_segment_is_unreadable(job_id: str) -> None:
     """The reconciliation lookup refuses the same ids: it cannot adopt `..` either."""
     body = json.dumps({"data": [{"job_id": job_id}]}).encode()
-    outcome = parse.parse_list(LISTING, SPEC, 200, {}, body)
+    outcome = lookup.parse_list(LISTING, SPEC, 200, {}, body)
     assert isinstance(outcome, o.Ambiguous), outcome
 
 

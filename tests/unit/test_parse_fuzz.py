@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobtrail.core import outcomes as o
-from jobtrail.providers import parse
+from jobtrail.providers import lookup, parse
 from jobtrail.providers.config import parse_provider
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def test_status_and_lookup_answers_always_parse(status: int, head: Any, body: by
     """Status and lookup answers never raise, whatever their shape."""
     seen = parse.parse_status(SPEC, status, head, body)
     assert isinstance(seen, o.Observed | o.Rejected | o.Ambiguous | o.Throttled)
-    found = parse.parse_list(LISTING, SPEC, status, head, body)
+    found = lookup.parse_list(LISTING, SPEC, status, head, body)
     assert isinstance(found, o.Found | o.Rejected | o.Ambiguous | o.Throttled)
     if isinstance(found, o.Found):
         assert all(isinstance(job, str) for job in found.job_ids)

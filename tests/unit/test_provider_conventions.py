@@ -21,7 +21,8 @@ from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ProviderConfigError
 from jobtrail.profiles import shipped_profile
 from jobtrail.providers.config import ProviderSpec, parse_provider
-from jobtrail.providers.parse import parse_create, parse_list, parse_status, provider_error
+from jobtrail.providers.lookup import parse_list
+from jobtrail.providers.parse import parse_create, parse_status, provider_error
 
 ROOT = Path(__file__).resolve().parents[2]
 ARM = "https://management.azure.com"

@@ -19,7 +19,7 @@ from jobtrail.core.evidence import judge
 from jobtrail.core.model import Operation
 from jobtrail.core.schedule import Refusals
 from jobtrail.core.states import Evidence, RemoteStatus, State
-from jobtrail.presentation.views import escalation_bundle, explain_text
+from jobtrail.presentation.explain import escalation_bundle, explain_text
 from jobtrail.providers import parse
 from jobtrail.providers.config import parse_provider
 

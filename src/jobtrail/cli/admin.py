@@ -19,7 +19,7 @@ from jobtrail.cli.context import (
 )
 from jobtrail.core.audit import ChainReport, verify
 from jobtrail.core.durations import format_duration
-from jobtrail.core.proof import absence_rule
+from jobtrail.core.proof import absence_rule, at_most_once_rule
 from jobtrail.providers import baseurl, promises
 from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec
@@ -152,29 +152,10 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:  # noqa: C901
                 "a human (needs_human), since only a lookup can prove nothing was created",
             )
         )
-    if caps.at_most_once_provable:
-        lines.append(
-            (
-                "at-most-once create",
-                "provable: a lost create answer is resolved by "
-                + " and ".join(means)
-                + ", never by sending a new token",
-            )
-        )
-        absence = absence_rule(caps, spec.deadlines["create"])
-        if absence is not None:
-            lines.append(("proof of absence", absence))
-    else:
-        lines.append(
-            (
-                "at-most-once create",
-                "cannot be proven: this provider offers no "
-                "reconciliation (no idempotency token it honours, no lookup by a reference "
-                "it keeps). A create whose answer is lost stops for a human "
-                "(needs_human) instead of being retried: jobtrail never resubmits it on "
-                "its own",
-            )
-        )
+    lines.append(("at-most-once create", at_most_once_rule(caps, means)))
+    absence = absence_rule(caps, spec.deadlines["create"])
+    if caps.at_most_once_provable and absence is not None:
+        lines.append(("proof of absence", absence))
     lines.append(("cancel", promises.cancel_line(spec)))
     result = spec.result
     special = promises.result_line(spec)
@@ -275,13 +256,7 @@ def code_guarantees(spec: CodeSpec) -> list[tuple[str, str]]:
     return [
         ("idempotency", f"{caps.idempotency.value} (the provider places the token itself)"),
         ("reconciliation", ", ".join(means) or "none"),
-        (
-            "at-most-once create",
-            "provable: a lost create answer is resolved by " + " and ".join(means)
-            if caps.at_most_once_provable
-            else "cannot be proven: a create whose answer is lost stops for a human "
-            "(needs_human); jobtrail never resubmits it on its own",
-        ),
+        ("at-most-once create", at_most_once_rule(caps, means)),
         *(
             [("proof of absence", absence)]
             if (absence := absence_rule(caps, spec.deadlines["create"]))

@@ -92,7 +92,7 @@ def run_async(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    from jobtrail.presentation.views import shown_lines
+    from jobtrail.presentation.text import shown_lines
 
     click.echo(f"error: {shown_lines(without_db_password(message))}", err=True)
     sys.exit(code)
@@ -111,14 +111,14 @@ def without_db_password(text: str) -> str:
 
 
 def emit_json(document: Any) -> None:
-    from jobtrail.presentation.views import json_text
+    from jobtrail.presentation.text import json_text
 
     click.echo(json_text(document))
 
 
 def say(text: str, *, err: bool = False) -> None:
     """Print text for people; whatever a provider put in it cannot drive the terminal."""
-    from jobtrail.presentation.views import shown_lines
+    from jobtrail.presentation.text import shown_lines
 
     click.echo(shown_lines(text), err=err)
 
@@ -127,7 +127,7 @@ def cell(value: object) -> Text:
     """A table cell for people: neutralized (`shown`) and never read as rich markup."""
     from rich.text import Text
 
-    from jobtrail.presentation.views import shown
+    from jobtrail.presentation.text import shown
 
     return Text(shown(value))
 

@@ -34,7 +34,7 @@ async def escalation(settings: Settings, operation_id: str, as_json: bool) -> No
     provider's support: remote job id, trace id, request history and provider request ids.
     OPERATION_ID may also be the operation's key."""
     async with opened(settings) as ledger:
-        story = await read_story(ledger, await ledger.find(operation_id))
+        story = await read_story(ledger, await ledger.get(operation_id))
     emit_json(story.escalation())
 
 

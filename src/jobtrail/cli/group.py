@@ -17,6 +17,7 @@ from jobtrail.cli.context import settings_from
 # command. A command missing here is still found (every module is then imported).
 MODULES = (
     "ops",
+    "result",
     "decisions",
     "running",
     "admin",
@@ -27,7 +28,8 @@ MODULES = (
     "docs",
 )
 HOME = {
-    **dict.fromkeys(("submit", "status", "list", "history", "explain", "cancel", "result"), "ops"),
+    **dict.fromkeys(("submit", "status", "list", "history", "explain", "cancel"), "ops"),
+    "result": "result",
     **dict.fromkeys(("escalation", "resolve", "extend"), "decisions"),
     **dict.fromkeys(("worker", "run", "demo"), "running"),
     **dict.fromkeys(("audit", "provider", "simulator"), "admin"),

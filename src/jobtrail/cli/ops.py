@@ -1,9 +1,8 @@
-"""Commands on operations: submit, status, list, history, explain, cancel, result,
-escalation, resolve, extend."""
+"""Commands on operations: submit, status, list, history, explain, cancel (`result` is in
+cli/result.py; escalation, resolve and extend in cli/decisions.py)."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -14,7 +13,6 @@ from jobtrail.cli.context import (
     cell,
     default_actor,
     emit_json,
-    fail,
     json_option,
     opened,
     pass_settings,
@@ -29,7 +27,7 @@ from jobtrail.core.model import Operation
 from jobtrail.core.nextstep import driver
 from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso, relative
-from jobtrail.presentation.facts import usage_text, usage_totals
+from jobtrail.presentation.facts import usage_totals
 from jobtrail.presentation.views import operation_json, transition_json
 
 if TYPE_CHECKING:  # rich is imported by the commands that draw tables, not by `status`
@@ -163,7 +161,7 @@ async def submit(
 async def status(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show one operation's record (OPERATION_ID may also be its key)."""
     async with opened(settings) as ledger:
-        op = await ledger.find(operation_id)
+        op = await ledger.get(operation_id)
         attempts = await ledger.attempts(op.operation_id)
         observations = await ledger.observations(op.operation_id)
         document = operation_json(op, ledger.now(), attempts=attempts, observations=observations)
@@ -252,7 +250,7 @@ def _counted(shown: int, total: int) -> str:
 async def history(settings: Settings, operation_id: str, as_json: bool) -> None:
     """Show an operation's transition history (append-only)."""
     async with opened(settings) as ledger:
-        operation_id = (await ledger.find(operation_id)).operation_id
+        operation_id = (await ledger.get(operation_id)).operation_id
         transitions = await ledger.history(operation_id)
     if as_json:
         emit_json([transition_json(t) for t in transitions])
@@ -289,7 +287,7 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
     from jobtrail.services.story import read_story
 
     async with opened(settings) as ledger:
-        story = await read_story(ledger, await ledger.find(operation_id))
+        story = await read_story(ledger, await ledger.get(operation_id))
     op, missing = story.op, not_installed_here(story.op)
     if not as_json:
         say(story.text(missing=missing))
@@ -324,7 +322,7 @@ async def cancel(
     """Record the intent to cancel. The lease owner sends the cancel once and keeps
     observing; the operation is `cancelled` only when the provider says so."""
     async with opened(settings) as ledger:
-        operation_id = (await ledger.find(operation_id)).operation_id
+        operation_id = (await ledger.get(operation_id)).operation_id
         op = await ledger.cancel(
             operation_id, actor=actor, reason=reason, expected_effect=expected_effect
         )
@@ -332,86 +330,4 @@ async def cancel(
     emit_json(document) if as_json else show(document)
 
 
-@click.command()
-@click.argument("operation_id")
-@json_option
-@pass_settings
-@run_async
-# C901: the command's branches are its output forms (stored, missing, changed, --json, --out)
-async def result(settings: Settings, operation_id: str, as_json: bool) -> None:  # noqa: C901
-    """Show the validated result summary and where the content is stored."""
-    from jobtrail.client.result import read_back
-    from jobtrail.results import open_results
-    from jobtrail.results.blobs import is_file_location
-
-    async with opened(settings) as ledger:
-        op = await ledger.find(operation_id)
-        # the summary must be the one its collection audited, and the stored content (a
-        # file, database chunks or an object) must still hash to it
-        problem = await ledger.result_problem(op) if op.result is not None else None
-    summary = operation_json(op, op.created_at)["result"]
-    if op.result is not None and op.result.location and problem is None:
-        location = op.result.location
-        results = None
-        if not is_file_location(location):
-            results = open_results(settings.results, data_dir=settings.data_dir, ledger=settings.db)
-        try:
-            stored = await read_back(location, op.result.sha256, results, settings.data_dir)
-        finally:
-            if results is not None:
-                await results.close()
-        if stored.path is not None:
-            summary["location"] = str(stored.path)
-        problem = stored.problem
-    if problem:  # never shown as valid: what was validated is not what is stored now
-        summary["valid"] = False
-        summary["problems"] = [*summary["problems"], problem]
-    if as_json:
-        emit_json(
-            {
-                "operation_id": op.operation_id,
-                "state": op.state.value,
-                "result": summary,
-                "usage": op.usage,
-            }
-        )
-        if problem:
-            raise SystemExit(1)
-        return
-    if summary is None:
-        fail(f"{operation_id} has no result yet (state {op.state})")
-    from rich.table import Table
-
-    from jobtrail.cli.tables import print_table
-
-    table = Table(show_header=False, box=None)
-    for name in (
-        "valid",
-        "location",
-        "content_type",
-        "size",
-        "sha256",
-        "records",
-        "checks",
-        "problems",
-    ):
-        value = summary[name]
-        table.add_row(name, cell(value if isinstance(value, str) else json.dumps(value)))
-    if summary["partial"]:
-        table.add_row("partial", f"yes: what the job finished before it ended {op.state}")
-    if op.usage:
-        table.add_row("usage", cell(usage_text(op.usage)))
-    if summary["items"]:
-        items = summary["items"]
-        table.add_row(
-            "items",
-            f"{items['total']} total, {items['succeeded']} succeeded, {items['failed']} failed",
-        )
-        if items["failed_refs"]:
-            table.add_row("failed items", cell(", ".join(items["failed_refs"][:50])))
-    print_table(table)
-    if problem:
-        fail(problem)
-
-
-COMMANDS = [submit, status, list_, history, explain, cancel, result]
+COMMANDS = [submit, status, list_, history, explain, cancel]

@@ -11,7 +11,7 @@ import click
 
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.words import progress_text, relative
-from jobtrail.presentation.views import shown
+from jobtrail.presentation.text import shown
 
 
 def not_installed_here(op: Operation) -> str | None:

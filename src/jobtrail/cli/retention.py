@@ -127,7 +127,8 @@ async def archive_show(settings: Settings, file: Path, operation_id: str, as_jso
     any line of the archive is not what its checkpoint bound (`archive verify` lists all)."""
     from jobtrail.core.words import iso
     from jobtrail.ledger.archive import read, verify_archive
-    from jobtrail.presentation.views import explain_text, operation_json, timeline
+    from jobtrail.presentation.explain import explain_text
+    from jobtrail.presentation.views import operation_json, timeline
 
     found = read(file)
     if problems := verify_archive(found, settings.audit_key):

@@ -193,7 +193,7 @@ async def run(
         results=settings.results,
         provider_modules=provider_modules,
     ) as rt:
-        op = await rt.ledger.find(operation_id)
+        op = await rt.ledger.get(operation_id)
         operation_id = op.operation_id
         drives = rt.providers.code_names()
         missing = op.provider_kind is ProviderKind.CODE and op.provider not in drives

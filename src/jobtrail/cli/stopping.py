@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 
 from jobtrail.cli.context import say
-from jobtrail.presentation.views import shown
+from jobtrail.presentation.text import shown
 from jobtrail.providers.credentials import Unset
 from jobtrail.services.runtime import Runtime
 

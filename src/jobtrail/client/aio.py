@@ -219,12 +219,14 @@ class Client:
     # -- reading -------------------------------------------------------------------------
 
     async def get(self, operation_id: str) -> Operation:
-        """The operation's record (NotFound if this ledger holds none with that id)."""
+        """The operation's record, by its id or its key (NotFound if this ledger holds none
+        by either)."""
         return await self._opened.ledger.get(operation_id)
 
     async def find(self, key: str) -> Operation | None:
-        """The operation submitted under `key`, or None."""
-        return await self._opened.ledger.find_by_key(key)
+        """The operation submitted under `key` (or whose id it is), or None: `get` raises
+        where `find` answers None."""
+        return await self._opened.ledger.find(key)
 
     async def list(
         self, states: Iterable[State | str] = (), limit: int = 50

@@ -12,6 +12,32 @@ from jobtrail.core.model import Capabilities, Idempotency, Tier
 from jobtrail.core.remote_deadline import RemoteDeadline
 
 
+def at_most_once_rule(caps: Capabilities, means: list[str]) -> str:
+    """Whether at most one job per operation can be proven, and what the proof rests on:
+    the words `provider check` says beside "at-most-once create", for provider files and
+    code providers alike."""
+    if not caps.at_most_once_provable:
+        return (
+            "cannot be proven: this provider offers no reconciliation (no idempotency token "
+            "it honours, no lookup by a reference it keeps). A create whose answer is lost "
+            "stops for a human (needs_human) instead of being retried: jobtrail never "
+            "resubmits it on its own"
+        )
+    how = " and ".join(means) or "the provider's own token"
+    only_token = caps.same_token_retry and not caps.lookup
+    if only_token and caps.idempotency is not Idempotency.NATURAL:
+        kept = (
+            "how long it does is undocumented"
+            if caps.token_kept_for is None
+            else f"it does for {format_duration(_seconds(caps.token_kept_for))}"
+        )
+        return (
+            f"provable while the provider remembers the token ({kept}): a lost create "
+            f"answer is resolved by {how}, never by sending a new token"
+        )
+    return f"provable: a lost create answer is resolved by {how}, never by sending a new token"
+
+
 def absence_rule(caps: Capabilities, create_deadline: timedelta) -> str | None:
     """When a lookup that finds nothing proves that no job exists, or None without a lookup."""
     if not caps.lookup:

@@ -93,7 +93,7 @@ class BulkRoutes:
         if record is None:
             raise NotFound(f"no bulk action {bulk_id!r} in this ledger")
         ops = {
-            item.operation_id: await self.dash.ledger.get_if_any(item.operation_id)
+            item.operation_id: await self.dash.ledger.find(item.operation_id)
             for item in record.items
         }
         body = bulk_page(record, ops, self.dash.now())

@@ -15,7 +15,7 @@ from string import Template
 from urllib.parse import quote, urlencode
 
 from jobtrail.core.words import iso, relative
-from jobtrail.presentation.views import shown_lines
+from jobtrail.presentation.text import shown_lines
 
 
 class Html(str):

@@ -37,14 +37,8 @@ from jobtrail.dashboard.bulkpages import bulk_form
 from jobtrail.dashboard.bulkweb import BulkRoutes
 from jobtrail.dashboard.filters import filters_of, query_of
 from jobtrail.dashboard.html import Html, page, path, render
-from jobtrail.dashboard.pages import (
-    ATTENTION,
-    Attention,
-    attention_page,
-    facts,
-    list_page,
-    story_sections,
-)
+from jobtrail.dashboard.operation import facts, story_sections
+from jobtrail.dashboard.pages import ATTENTION, Attention, attention_page, list_page
 from jobtrail.errors import InvalidInput, JobtrailError, NotFound, ResultError
 from jobtrail.ledger import Ledger, OperationQuery
 from jobtrail.providers.registry import ProviderRegistry

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no
     from jobtrail.providers.code import CodeSpec
     from jobtrail.providers.config import ProviderSpec
 
-MAX_BODY_BYTES = 1024 * 1024  # a request body, as canonical JSON (docs/guarantees.md)
+MAX_BODY_BYTES = 1024 * 1024  # a request body, as canonical JSON (docs/guarantees/surfaces.md)
 
 
 class Asking(LedgerBase):
@@ -138,7 +138,7 @@ class Asking(LedgerBase):
                 "authorized_by": authorized_by,
                 "reason": reason,
                 # The request body is stored once, in the operation row; the chain holds
-                # its fingerprint and size, which bind that row (docs/guarantees.md).
+                # its fingerprint and size, which bind that row (docs/guarantees/surfaces.md).
                 "body_bytes": body_size,
             },
         )

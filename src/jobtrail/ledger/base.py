@@ -94,10 +94,13 @@ class LedgerBase:
         (result,) = await self.store.commit([change])
         return result
 
-    async def get(self, operation_id: str) -> Operation:
-        op = await self.store.get(operation_id)
+    async def get(self, ref: str) -> Operation:
+        """The operation whose id is `ref` or, when no id matches, whose key is; NotFound
+        when neither. `find` answers the same question with None instead (one contract:
+        `get` raises, `find` answers None; both take an id or a key)."""
+        op = await self.store.get(ref) or await self.store.get_by_key(ref)
         if op is None:
-            raise NotFound(f"no operation {operation_id!r} in this ledger")
+            raise NotFound(f"no operation with the id or key {ref!r} in this ledger")
         return op
 
     async def permit(

@@ -17,7 +17,6 @@ from jobtrail.core.retry import on_stale
 from jobtrail.core.states import State
 from jobtrail.errors import (
     InvalidInput,
-    NotFound,
 )
 from jobtrail.ledger.base import EVERY, LedgerBase
 from jobtrail.ledger.histories import (
@@ -36,12 +35,10 @@ class Reading(LedgerBase):
     """The only way services and surfaces read what the store holds: the store is private
     to the ledger (a test holds every layer to it)."""
 
-    async def get_if_any(self, operation_id: str) -> Operation | None:
-        """The operation, or None when the ledger has none by that id (pruned, say)."""
-        return await self.store.get(operation_id)
-
-    async def find_by_key(self, key: str) -> Operation | None:
-        return await self.store.get_by_key(key)
+    async def find(self, ref: str) -> Operation | None:
+        """The operation whose id is `ref` or, when no id matches, whose key is; None when
+        neither (pruned, say). `get` raises NotFound instead."""
+        return await self.store.get(ref) or await self.store.get_by_key(ref)
 
     async def list_operations(
         self, *, states: Sequence[State] = (), limit: int = 50
@@ -82,13 +79,6 @@ class Reading(LedgerBase):
             )
         copied: tuple[int, int] = await backup(destination)
         return copied
-
-    async def find(self, ref: str) -> Operation:
-        """An operation by its id or, when no id matches, by its key."""
-        op = await self.store.get(ref) or await self.store.get_by_key(ref)
-        if op is None:
-            raise NotFound(f"no operation with the id or key {ref!r} in this ledger")
-        return op
 
     async def forged_operations(self) -> list[Forgery]:
         """Operations whose stored state or remote job id is not what their audited history

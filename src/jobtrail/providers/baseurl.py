@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from functools import cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -36,6 +37,7 @@ def placeholder_words(base_url: str, *, whole: bool) -> list[str]:
     return list(dict.fromkeys(words))
 
 
+@cache  # the package's files do not change under a running process; a submit asks each time
 def _shipped_base_urls() -> frozenset[str]:
     urls = set()
     for name in profile_names():

@@ -453,7 +453,7 @@ class HttpProvider:
                     if page is not None:
                         detail["page"] = page.to_json()
                     return Reply(outcome=scanned, detail=detail)
-                outcome = parse.parse_list(
+                outcome = lookup.parse_list(
                     spec.listing, spec, status, headers, body, reference=operation_id
                 )
                 return Reply(outcome=outcome, detail=detail)

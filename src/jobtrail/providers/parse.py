@@ -17,7 +17,7 @@ from jobtrail.core.lookup import MISSING, find, header
 from jobtrail.core.outcomes import Basis, Body
 from jobtrail.core.states import RemoteStatus
 from jobtrail.providers import reading as reading_
-from jobtrail.providers.spec import ListSpec, ProviderSpec, Reading, SourceKind
+from jobtrail.providers.spec import ProviderSpec, Reading, SourceKind
 
 MAX_ID_LENGTH = 512
 MAX_URL_LENGTH = 2048
@@ -360,43 +360,6 @@ def provider_error(spec: ProviderSpec, status: int, body: bytes) -> dict[str, An
     if 200 <= status < 300:
         return reading_.error_of(spec.status_rule, document)
     return reading_.error_in_body(document)
-
-
-def parse_list(
-    listing: ListSpec,
-    spec: ProviderSpec,
-    status: int,
-    headers: Mapping[str, str],
-    body: bytes,
-    reference: str | None = None,
-) -> o.Found | o.Rejected | o.Ambiguous | o.Throttled:
-    req = request_id(spec, headers)
-    if not 200 <= status < 300:
-        return error_outcome(status, headers, body, what="lookup", req=req)
-    document, problem = read_json(body)
-    if problem is not None:
-        return o.Ambiguous(reason=f"lookup {problem}", http_status=status, request_id=req)
-    items = find(document, listing.items, MISSING)
-    if not isinstance(items, list):
-        return o.Ambiguous(
-            reason=f"the lookup answer has no list at `{listing.items}`",
-            http_status=status,
-            request_id=req,
-        )
-    ids = []
-    # a provider that names its jobs by resource name lists them by that name too
-    names = any(source.kind is SourceKind.NAME for source in spec.identity)
-    for item in items:
-        other = listing.match is not None and find(item, listing.match) != reference
-        if other and reference is not None:
-            continue  # another job: the list is filtered here, not by the provider
-        job_id, problem = job_id_at(item, listing.job_id, slashes=names)
-        if job_id is None:
-            return o.Ambiguous(
-                reason=f"a listed item is unreadable: {problem}", http_status=status, request_id=req
-            )
-        ids.append(job_id)
-    return o.Found(job_ids=tuple(ids), http_status=status, request_id=req)
 
 
 def parse_cancel(

@@ -16,7 +16,7 @@ from yarl import URL
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.lookup import find
-from jobtrail.providers import parse
+from jobtrail.providers import lookup, parse
 from jobtrail.providers.protocol import Reply
 from jobtrail.providers.spec import ListSpec, ProviderSpec
 
@@ -70,7 +70,7 @@ def read_page(
 ) -> tuple[o.CallOutcome, Page | None]:
     """One page of a listing matched on our side: the jobs holding `reference`, and where
     the listing goes on."""
-    found = parse.parse_list(listing, spec, status, headers, body, reference=reference)
+    found = lookup.parse_list(listing, spec, status, headers, body, reference=reference)
     if not isinstance(found, o.Found):
         return found, None
     document, _ = parse.read_json(body)

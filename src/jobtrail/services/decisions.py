@@ -65,7 +65,7 @@ async def resolve(
     (jobtrail.services.adoption). `request_id` names the request: given again, nothing is done
     twice."""
     choice = resolution(decision)
-    op = await ledger.find(ref)
+    op = await ledger.get(ref)
     human = o.HumanDecision(
         decision=choice,
         actor=actor,
@@ -96,7 +96,7 @@ async def extend(
     """Resume automation until now + `by`: the result deadline of a result_timed_out
     operation, or the cancel deadline of a cancellation_unconfirmed one (the core refuses
     the other pairings). `ref` is the operation's id or key."""
-    op = await ledger.find(ref)
+    op = await ledger.get(ref)
     human = o.HumanDecision(
         decision=o.Decision.EXTEND_CANCEL if deadline == "cancel" else o.Decision.EXTEND,
         actor=actor,

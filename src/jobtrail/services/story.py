@@ -11,7 +11,7 @@ from typing import Any
 
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.ledger import Ledger
-from jobtrail.presentation.views import escalation_bundle, explain_text
+from jobtrail.presentation.explain import escalation_bundle, explain_text
 
 
 @dataclass(frozen=True, kw_only=True)

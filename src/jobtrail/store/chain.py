@@ -58,12 +58,19 @@ class AuditChain:
         self, last_seq: int, last_hash: str | None, entries: Sequence[AuditEntry]
     ) -> list[tuple[int, str | None, str, str, str]]:
         """Rows (seq, operation_id, entry, prev_hash, hash) continuing the chain."""
+        texts = [(entry.operation_id, entry.canonical()) for entry in entries]
+        return self.extend_texts(last_seq, last_hash, texts)
+
+    def extend_texts(
+        self, last_seq: int, last_hash: str | None, texts: Sequence[tuple[str | None, str]]
+    ) -> list[tuple[int, str | None, str, str, str]]:
+        """The same from the entries' (operation_id, canonical text), encoded beforehand
+        (by the writer's caller: only the links, which need the head, are made here)."""
         rows = []
         prev = last_hash or GENESIS
-        for offset, entry in enumerate(entries, 1):
-            text = entry.canonical()
+        for offset, (operation_id, text) in enumerate(texts, 1):
             digest = link(prev, text, self._key)
-            rows.append((last_seq + offset, entry.operation_id, text, prev, digest))
+            rows.append((last_seq + offset, operation_id, text, prev, digest))
             prev = digest
         return rows
 

@@ -1,37 +1,51 @@
-"""Records <-> rows, shared by both dialects. A dialect supplies how it stores times."""
+"""Records <-> rows, shared by both dialects. A dialect supplies how it stores times.
+
+The column lists and the writing half live here; the reading half is store/decode.py and
+the value-level text (NUL-safe text, JSON, the provider document's key) store/text.py."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict
-from datetime import datetime, timedelta
-from functools import lru_cache
+from datetime import datetime
 from typing import Any
 
 from jobtrail.core.audit import AuditEntry
-from jobtrail.core.model import (
-    Attempt,
-    AttemptKind,
-    CancelIntent,
-    Capabilities,
-    Idempotency,
-    ItemCounts,
-    JobRequest,
-    Observation,
-    Operation,
-    ProviderKind,
-    ResultMode,
-    ResultSummary,
-    Transition,
-    evolve,
+from jobtrail.core.model import Attempt, CancelIntent, Observation, Operation, Transition
+from jobtrail.store.decode import Decoder, TimeIn
+from jobtrail.store.text import (
+    LastOne,
+    config_key,
+    dump,
+    keyed_config,
+    load,
+    load_shared,
+    result_doc,
+    result_summary,
+    storable,
 )
-from jobtrail.core.outcomes import stored_word
-from jobtrail.core.states import Evidence, RemoteStatus, State
+from jobtrail.store.text import fields_of as _fields_of
+from jobtrail.store.text import shared_text as _shared_text
 
 TimeOut = Callable[[datetime | None], Any]
-TimeIn = Callable[[Any], datetime | None]
+__all__ = [  # the value-level words of store/text.py, where the stores and tests reach them
+    "COLUMNS",
+    "IMMUTABLE",
+    "MUTABLE",
+    "STORE_DECIDED",
+    "Codec",
+    "LastOne",
+    "config_key",
+    "dump",
+    "keyed_config",
+    "load",
+    "load_shared",
+    "result_doc",
+    "result_summary",
+    "run_closed",
+    "selected",
+    "storable",
+]
 
 IMMUTABLE = (
     "operation_id",
@@ -102,88 +116,11 @@ def selected(prefix: str = "") -> str:
     )
 
 
-@lru_cache(maxsize=64)
-def config_key(document: str) -> str:
-    return "sha256:" + hashlib.sha256(document.encode()).hexdigest()
-
-
-def keyed_config(row: dict[str, Any]) -> tuple[str, str]:
-    """An operation row about to be inserted, its provider document swapped for the key:
-    returns (key, document), which the same transaction stores in provider_configs."""
-    document = row["provider_config"]
-    row["provider_config"] = key = config_key(document)
-    return key, document
-
-
-# Stored JSON needs to be deterministic and readable, not RFC 8785 (fingerprints use that):
-# the C encoder with sorted keys is several times faster on this hot path.
-_ENCODE = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
-
-
-def storable(value: Any) -> Any:
-    """A text as a text column holds it: PostgreSQL text cannot hold U+0000, so both stores
-    keep a NUL in a text field (a provider's state word, id, request id, an error cause) as
-    U+FFFD, the replacement character. JSON documents keep it exactly: their text escapes it
-    as \\u0000. Anything but a text is returned as it is; applying it twice changes nothing."""
-    if type(value) is str and "\x00" in value:
-        return value.replace("\x00", "\ufffd")
-    return value
-
-
-def dump(value: Any) -> str | None:
-    return None if value is None else _ENCODE(value)
-
-
-def load(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def _fields_of(record: Any) -> dict[str, Any]:
-    """A flat record's fields as a dict: what asdict gives, without its deep copy."""
-    return dict(record.__dict__)
-
-
-class LastOne:
-    """`fn` that remembers its result for the last argument it saw (by identity). A step
-    stamps many columns with one `now` and a batch submits under one provider file, so the
-    last one is all worth remembering. The pair is swapped as one tuple: threads may share
-    an instance."""
-
-    def __init__(self, fn: Callable[[Any], Any]) -> None:
-        self._fn = fn
-        self._last: tuple[Any, Any] = (object(), None)
-
-    def __call__(self, value: Any) -> Any:
-        last = self._last
-        if last[0] is value:
-            return last[1]
-        result = self._fn(value)
-        self._last = (value, result)
-        return result
-
-
-# The provider file is shared by every operation submitted under it.
-_shared_text = LastOne(dump)
-
-
-@lru_cache(maxsize=64)
-def load_shared(text: str) -> Any:
-    """Documents that many operations share (provider file, capabilities), decoded once.
-    The result is shared: callers must treat it as read-only, as they treat all records."""
-    return json.loads(text)
-
-
-class Codec:
+class Codec(Decoder):
     def __init__(self, time_out: TimeOut, time_in: TimeIn) -> None:
-        self.t_out, self.t_in = time_out, time_in
+        super().__init__(time_in)
+        self.t_out = time_out
         self._mutable = self._mutable_encoders()
-
-    def _t(self, value: Any) -> datetime:
-        when = self.t_in(value)
-        assert when is not None
-        return when
 
     def operation_row(self, op: Operation) -> dict[str, Any]:
         t = self.t_out
@@ -254,97 +191,12 @@ class Codec:
             ("usage", "usage", dump),
         ]
 
-    def after_update(self, op: Operation, row: Any) -> Operation:
-        """The record an update of `op` stored, from the columns the store itself decides
-        (version, poll time, lease): everything else is what `op` says."""
-        return evolve(
-            op,
-            version=row["version"],
-            next_poll_at=self.t_in(row["next_poll_at"]),
-            fence=row["fence"],
-            lease_owner=row["lease_owner"],
-            lease_expires_at=self.t_in(row["lease_expires_at"]),
-        )
-
     def _intent(self, intent: CancelIntent | None) -> dict[str, Any] | None:
         if intent is None:
             return None
         doc = asdict(intent)
         doc["requested_at"] = intent.requested_at.isoformat()
         return doc
-
-    def operation(self, row: Any) -> Operation:
-        caps = load_shared(row["capabilities"])
-        request = load(row["request"])
-        return Operation(
-            operation_id=row["operation_id"],
-            key=row["op_key"],
-            provider=row["provider"],
-            provider_config=load_shared(row["provider_config"]),
-            # Archives written before 0007 have neither: their operations were all HTTP.
-            provider_kind=ProviderKind(_column(row, "provider_kind") or "http"),
-            provider_version=_column(row, "provider_version"),
-            capabilities=Capabilities(
-                **caps
-                | {
-                    "idempotency": Idempotency(caps["idempotency"]),
-                    "result": ResultMode(caps["result"]),
-                }
-            ),
-            request=JobRequest(**request),
-            fingerprint=row["fingerprint"],
-            idempotency_token=row["idempotency_token"],
-            trace_id=row["trace_id"],
-            actor=row["actor"],
-            authorized_by=row["authorized_by"],
-            reason=row["reason"],
-            created_at=self._t(row["created_at"]),
-            create_deadline=self._t(row["create_deadline"]),
-            cancel_timeout=timedelta(seconds=float(row["cancel_timeout_s"])),
-            **self._changing(row),
-        )
-
-    def _changing(self, row: Any) -> dict[str, Any]:
-        """The fields of the mutable and lease columns."""
-        t = self.t_in
-        intent = load(row["cancel_intent"])
-        result = load(row["result"])
-        return {
-            "result_deadline": self._t(row["result_deadline"]),
-            "state": State(row["state"]),
-            "remote_job_id": row["remote_job_id"],
-            "remote_state": row["remote_state"],
-            "remote_status": RemoteStatus(row["remote_status"]) if row["remote_status"] else None,
-            "progress": load(row["progress"]),
-            "status_url": row["status_url"],
-            "status_via": row["status_via"],
-            "candidate_job_id": row["candidate_job_id"],
-            "conflicting_job_ids": tuple(load(row["conflicting_job_ids"]) or ()),
-            "next_poll_at": t(row["next_poll_at"]),
-            "poll_count": row["poll_count"],
-            "create_attempts": row["create_attempts"],
-            "inflight_attempt": row["inflight_attempt"],
-            "cancel_intent": (
-                CancelIntent(
-                    **intent | {"requested_at": datetime.fromisoformat(intent["requested_at"])}
-                )
-                if intent
-                else None
-            ),
-            "cancel_deadline": t(row["cancel_deadline"]),
-            "cancel_sent": bool(row["cancel_sent"]),
-            "inline_result": row["inline_result"],
-            "result": result_summary(result) if result else None,
-            "fence": row["fence"],
-            "lease_owner": row["lease_owner"],
-            "lease_expires_at": t(row["lease_expires_at"]),
-            "version": row["version"],
-            "updated_at": t(row["updated_at"]),
-            "refused_reads": row["refused_reads"],
-            "refused_since": t(row["refused_since"]),
-            "create_sent_at": t(_column(row, "create_sent_at")),
-            "usage": load(_column(row, "usage")),  # 0015: work done and billed
-        }
 
     def transition_row(self, tr: Transition) -> dict[str, Any]:
         return {
@@ -357,19 +209,6 @@ class Codec:
             "cause": storable(tr.cause),
             "remote_job_id": storable(tr.remote_job_id),
         }
-
-    def transition(self, row: Any) -> Transition:
-        return Transition(
-            seq=row["seq"],
-            operation_id=row["operation_id"],
-            at=self._t(row["at"]),
-            actor=row["actor"],
-            from_state=State(row["from_state"]),
-            to_state=State(row["to_state"]),
-            evidence=Evidence(row["evidence"]),
-            cause=row["cause"],
-            remote_job_id=row["remote_job_id"],
-        )
 
     def attempt_row(self, at: Attempt) -> dict[str, Any]:
         return {
@@ -398,22 +237,6 @@ class Codec:
             "detail": dump(at.detail),
         }
 
-    def attempt(self, row: Any) -> Attempt:
-        return Attempt(
-            attempt_id=row["attempt_id"],
-            operation_id=row["operation_id"],
-            kind=AttemptKind(row["kind"]),
-            fence=row["fence"],
-            actor=row["actor"],
-            started_at=self._t(row["started_at"]),
-            request=load(row["request"]),
-            finished_at=self.t_in(row["finished_at"]),
-            outcome=stored_word(row["outcome"]),
-            http_status=row["http_status"],
-            provider_request_id=row["provider_request_id"],
-            detail=load(row["detail"]),
-        )
-
     def observation_row(self, ob: Observation) -> dict[str, Any]:
         return {
             "operation_id": ob.operation_id,
@@ -436,25 +259,6 @@ class Codec:
             ),
         }
 
-    def observation(self, row: Any) -> Observation:
-        return Observation(
-            operation_id=row["operation_id"],
-            source=row["source"],
-            observed_at=self._t(row["observed_at"]),
-            remote_state=row["remote_state"],
-            remote_status=RemoteStatus(row["remote_status"]),
-            provider_updated_at=row["provider_updated_at"],
-            progress=load(row["progress"]),
-            ref=row["ref"],
-            event_id=row["event_id"],
-            request_id=row["last_request_id"],
-            last_seen_at=self.t_in(row["last_seen_at"]),
-            seen_count=row["seen_count"],
-            last_progress=load(row["last_progress"]),
-            closed_at=self.t_in(row["closed_at"]),
-            usage=load(_column(row, "usage")),
-        )
-
     def fold_row(self, ob: Observation) -> dict[str, Any]:
         """What a read that sees the open run's remote state again changes in that run."""
         return {
@@ -466,14 +270,6 @@ class Codec:
             "last_request_id": storable(ob.request_id),
             "last_progress": dump(ob.progress),
         }
-
-
-def _column(row: Any, name: str) -> Any:
-    """A column that older rows (an archive's records) may lack."""
-    try:
-        return row[name]
-    except (KeyError, IndexError):
-        return None
 
 
 def run_closed(ob: Observation, closed_at: datetime) -> AuditEntry:
@@ -498,18 +294,4 @@ def run_closed(ob: Observation, closed_at: datetime) -> AuditEntry:
             "last_progress": ob.last_progress,
             "closed_at": closed_at.isoformat(),
         },
-    )
-
-
-def result_doc(summary: ResultSummary) -> dict[str, Any]:
-    return asdict(summary)
-
-
-def result_summary(doc: Mapping[str, Any]) -> ResultSummary:
-    items = doc.get("items")
-    return ResultSummary(
-        **{k: v for k, v in doc.items() if k not in ("items", "checks", "problems")},
-        items=ItemCounts(**items | {"failed_refs": tuple(items["failed_refs"])}) if items else None,
-        checks=tuple(doc.get("checks", ())),
-        problems=tuple(doc.get("problems", ())),
     )

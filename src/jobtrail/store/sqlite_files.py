@@ -12,10 +12,13 @@ every write transaction and refuses to go on.
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from pathlib import Path
 
 from jobtrail.errors import StoreError
 
+BUSY_TIMEOUT_MS = 30_000
 LEDGER_FILES = ("", "-wal", "-shm")
 Identities = dict[str, tuple[int, int]]
 
@@ -55,3 +58,57 @@ def check_same_files(known: Identities) -> None:
             "nothing more is written to it. Restore the ledger (or point JOBTRAIL_DB / "
             "--db at the one in use) and start again"
         )
+
+
+def connect(path: str, create: bool) -> sqlite3.Connection:
+    if path == ":memory:":
+        target, uri = path, False
+    elif create:
+        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        target, uri = path, False
+    elif not Path(path).expanduser().exists():
+        raise StoreError(
+            f"no ledger at {Path(path).expanduser().absolute()}; `jobtrail submit` or "
+            "`jobtrail worker` creates one (or set JOBTRAIL_DB / --db to an existing ledger)"
+        )
+    else:  # mode=rw: a file that vanishes after the check above is not made again
+        target, uri = Path(path).expanduser().absolute().as_uri() + "?mode=rw", True
+    conn = sqlite3.connect(
+        target,
+        isolation_level=None,
+        check_same_thread=False,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        uri=uri,
+    )
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    _wal(conn)
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL. The switch needs an exclusive lock and SQLite does not wait for it (the
+    busy timeout does not apply), so two processes opening a new ledger at once retry here."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def split_script(script: str) -> list[str]:
+    """Statements of a script; trigger bodies (BEGIN ... END;) stay whole."""
+    statements, buffer = [], ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    return statements

@@ -135,7 +135,8 @@ class Runner:
     async def _outcome(self, op: Operation, reply: Reply) -> o.CallOutcome:
         if reply.fetched is not None:
             fetched = reply.fetched
-            # Checked as received; stored without the secrets it may echo (docs/guarantees.md).
+            # Checked as received; stored without the secrets it may echo
+            # (docs/guarantees/secrets.md).
             stored, found = self.ledger.redactor(op).content(fetched.content)
             try:
                 location = await self.blobs.put(stored)

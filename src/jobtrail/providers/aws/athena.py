@@ -41,6 +41,7 @@ from jobtrail.core.model import (
 )
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
+from jobtrail.providers.aws.base import AwsProvider
 from jobtrail.providers.aws.calls import REQUIRES as REQUIRES
 from jobtrail.providers.aws.calls import (
     SECRET_ENV,
@@ -74,7 +75,7 @@ _SETTINGS = frozenset({"work_group", "output_location", "database", "catalog", "
 PAGE = 1000  # GetQueryResults' largest page
 
 
-class AthenaProvider:
+class AthenaProvider(AwsProvider):
     """One work group. `call` never raises for anything AWS or the network does."""
 
     capabilities = CAPABILITIES
@@ -103,6 +104,8 @@ class AthenaProvider:
         self.timeout = aws.call_limit
         self.calls = AwsCalls("athena", aws)
 
+    no_lookup = "Athena offers no lookup by client request token"
+
     def describe(self, kind: AttemptKind, op: Operation) -> dict[str, Any]:
         """What is about to be sent: action, endpoint and identifiers, never credentials."""
         what: dict[str, Any] = {"service": "athena", "endpoint": self.calls.where()}
@@ -119,26 +122,6 @@ class AthenaProvider:
             case _:
                 what |= {"action": "GetQueryExecution", "QueryExecutionId": op.remote_job_id}
         return what
-
-    async def call(self, kind: AttemptKind, op: Operation) -> Reply:
-        with self.calls.traced(kind, op):
-            return await self._call(kind, op)
-
-    async def _call(self, kind: AttemptKind, op: Operation) -> Reply:
-        match kind:
-            case AttemptKind.CREATE:
-                return await self._start(op)
-            case AttemptKind.STATUS:
-                return await self._status(op)
-            case AttemptKind.CANCEL:
-                return await self._stop(op)
-            case AttemptKind.RESULT:
-                return await self._result(op)
-        reason = "Athena offers no lookup by client request token; nothing was sent"
-        return Reply(outcome=o.Rejected(reason=reason), detail={"error": reason, "sent": False})
-
-    async def close(self) -> None:
-        await self.calls.close()
 
     def guarantees(self) -> list[tuple[str, str]]:
         """What `provider check` can say about this provider, in plain words."""

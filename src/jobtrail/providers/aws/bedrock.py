@@ -43,6 +43,7 @@ from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operatio
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
+from jobtrail.providers.aws.base import AwsProvider
 from jobtrail.providers.aws.calls import REQUIRES as REQUIRES
 from jobtrail.providers.aws.calls import (
     SECRET_ENV,
@@ -100,7 +101,7 @@ def job_name(op: Operation) -> str:
     return ("jobtrail-" + _NAME_CHARS.sub("-", op.operation_id).strip("-"))[:63]
 
 
-class BedrockBatchProvider:
+class BedrockBatchProvider(AwsProvider):
     """Batch inference jobs in one account and region. `call` never raises."""
 
     capabilities = CAPABILITIES
@@ -122,6 +123,8 @@ class BedrockBatchProvider:
         self.calls = AwsCalls("bedrock", aws)
         self.s3 = AwsCalls("s3", s3, s3={"addressing_style": "path"})
 
+    no_lookup = "Bedrock offers no lookup by client request token"
+
     def describe(self, kind: AttemptKind, op: Operation) -> dict[str, Any]:
         """What is about to be sent: action, endpoint and identifiers, never credentials."""
         what: dict[str, Any] = {"service": "bedrock", "endpoint": self.calls.where()}
@@ -140,20 +143,6 @@ class BedrockBatchProvider:
                 what |= {"action": "GetModelInvocationJob", "jobIdentifier": op.remote_job_id}
         return what
 
-    async def call(self, kind: AttemptKind, op: Operation) -> Reply:
-        with self.calls.traced(kind, op):
-            match kind:
-                case AttemptKind.CREATE:
-                    return await self._create(op)
-                case AttemptKind.STATUS:
-                    return await self._status(op)
-                case AttemptKind.CANCEL:
-                    return await self._stop(op)
-                case AttemptKind.RESULT:
-                    return await self._result(op)
-        reason = "Bedrock offers no lookup by client request token; nothing was sent"
-        return Reply(outcome=o.Rejected(reason=reason), detail={"error": reason, "sent": False})
-
     async def close(self) -> None:
         await self.calls.close()
         await self.s3.close()
@@ -168,7 +157,7 @@ class BedrockBatchProvider:
             params.setdefault("roleArn", self.role_arn)
         return params
 
-    async def _create(self, op: Operation) -> Reply:
+    async def _start(self, op: Operation) -> Reply:
         made = await self.calls.invoke("CreateModelInvocationJob", self._params(op))
         if isinstance(made, Failure):
             return Reply(outcome=made.outcome(), detail=made.detail)

@@ -41,6 +41,7 @@ from jobtrail.core.canonical import canonical_json
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation, ResultMode
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
+from jobtrail.providers.aws.base import AwsProvider
 from jobtrail.providers.aws.calls import REQUIRES as REQUIRES
 from jobtrail.providers.aws.calls import (
     SECRET_ENV,
@@ -111,7 +112,7 @@ def same_input(seen: Any, ours: str) -> bool | None:
         return None
 
 
-class StepFunctionsProvider:
+class StepFunctionsProvider(AwsProvider):
     """One state machine. `call` never raises for anything AWS or the network does."""
 
     capabilities = CAPABILITIES
@@ -150,27 +151,6 @@ class StepFunctionsProvider:
             case _:
                 what |= {"action": "DescribeExecution", "executionArn": op.remote_job_id}
         return what
-
-    async def call(self, kind: AttemptKind, op: Operation) -> Reply:
-        with self.calls.traced(kind, op):
-            return await self._call(kind, op)
-
-    async def _call(self, kind: AttemptKind, op: Operation) -> Reply:
-        match kind:
-            case AttemptKind.CREATE:
-                return await self._start(op)
-            case AttemptKind.STATUS:
-                return await self._status(op)
-            case AttemptKind.CANCEL:
-                return await self._stop(op)
-            case AttemptKind.RESULT:
-                return await self._result(op)
-            case AttemptKind.RECONCILE:
-                return await self._lookup(op)
-        raise AssertionError(f"unknown call kind {kind}")  # pragma: no cover
-
-    async def close(self) -> None:
-        await self.calls.close()
 
     def guarantees(self) -> list[tuple[str, str]]:
         """What `provider check` can say about this provider, in plain words."""

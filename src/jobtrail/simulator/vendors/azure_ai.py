@@ -21,34 +21,32 @@ from typing import Any
 from aiohttp import web
 
 from jobtrail.simulator.answers import json_response
-from jobtrail.simulator.faults import FaultError
 from jobtrail.simulator.vendors.base import (
     VendorJob,
     VendorState,
-    advance,
     base_url,
-    dropped,
     json_body,
-    refused_read,
-    request_cancel,
     retry_after,
     rfc3339,
     strip_sim,
 )
+from jobtrail.simulator.vendors.skeleton import VendorMode
 
 MODE = "azure-ai"
 PREFIX = "/azure-ai/language/analyze-text/jobs"
 _CODES = {400: "InvalidRequest", 401: "Unauthorized", 404: "NotFound", 500: "InternalServerError"}
+_REPEAT = "Repeatability-Request-ID"
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    body = {"error": {"code": _CODES.get(status, "Conflict"), "message": message}}
-    return json_response(status, body, headers)
+class AzureAI(VendorMode):
+    """An Azure AI Language job on the shared skeleton: a repeated Repeatability-Request-ID
+    is answered before the skeleton makes a job; the rest is the vendor's words."""
 
+    mode = MODE
+    create_status = 202
 
-class AzureAI:
     def __init__(self, state: VendorState) -> None:
-        self.state = state
+        super().__init__(state)
         self.repeatable: dict[str, tuple[str, str]] = {}  # request id -> (body, job id)
 
     def add_routes(self, app: web.Application) -> None:
@@ -56,104 +54,82 @@ class AzureAI:
         app.router.add_get(f"{PREFIX}/{{job_id}}", self.retrieve)
         app.router.add_post(f"{PREFIX}/{{job_id}}:cancel", self.cancel)
 
-    def _auth(self, request: web.Request) -> bool:
+    # -- the vendor's words ---------------------------------------------------------------
+
+    def authorized(self, request: web.Request) -> bool:
         key = request.headers.get("Ocp-Apim-Subscription-Key")
         if key is None and "Authorization" in request.headers:
             key = request.headers["Authorization"].removeprefix("Bearer ")
         return self.state.auth_ok(key)
 
-    def _location(self, request: web.Request, job_id: str) -> dict[str, str]:
-        version = request.query.get("api-version", "2023-04-01")
-        return {"Operation-Location": f"{base_url(request)}{PREFIX}/{job_id}?api-version={version}"}
+    def error(
+        self, status: int, message: str, headers: dict[str, str] | None = None
+    ) -> web.Response:
+        body = {"error": {"code": _CODES.get(status, "Conflict"), "message": message}}
+        return json_response(status, body, headers)
 
-    async def create(self, request: web.Request) -> web.StreamResponse:
-        st = self.state
-        if not self._auth(request):
-            st.record(MODE, "create", request, 401, auth_valid=False)
-            return _error(401, "Access denied due to invalid subscription key.")
+    async def refused(self, request: web.Request) -> web.Response | None:
+        if self.authorized(request):
+            return None
+        return self.error(401, "Access denied due to invalid subscription key.")
+
+    def invalid(self, body: Any, request: web.Request) -> str | None:
         if "api-version" not in request.query:
-            st.record(MODE, "create", request, 400)
-            return _error(400, "The api-version query parameter is required.")
-        raw = await json_body(request)
-        try:
-            faults = st.faults_for(MODE, raw)
-        except FaultError as exc:
-            return _error(400, str(exc))
-        body = strip_sim(raw)
+            return "The api-version query parameter is required."
         documents = _documents(body)
-        if isinstance(documents, str):
-            st.record(MODE, "create", request, 400)
-            return _error(400, documents)
-        repeat_id = request.headers.get("Repeatability-Request-ID")
-        canonical = json.dumps(body, sort_keys=True)
-        if repeat_id is not None and repeat_id in self.repeatable:
-            first_body, job_id = self.repeatable[repeat_id]
-            if first_body != canonical:
-                st.record(MODE, "create", request, 409)
-                return _error(
-                    409,
-                    "Repeatability-Request-ID was already used with another request.",
-                    {"Repeatability-Result": "rejected"},
-                )
-            st.record(MODE, "create", request, 202, job_id=job_id)
-            headers = {**self._location(request, job_id), "Repeatability-Result": "accepted"}
-            return web.Response(status=202, headers=headers)
-        job = st.add(
-            VendorJob(
-                job_id=st.new_id("") + "-0000-4000-8000-000000000000",
-                mode=MODE,
-                faults=faults,
-                body=body,
-                created_ts=st.clock(),
-                tag=body.get("displayName"),
-                extra={"documents": documents},
-            )
-        )
+        return documents if isinstance(documents, str) else None
+
+    def made(self, job: VendorJob, request: web.Request) -> None:
+        job.job_id = self.state.new_id("") + "-0000-4000-8000-000000000000"
+        docs = _documents(job.body)
+        job.tag, job.extra = job.body.get("displayName"), {"documents": docs}
+        repeat_id = request.headers.get(_REPEAT)
         if repeat_id is not None:
-            self.repeatable[repeat_id] = (canonical, job.job_id)
-        if st.take_drop(MODE):
-            st.record(MODE, "create", request, None, job_id=job.job_id)
-            return dropped(request)
-        st.record(MODE, "create", request, 202, job_id=job.job_id)
+            self.repeatable[repeat_id] = (_canonical(job.body), job.job_id)
+
+    def created(self, job: VendorJob, request: web.Request) -> web.StreamResponse:
         headers = {**self._location(request, job.job_id), **retry_after(job)}
-        if repeat_id is not None:
+        if request.headers.get(_REPEAT) is not None:
             headers["Repeatability-Result"] = "accepted"
         return web.Response(status=202, headers=headers)
 
-    async def retrieve(self, request: web.Request) -> web.Response:
-        st = self.state
-        job_id = request.match_info["job_id"]
-        job = st.get(MODE, job_id)
-        if not self._auth(request):
-            response = _error(401, "Access denied due to invalid subscription key.")
-        elif job is None:
-            response = _error(404, f"The job {job_id} was not found.")
-        else:
-            refused = refused_read(job)
-            if refused == 404:
-                response = _error(404, f"The job {job_id} was not found.")
-            elif refused is not None:
-                response = _error(500, "Internal server error.")
-            else:
-                advance(job, st.clock())
-                response = json_response(200, self._job(job), retry_after(job))
-        st.record(MODE, "status", request, response.status, job_id=job_id)
-        return response
+    def render(self, job: VendorJob, request: web.Request) -> dict[str, Any]:
+        return self._job(job)
 
-    async def cancel(self, request: web.Request) -> web.Response:
-        st = self.state
-        job_id = request.match_info["job_id"]
-        job = st.get(MODE, job_id)
-        if not self._auth(request):
-            response = _error(401, "Access denied due to invalid subscription key.")
-        elif job is None:
-            response = _error(404, f"The job {job_id} was not found.")
-        elif not request_cancel(job, st.clock()):
-            response = _error(400, f"The job {job_id} has already finished.")
-        else:
-            response = web.Response(status=202, headers=self._location(request, job_id))
-        st.record(MODE, "cancel", request, response.status, job_id=job_id)
-        return response
+    def missing(self, job_id: str) -> str:
+        return f"The job {job_id} was not found."
+
+    def cancelled(self, job: VendorJob, request: web.Request) -> web.Response:
+        return web.Response(status=202, headers=self._location(request, job.job_id))
+
+    def too_late(self, job: VendorJob, request: web.Request) -> web.Response:
+        return self.error(400, f"The job {job.job_id} has already finished.")
+
+    # -- what the skeleton does not do ----------------------------------------------------
+
+    async def create(self, request: web.Request) -> web.StreamResponse:
+        """The same Repeatability-Request-ID and body again replay the first answer; the
+        same id with another body is 409 `rejected`; anything else is the skeleton's."""
+        repeat_id = request.headers.get(_REPEAT)
+        if repeat_id in self.repeatable and await self.refused(request) is None:
+            body = strip_sim(await json_body(request))
+            if self.invalid(body, request) is None:
+                first_body, job_id = self.repeatable[str(repeat_id)]
+                if first_body != _canonical(body):
+                    self.state.record(MODE, "create", request, 409)
+                    return self.error(
+                        409,
+                        "Repeatability-Request-ID was already used with another request.",
+                        {"Repeatability-Result": "rejected"},
+                    )
+                self.state.record(MODE, "create", request, 202, job_id=job_id)
+                headers = {**self._location(request, job_id), "Repeatability-Result": "accepted"}
+                return web.Response(status=202, headers=headers)
+        return await super().create(request)
+
+    def _location(self, request: web.Request, job_id: str) -> dict[str, str]:
+        version = request.query.get("api-version", "2023-04-01")
+        return {"Operation-Location": f"{base_url(request)}{PREFIX}/{job_id}?api-version={version}"}
 
     def _status(self, job: VendorJob) -> str:
         if job.phase == "succeeded" and job.faults.failed_items:
@@ -225,3 +201,7 @@ def _documents(body: Any) -> list[str] | str:
         str(d.get("id", n + 1)) if isinstance(d, dict) else str(n + 1)
         for n, d in enumerate(documents)
     ]
+
+
+def _canonical(body: Any) -> str:
+    return json.dumps(body, sort_keys=True)

@@ -21,19 +21,8 @@ from typing import Any
 from aiohttp import web
 
 from jobtrail.simulator.answers import json_response
-from jobtrail.simulator.faults import FaultError
-from jobtrail.simulator.vendors.base import (
-    VendorJob,
-    VendorState,
-    advance,
-    dropped,
-    json_body,
-    refused_read,
-    request_cancel,
-    retry_after,
-    rfc3339,
-    strip_sim,
-)
+from jobtrail.simulator.vendors.base import VendorJob, VendorState, json_body, rfc3339
+from jobtrail.simulator.vendors.skeleton import VendorMode
 
 MODE = "google-lro"
 PARENT = "/google/v1/projects/{project}/locations/{location}"
@@ -45,11 +34,7 @@ _STATUS = {
     409: "ALREADY_EXISTS",
     500: "INTERNAL",
 }
-
-
-def _error(status: int, message: str) -> web.Response:
-    body = {"error": {"code": status, "message": message, "status": _STATUS.get(status, "UNKNOWN")}}
-    return json_response(status, body)
+_UNAUTHENTICATED = "Request had invalid authentication credentials."
 
 
 def _is_uuid4(text: Any) -> bool:
@@ -60,9 +45,27 @@ def _is_uuid4(text: Any) -> bool:
     return value.version == 4 and str(value) == str(text).lower()
 
 
-class GoogleLro:
+def _parent(request: web.Request) -> str:
+    m = request.match_info
+    return f"projects/{m['project']}/locations/{m['location']}"
+
+
+def _request_id(request: web.Request, body: Any) -> Any:
+    """AIP-155's requestId, from the query or the body."""
+    return request.query.get("requestId") or (
+        body.get("requestId") if isinstance(body, dict) else None
+    )
+
+
+class GoogleLro(VendorMode):
+    """AIP-151 operations on the shared skeleton: a duplicate requestId or a taken jobId is
+    answered before the skeleton makes a job; the rest is the vendor's words."""
+
+    mode = MODE
+    id_prefix = "operation-"
+
     def __init__(self, state: VendorState) -> None:
-        self.state = state
+        super().__init__(state)
         self.request_ids: dict[str, str] = {}  # requestId -> operation id
         self.resources: dict[str, str] = {}  # job resource name -> operation id
 
@@ -73,118 +76,84 @@ class GoogleLro:
         app.router.add_get(f"{PARENT}/operations/{{job_id}}", self.retrieve)
         app.router.add_post(f"{PARENT}/operations/{{job_id}}:cancel", self.cancel)
 
-    def _auth(self, request: web.Request) -> bool:
-        header = request.headers.get("Authorization", "")
-        return self.state.auth_ok(header.removeprefix("Bearer ") if header else None)
+    # -- the vendor's words ---------------------------------------------------------------
 
-    @staticmethod
-    def _parent(request: web.Request) -> str:
-        m = request.match_info
-        return f"projects/{m['project']}/locations/{m['location']}"
-
-    async def create(self, request: web.Request) -> web.StreamResponse:
-        st = self.state
-        if not self._auth(request):
-            st.record(MODE, "create", request, 401, auth_valid=False)
-            return _error(401, "Request had invalid authentication credentials.")
-        raw = await json_body(request)
-        if not isinstance(raw, dict):
-            st.record(MODE, "create", request, 400)
-            return _error(400, "Invalid JSON payload: the body must be a Job object.")
-        try:
-            faults = st.faults_for(MODE, raw)
-        except FaultError as exc:
-            return _error(400, str(exc))
-        body = strip_sim(raw)
-        request_id = request.query.get("requestId") or body.pop("requestId", None)
-        parent = self._parent(request)
-        if request_id is not None and not _is_uuid4(request_id):
-            st.record(MODE, "create", request, 400)
-            return _error(400, "Invalid value for request_id: must be a UUID4.")
-        if request_id is not None and request_id in self.request_ids:
-            # AIP-155: the same request again is answered as the first one was
-            job = st.get(MODE, self.request_ids[request_id])
-            if job is not None:
-                st.record(MODE, "create", request, 200, job_id=job.job_id)
-                return json_response(200, self._operation(job, parent))
-        job_name = f"{parent}/jobs/{request.query.get('jobId') or st.new_id('job-')}"
-        if job_name in self.resources:
-            st.record(MODE, "create", request, 409)
-            return _error(409, f"Resource '{job_name}' already exists.")
-        job = st.add(
-            VendorJob(
-                job_id=st.new_id("operation-"),
-                mode=MODE,
-                faults=faults,
-                body=body,
-                created_ts=st.clock(),
-                tag=request_id,
-                extra={"resource": job_name},
-            )
+    def error(self, status: int, message: str) -> web.Response:
+        status_word = _STATUS.get(status, "UNKNOWN")
+        return json_response(
+            status, {"error": {"code": status, "message": message, "status": status_word}}
         )
-        self.resources[job_name] = job.job_id
+
+    async def refused(self, request: web.Request) -> web.Response | None:
+        return None if self.authorized(request) else self.error(401, _UNAUTHENTICATED)
+
+    def invalid(self, body: Any, request: web.Request) -> str | None:
+        if not isinstance(body, dict):
+            return "Invalid JSON payload: the body must be a Job object."
+        request_id = _request_id(request, body)
+        if request_id is not None and not _is_uuid4(request_id):
+            return "Invalid value for request_id: must be a UUID4."
+        return None
+
+    def made(self, job: VendorJob, request: web.Request) -> None:
+        request_id = _request_id(request, job.body)
+        job.body.pop("requestId", None)
+        name = f"{_parent(request)}/jobs/{request.query.get('jobId') or self.state.new_id('job-')}"
+        job.tag, job.extra = request_id, {"resource": name}
+        self.resources[name] = job.job_id
         if request_id is not None:
             self.request_ids[request_id] = job.job_id
-        if st.take_drop(MODE):
-            st.record(MODE, "create", request, None, job_id=job.job_id)
-            return dropped(request)
-        st.record(MODE, "create", request, 200, job_id=job.job_id)
-        return json_response(200, self._operation(job, parent), retry_after(job))
 
-    async def retrieve(self, request: web.Request) -> web.Response:
-        st = self.state
-        job_id = request.match_info["job_id"]
-        job = st.get(MODE, job_id)
-        name = f"{self._parent(request)}/operations/{job_id}"
-        if not self._auth(request):
-            response = _error(401, "Request had invalid authentication credentials.")
-        elif job is None:
-            response = _error(404, f"Operation '{name}' not found.")
-        else:
-            refused = refused_read(job)
-            if refused == 404:
-                response = _error(404, f"Operation '{name}' not found.")
-            elif refused is not None:
-                response = _error(500, "Internal error encountered.")
-            else:
-                advance(job, st.clock())
-                payload = self._operation(job, self._parent(request))
-                response = json_response(200, payload, retry_after(job))
-        st.record(MODE, "status", request, response.status, job_id=job_id)
-        return response
+    def render(self, job: VendorJob, request: web.Request) -> dict[str, Any]:
+        return self._operation(job, _parent(request))
 
-    async def cancel(self, request: web.Request) -> web.Response:
-        st = self.state
-        job_id = request.match_info["job_id"]
-        job = st.get(MODE, job_id)
-        if not self._auth(request):
-            response = _error(401, "Request had invalid authentication credentials.")
-        elif job is None:
-            response = _error(404, f"Operation '{job_id}' not found.")
-        else:
-            request_cancel(job, st.clock())
-            response = json_response(200, {})
-        st.record(MODE, "cancel", request, response.status, job_id=job_id)
-        return response
+    def missing(self, job_id: str) -> str:
+        return f"Operation '{job_id}' not found."
+
+    def cancelled(self, job: VendorJob, request: web.Request) -> web.Response:
+        return json_response(200, {})  # best effort: the operation ends done, code 1
+
+    def too_late(self, job: VendorJob, request: web.Request) -> web.Response:
+        return json_response(200, {})  # a cancel of an ended operation changes nothing
+
+    # -- what the skeleton does not do ----------------------------------------------------
+
+    async def create(self, request: web.Request) -> web.StreamResponse:
+        """A requestId seen before replays the first answer (AIP-155), a taken jobId is 409;
+        anything else is the skeleton's create."""
+        if await self.refused(request) is None:
+            body = await json_body(request)
+            request_id = _request_id(request, body)
+            earlier = self.state.get(MODE, self.request_ids.get(str(request_id), ""))
+            if request_id is not None and not _is_uuid4(request_id):
+                return await super().create(request)  # refused there, as not a UUID4
+            if request_id is not None and earlier is not None:
+                self.state.record(MODE, "create", request, 200, job_id=earlier.job_id)
+                return json_response(200, self._operation(earlier, _parent(request)))
+            job = request.query.get("jobId")
+            name = f"{_parent(request)}/jobs/{job}"
+            if job and isinstance(body, dict) and name in self.resources:
+                self.state.record(MODE, "create", request, 409)
+                return self.error(409, f"Resource '{name}' already exists.")
+        return await super().create(request)
 
     async def list(self, request: web.Request) -> web.Response:
-        st = self.state
-        if not self._auth(request):
-            return _error(401, "Request had invalid authentication credentials.")
-        parent = self._parent(request)
-        ops = [self._operation(j, parent) for j in st.listed(MODE)]
-        st.record(MODE, "list", request, 200)
-        return json_response(200, {"operations": ops})
+        refusal = await self.refused(request)
+        if refusal is not None:
+            return refusal
+        parent = _parent(request)
+        operations = [self._operation(j, parent) for j in self.listed(request)]
+        return json_response(200, {"operations": operations})
 
     async def get_job(self, request: web.Request) -> web.Response:
         st = self.state
-        name = f"{self._parent(request)}/jobs/{request.match_info['job']}"
+        name = f"{_parent(request)}/jobs/{request.match_info['job']}"
         job = st.get(MODE, self.resources.get(name, ""))
-        if not self._auth(request):
-            response = _error(401, "Request had invalid authentication credentials.")
+        if not self.authorized(request):
+            response = self.error(401, _UNAUTHENTICATED)
         elif job is None or job.phase != "succeeded":
             # the resource exists once its create operation succeeded
-            response = _error(404, f"Resource '{name}' not found.")
+            response = self.error(404, f"Resource '{name}' not found.")
         else:
             response = json_response(200, _resource(job))
         st.record(MODE, "get", request, response.status, job_id=job.job_id if job else None)

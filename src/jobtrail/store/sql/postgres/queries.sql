@@ -1,5 +1,6 @@
 -- Queries of PostgresStore, one per `-- name:` section (not a migration: no number).
--- Parameters are psycopg placeholders; {braces} are filled in by postgres.py.
+-- Parameters are psycopg placeholders; {braces} are filled in by postgres.py. A section
+-- shared with SQLite has the same name there (store/engine.py runs both).
 
 -- The operation's provider document, stored once per distinct text (codec.keyed_config).
 -- name: insert_config
@@ -63,6 +64,13 @@ SELECT {operation} FROM operations WHERE state = ANY(%s::text[]) ORDER BY operat
 -- name: count_by_state
 SELECT state, count(*) AS n FROM operations GROUP BY state;
 
+-- {clause}: the WHERE clause store/finding.py builds for the query (or nothing).
+-- name: count_found
+SELECT count(*) AS n FROM operations{clause};
+
+-- name: find
+SELECT {operation} FROM operations{clause} ORDER BY operation_id DESC LIMIT %s OFFSET %s;
+
 -- name: history
 SELECT * FROM transitions WHERE operation_id = %s ORDER BY seq;
 
@@ -119,9 +127,11 @@ UPDATE attempts SET finished_at = %(finished_at)s, outcome = %(outcome)s,
     detail = %(detail)s
 WHERE attempt_id = %(attempt_id)s;
 
+-- The release's time on the server's clock (%(clock)s is SQLite's machine clock: unused).
 -- name: release_lease_row
-UPDATE leases SET released_at = %s, clock_released = extract(epoch FROM clock_timestamp())
-WHERE operation_id = %s AND fence = %s;
+UPDATE leases SET released_at = %(released_at)s,
+    clock_released = extract(epoch FROM clock_timestamp())
+WHERE operation_id = %(operation_id)s AND fence = %(fence)s;
 
 -- Leases up to `limit` due operations, oldest due first, in one statement. Locked rows are
 -- skipped, never waited on; due_at (the lease's expiry while leased, else the poll time) is
@@ -210,7 +220,7 @@ SELECT * FROM leases ORDER BY operation_id, fence;
 SELECT * FROM leases WHERE operation_id = %s ORDER BY operation_id, fence;
 
 -- The chain's head row is locked last in a transaction, so the lock is held only briefly.
--- name: lock_audit_head
+-- name: audit_head
 SELECT seq, hash FROM audit_head FOR UPDATE;
 
 -- name: insert_audit
@@ -233,6 +243,12 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     version     integer PRIMARY KEY,
     applied_at  timestamptz NOT NULL DEFAULT now()
 );
+
+-- name: applied_migrations
+SELECT version FROM schema_migrations;
+
+-- name: record_migration
+INSERT INTO schema_migrations (version, applied_at) VALUES (%s, %s);
 
 -- Whether the audit chain is keyed (0011), and the head entry that tells it for a chain
 -- begun before that migration.

@@ -1,8 +1,10 @@
 -- Queries of SqliteStore, one per `-- name:` section (not a migration: no number).
 -- Parameters are sqlite3 placeholders (`?`, `?N`, `:name`). {braces} are filled in by
 -- sqlite.py: the codec's column lists when loaded, the rest per call (see store/queries.py).
+-- A section shared with PostgreSQL has the same name there (store/engine.py runs both); an
+-- array parameter is a JSON list, read with json_each.
 
--- name: create_migrations_table
+-- name: begin_migrations
 CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
 
 -- name: applied_migrations
@@ -16,7 +18,8 @@ INSERT INTO schema_migrations VALUES (?, ?);
 INSERT INTO provider_configs (digest, document) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING;
 
 -- name: insert_operation
-INSERT INTO operations ({columns}) VALUES ({values});
+INSERT INTO operations ({columns}) VALUES ({values})
+ON CONFLICT (op_key) DO NOTHING RETURNING operation_id;
 
 -- One statement for every kind of change. {assigned} is the columns the change moves,
 -- {poll} one of the poll_* sections below, {release} release_columns (with a leading
@@ -65,16 +68,19 @@ ORDER BY operation_id DESC LIMIT 1;
 -- name: list
 SELECT {operation} FROM operations ORDER BY operation_id DESC LIMIT ?;
 
--- {marks}: one `?` per state.
+-- name: current
+SELECT {operation} FROM operations WHERE operation_id IN (SELECT value FROM json_each(?));
+
 -- name: list_in_states
-SELECT {operation} FROM operations WHERE state IN ({marks}) ORDER BY operation_id DESC LIMIT ?;
+SELECT {operation} FROM operations WHERE state IN (SELECT value FROM json_each(?))
+ORDER BY operation_id DESC LIMIT ?;
 
 -- name: count_by_state
-SELECT state, count(*) FROM operations GROUP BY state;
+SELECT state, count(*) AS n FROM operations GROUP BY state;
 
 -- {clause}: the WHERE clause store/finding.py builds for the query (or nothing).
 -- name: count_found
-SELECT count(*) FROM operations{clause};
+SELECT count(*) AS n FROM operations{clause};
 
 -- name: find
 SELECT {operation} FROM operations{clause} ORDER BY operation_id DESC LIMIT ? OFFSET ?;
@@ -88,8 +94,8 @@ SELECT * FROM attempts WHERE operation_id = ? ORDER BY started_at, rowid;
 -- name: observations
 SELECT * FROM observations WHERE operation_id = ? ORDER BY id;
 
--- name: known_event
-SELECT 1 FROM observations WHERE event_id = ?;
+-- name: known_events
+SELECT event_id FROM observations WHERE event_id IN (SELECT value FROM json_each(?));
 
 -- name: insert_transition
 INSERT INTO transitions (operation_id, at, actor, from_state, to_state, evidence, cause,
@@ -110,10 +116,16 @@ VALUES (:operation_id, :source, :observed_at, :remote_state, :remote_status,
 UPDATE observations SET last_seen_at = :last_seen_at, seen_count = seen_count + 1,
     last_request_id = :last_request_id, last_progress = :last_progress
 WHERE operation_id = :operation_id AND closed_at IS NULL AND source = :source
-    AND remote_state IS :remote_state AND remote_status = :remote_status;
+    AND remote_state IS :remote_state AND remote_status = :remote_status
+RETURNING id;
 
--- name: close_run
-UPDATE observations SET closed_at = ? WHERE operation_id = ? AND closed_at IS NULL RETURNING *;
+-- Closes the open runs of these operations (ids, with the time each closes at).
+-- name: close_runs
+UPDATE observations SET closed_at = v.at
+FROM (SELECT i.value AS id, json_extract(?2, '$[' || i.key || ']') AS at
+    FROM json_each(?1) AS i) AS v
+WHERE observations.operation_id = v.id AND observations.closed_at IS NULL
+RETURNING *;
 
 -- name: insert_attempt
 INSERT INTO attempts (attempt_id, operation_id, kind, fence, actor, started_at, request,
@@ -127,9 +139,10 @@ UPDATE attempts SET finished_at = :finished_at, outcome = :outcome,
     detail = :detail
 WHERE attempt_id = :attempt_id;
 
--- Parameters: released at (the holder's time), on the machine clock, operation id, fence.
+-- :clock is the release's time on the machine clock.
 -- name: release_lease_row
-UPDATE leases SET released_at = ?, clock_released = ? WHERE operation_id = ? AND fence = ?;
+UPDATE leases SET released_at = :released_at, clock_released = :clock
+WHERE operation_id = :operation_id AND fence = :fence;
 
 -- Up to `limit` due operations, oldest due first. due_at (the lease's expiry while leased,
 -- else the poll time) is derived by the database and read through the due index; a leased
@@ -145,16 +158,16 @@ SELECT operation_id, due_at FROM operations WHERE due_at <= ?
 AND operation_id = ?
 
 -- Only the operations the claimer has a provider for: HTTP ones, and those of the code
--- providers it has ({marks}: one `?` each). The filter rides along the due index.
+-- providers it has (a JSON list). The filter rides along the due index.
 -- name: claimable_drives
-AND (provider_kind = 'http' OR provider IN ({marks}))
+AND (provider_kind = 'http' OR provider IN (SELECT value FROM json_each(?)))
 
--- {marks}: one `?` per claimable operation. The claim leaves the poll time alone.
--- Parameters: owner, expiry (the claimer's reckoning), end on the machine clock, its name.
+-- The claim leaves the poll time alone. Parameters: owner, expiry (the claimer's
+-- reckoning), end on the machine clock, its name, the claimable ids (a JSON list).
 -- name: claim
 UPDATE operations SET lease_owner = ?, lease_expires_at = ?, lease_until = ?, lease_clock = ?,
     fence = fence + 1
-WHERE operation_id IN ({marks}) RETURNING {operation};
+WHERE operation_id IN (SELECT value FROM json_each(?)) RETURNING {operation};
 
 -- Lease history keeps one row per tenure: the same owner claiming an operation again (its
 -- own release was the last lease event) moves its row to the new fence, so polling adds no
@@ -191,11 +204,13 @@ UPDATE operations SET lease_owner = NULL, lease_expires_at = NULL, lease_until =
 WHERE operation_id = ?3 AND fence = ?4 AND lease_owner IS NOT NULL;
 
 -- name: next_due
-SELECT min(due_at) FROM operations WHERE due_at IS NOT NULL;
+SELECT min(due_at) AS due FROM operations WHERE due_at IS NOT NULL;
 
 -- The next due time among what a claimer with those code providers claims (claimable_drives).
 -- name: next_due_drives
-SELECT due_at FROM operations WHERE due_at IS NOT NULL {drives} ORDER BY due_at LIMIT 1;
+SELECT due_at AS due FROM operations
+WHERE due_at IS NOT NULL AND (provider_kind = 'http' OR provider IN (SELECT value FROM json_each(?)))
+ORDER BY due_at LIMIT 1;
 
 -- name: leases
 SELECT * FROM leases ORDER BY operation_id, fence;

@@ -11,7 +11,7 @@ import pytest
 
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
-from jobtrail.presentation.views import explain_text
+from jobtrail.presentation.explain import explain_text
 
 from harness import Harness, harness
 

@@ -15,7 +15,7 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind
 from jobtrail.core.states import RemoteStatus, State
 from jobtrail.errors import ActionRefused, LostOwnership
-from jobtrail.presentation.views import escalation_bundle, explain_text
+from jobtrail.presentation.explain import escalation_bundle, explain_text
 
 from harness import Harness
 

@@ -1,0 +1,53 @@
+"""What the AWS code providers share: one traced call per attempt, dispatched by its kind to
+the provider's own action, and a reconcile that sends nothing where the service has no
+lookup (Athena, Bedrock), stated in one sentence the attempt records."""
+
+from __future__ import annotations
+
+from jobtrail.core import outcomes as o
+from jobtrail.core.model import AttemptKind, Operation
+from jobtrail.providers.aws.calls import AwsCalls
+from jobtrail.providers.protocol import Reply
+
+
+class AwsProvider:
+    """The call dispatch of an AWS provider; subclasses write the actions."""
+
+    calls: AwsCalls
+    # Why a reconcile sends nothing (the service has no lookup), or None when `_lookup` is
+    # written.
+    no_lookup: str | None = None
+
+    async def call(self, kind: AttemptKind, op: Operation) -> Reply:
+        with self.calls.traced(kind, op):
+            match kind:
+                case AttemptKind.CREATE:
+                    return await self._start(op)
+                case AttemptKind.STATUS:
+                    return await self._status(op)
+                case AttemptKind.CANCEL:
+                    return await self._stop(op)
+                case AttemptKind.RESULT:
+                    return await self._result(op)
+                case AttemptKind.RECONCILE if self.no_lookup is None:
+                    return await self._lookup(op)
+        reason = f"{self.no_lookup}; nothing was sent"
+        return Reply(outcome=o.Rejected(reason=reason), detail={"error": reason, "sent": False})
+
+    async def close(self) -> None:
+        await self.calls.close()
+
+    async def _start(self, op: Operation) -> Reply:
+        raise NotImplementedError
+
+    async def _status(self, op: Operation) -> Reply:
+        raise NotImplementedError
+
+    async def _stop(self, op: Operation) -> Reply:
+        raise NotImplementedError
+
+    async def _result(self, op: Operation) -> Reply:
+        raise NotImplementedError
+
+    async def _lookup(self, op: Operation) -> Reply:
+        raise NotImplementedError
