@@ -37,30 +37,30 @@ async def test_a_worker_waits_out_another_process_write_lock(
     caplog.set_level(logging.INFO, logger="jobtrail.worker")
     async with harness(tmp_path, monkeypatch=monkeypatch) as rig:
         op = await rig.submit({"account": "a"})
-        holder = subprocess.Popen(
+        with subprocess.Popen(
             [sys.executable, "-c", HOLD, rig.db],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-        )
-        try:
-            assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-            worker = asyncio.create_task(rig.run())
-            # the worker meets the lock, says so, and is still running
-            for _ in range(200):
-                if "keeps waiting" in caplog.text or worker.done():
-                    break
-                await asyncio.sleep(0.05)
-            assert not worker.done(), worker.exception() if worker.done() else None
-            line = next(r.getMessage() for r in caplog.records if "keeps waiting" in r.getMessage())
-            assert "stayed locked by another process's write" in line and rig.db in line
-            assert holder.stdin is not None
-            holder.stdin.write("go\n")
-            holder.stdin.flush()
-            assert holder.wait(timeout=30) == 0
-            await asyncio.wait_for(worker, timeout=60)
-        finally:
-            if holder.poll() is None:
-                holder.kill()
+        ) as holder:
+            try:
+                assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+                worker = asyncio.create_task(rig.run())
+                # the worker meets the lock, says so, and is still running
+                for _ in range(200):
+                    if "keeps waiting" in caplog.text or worker.done():
+                        break
+                    await asyncio.sleep(0.05)
+                assert not worker.done(), worker.exception() if worker.done() else None
+                line = next(
+                    r.getMessage() for r in caplog.records if "keeps waiting" in r.getMessage()
+                )
+                assert "stayed locked by another process's write" in line and rig.db in line
+                holder.communicate("go\n", timeout=30)  # the lock is let go
+                assert holder.returncode == 0
+                await asyncio.wait_for(worker, timeout=60)
+            finally:
+                if holder.poll() is None:
+                    holder.kill()
         assert (await rig.op(op)).state is State.SUCCEEDED
         assert "the ledger's write lock is free again" in caplog.text
