@@ -18,7 +18,7 @@ from jobtrail.core.plan import Call, call_for, watched_until
 from jobtrail.core.states import ENDS_AUTOMATION, Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused
 
-__all__ = ["Applied", "Schedule", "applies", "apply"]
+__all__ = ["Applied", "Schedule", "apply", "misdirected"]
 
 _OBSERVED = {
     RemoteStatus.SUCCEEDED: (State.RESULT_COLLECTING, Evidence.OBSERVED_SUCCEEDED),
@@ -50,11 +50,16 @@ def apply(
     return draft.result()
 
 
-def applies(outcome: o.Outcome, op: Operation) -> bool:
-    """Whether `outcome` can answer a call made on `op` in its state (`apply` refuses one
-    that cannot: an Observed to a create, a Found to a status read, an Accepted to a cancel)."""
+def misdirected(outcome: o.Outcome, op: Operation, kind: AttemptKind) -> bool:
+    """Whether `outcome` is a provider's answer that cannot answer the `kind` call `op`'s
+    state asks for (an Observed or a Found to a create, an Accepted to a status read): not
+    evidence of anything, so the call's outcome is unknown. An outcome arriving for a call
+    the state no longer asks for (a copy, late) is not this: `apply` refuses it."""
+    call = call_for(op)
+    if not isinstance(call, Call) or call.kind is not kind:
+        return False
     allowed = _WHERE.get(type(outcome))
-    return allowed is None or op.state in allowed
+    return allowed is not None and op.state not in allowed
 
 
 def judged(outcome: o.Outcome, op: Operation) -> o.Outcome:

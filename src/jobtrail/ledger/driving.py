@@ -126,9 +126,9 @@ class Driving(LedgerBase):
         A safe read is recorded here for the first time, and its outcome is not audited: what
         it saw is in its observation run (sealed in the audit log when the run closes) and
         what it changed in the transitions."""
-        from jobtrail.core.apply import applies
+        from jobtrail.core.apply import misdirected
 
-        if not applies(outcome, op):  # a provider's answer to another call: not evidence
+        if misdirected(outcome, op, attempt.kind):  # an answer to another call: no evidence
             word = type(outcome).__name__
             reason = (
                 f"the provider answered the {attempt.kind} call with {word}, which cannot "
