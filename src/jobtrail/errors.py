@@ -76,6 +76,12 @@ class StoreError(JobtrailError):
     """The ledger database cannot be used."""
 
 
+class LedgerBusy(StoreError):
+    """Another process held the ledger's write lock longer than the store waits for it (a
+    long transaction elsewhere: a backup, a `sqlite3` shell, a stuck process). Nothing was
+    written; the same write may be tried again."""
+
+
 # -- result stores (src/jobtrail/results) --------------------------------------------------
 
 

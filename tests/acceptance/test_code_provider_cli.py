@@ -229,3 +229,37 @@ def _job_made_elsewhere(base_url: str) -> str:
     with urllib.request.urlopen(request, timeout=10) as answer:
         job_id: str = json.loads(answer.read())["job_id"]
     return job_id
+
+
+FACTORY_FAILS = """
+import os
+
+def make(settings):
+    token = os.environ["REPORTS_API_TOKEN"]
+    raise ValueError(f"the token {token} was refused while signing in")
+
+def on_import():
+    raise RuntimeError("signing with " + os.environ["REPORTS_API_TOKEN"] + " at import")
+
+PROVIDERS = {"reports": make}
+"""
+
+
+@pytest.mark.parametrize("when", ["factory", "import"])
+def test_a_code_providers_error_never_prints_its_secret(
+    workspace: Workspace, tmp_path: Path, when: str
+) -> None:
+    """A factory (or a module on import) that fails with the secret it read in its message:
+    `submit` says what failed in one line, with the secret redacted."""
+    module = tmp_path / "modules"
+    module.mkdir()
+    source = FACTORY_FAILS + ("on_import()\n" if when == "import" else "")
+    (module / "failing_provider.py").write_text(source, encoding="utf-8")
+    env = {"PYTHONPATH": str(module)}
+    plugin = ("--provider-module", "failing_provider")
+    done = workspace.run("submit", "reports", *plugin, "--body", "{}", check=False, **env)
+    assert done.returncode == 1
+    assert SECRET not in done.stdout + done.stderr
+    assert SECRET[:12] not in done.stdout + done.stderr
+    said = "was refused while signing in" if when == "factory" else "at import"
+    assert said in done.stderr and "[redacted]" in done.stderr, done.stderr

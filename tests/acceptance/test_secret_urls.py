@@ -107,3 +107,22 @@ def test_an_unreachable_ledgers_password_is_never_shown(ws: Workspace) -> None:
             code, output = finish(process)
             assert code == 1 and "127.0.0.1:1" in output, output
             assert PASSWORD not in output, output
+
+
+def test_a_password_with_an_unencoded_at_is_never_shown(ws: Workspace, db_url: str) -> None:
+    """`postgresql://user:pa@ss@host/db`: libpq would end the password at the first `@` and
+    show the rest as a host name. The URL is refused in a sentence showing none of it; the
+    same password written with %40 opens the ledger, and is not shown either."""
+    head, tail = "hunter2x", "Wh1sperLongPart"
+    for url in (
+        f"postgresql://postgres:{head}@{tail}@127.0.0.1:1/postgres",
+        db_url.replace(PASSWORD, f"{head}@{tail}"),
+    ):
+        for process in [start(ws, url, "status", "op_x"), start(ws, url, "worker", "--until-idle")]:
+            code, output = finish(process)
+            assert code == 1 and "unencoded '@'" in output and "%40" in output, output
+            assert head not in output and tail not in output, output
+    encoded = db_url.replace(PASSWORD, f"{head}%40{tail}")
+    code, output = finish(start(ws, encoded, "list"))
+    assert code == 0, output
+    assert head not in output and tail not in output, output

@@ -18,7 +18,7 @@ from jobtrail.core.plan import Call, call_for, watched_until
 from jobtrail.core.states import ENDS_AUTOMATION, Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused
 
-__all__ = ["Applied", "Schedule", "apply"]
+__all__ = ["Applied", "Schedule", "apply", "misdirected"]
 
 _OBSERVED = {
     RemoteStatus.SUCCEEDED: (State.RESULT_COLLECTING, Evidence.OBSERVED_SUCCEEDED),
@@ -48,6 +48,18 @@ def apply(
         raise TypeError(f"no handler for {type(outcome).__name__}")
     handler(draft, outcome)
     return draft.result()
+
+
+def misdirected(outcome: o.Outcome, op: Operation, kind: AttemptKind) -> bool:
+    """Whether `outcome` is a provider's answer that cannot answer the `kind` call `op`'s
+    state asks for (an Observed or a Found to a create, an Accepted to a status read): not
+    evidence of anything, so the call's outcome is unknown. An outcome arriving for a call
+    the state no longer asks for (a copy, late) is not this: `apply` refuses it."""
+    call = call_for(op)
+    if not isinstance(call, Call) or call.kind is not kind:
+        return False
+    allowed = _WHERE.get(type(outcome))
+    return allowed is not None and op.state not in allowed
 
 
 def judged(outcome: o.Outcome, op: Operation) -> o.Outcome:
@@ -180,6 +192,7 @@ def _on_ambiguous(draft: Draft, out: o.Outcome) -> None:
     op = draft.op
     draft.set(inflight_attempt=None)
     sent = isinstance(out, o.Ambiguous)
+    throttled = isinstance(out, o.Throttled)  # its Retry-After is a floor: back off anyway
     retry_after = out.retry_after if isinstance(out, o.Throttled) else None
     if op.state is State.CREATE_PENDING:
         draft.set(create_attempts=op.create_attempts + 1)
@@ -187,23 +200,25 @@ def _on_ambiguous(draft: Draft, out: o.Outcome) -> None:
         # a job may exist, so a later rejection could no longer prove that none does.
         if sent or out.http_status == 409:
             draft.move(State.CREATE_UNKNOWN, Evidence.CREATE_AMBIGUOUS, cause_of("create", out.ref))
-        draft.schedule_retry(retry_after, op.create_attempts)
+        draft.schedule_retry(retry_after, op.create_attempts, throttled=throttled)
     elif op.state in (State.CREATE_UNKNOWN, State.RECONCILIATION):
         draft.set(create_attempts=op.create_attempts + 1)
-        draft.schedule_retry(retry_after, op.create_attempts)
+        draft.schedule_retry(retry_after, op.create_attempts, throttled=throttled)
     elif op.state is State.CANCEL_REQUESTED and not op.cancel_sent:
         # An ambiguous cancel may have been heard: never send it again, observe instead.
         draft.set(cancel_sent=sent)
         if sent:
             draft.schedule_poll(None)
         else:
-            draft.schedule_retry(retry_after, 0)
+            # throttled cancels in a row back off like polls (the count restarts at the ack)
+            draft.schedule_retry(retry_after, op.poll_count, throttled=True)
+            draft.set(poll_count=op.poll_count + 1)
     elif isinstance(out, o.Ambiguous) and out.unreadable and op.state in _WATCHING:
         # The provider answered, but with nothing readable as a state: counted like a
         # refusal, so that a provider that keeps doing it stops for a person.
         refused.on_refused_read(draft, out)
     else:
-        draft.schedule_poll(retry_after)
+        draft.schedule_poll(retry_after, throttled=throttled)
 
 
 def _on_observed(draft: Draft, out: o.Outcome) -> None:

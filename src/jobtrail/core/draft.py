@@ -68,7 +68,7 @@ class Draft:
     def now_next(self) -> None:
         self.set(next_poll_at=self.now)
 
-    def schedule_poll(self, retry_after: str | None) -> None:
+    def schedule_poll(self, retry_after: str | None, *, throttled: bool = False) -> None:
         when = next_call_at(
             now=self.now,
             attempt=self.op.poll_count,
@@ -76,10 +76,13 @@ class Draft:
             backoff=self.schedule.poll,
             rand=self.schedule.rand,
             bounds=self.schedule.bounds,
+            throttled=throttled,
         )
         self.set(next_poll_at=when, poll_count=self.op.poll_count + 1)
 
-    def schedule_retry(self, retry_after: str | None, attempt: int) -> None:
+    def schedule_retry(
+        self, retry_after: str | None, attempt: int, *, throttled: bool = False
+    ) -> None:
         when = next_call_at(
             now=self.now,
             attempt=attempt,
@@ -87,6 +90,7 @@ class Draft:
             backoff=self.schedule.retry,
             rand=self.schedule.rand,
             bounds=self.schedule.bounds,
+            throttled=throttled,
         )
         self.set(next_poll_at=when)
 

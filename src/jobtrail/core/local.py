@@ -41,6 +41,7 @@ def on_cancel_requested(draft: Draft, out: o.Outcome) -> None:
     draft.set(
         cancel_intent=intent,
         cancel_deadline=intent.requested_at + draft.op.cancel_timeout,
+        poll_count=0,  # throttled cancels count from here (core/apply.py)
     )
     draft.move(
         State.CANCEL_REQUESTED,

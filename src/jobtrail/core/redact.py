@@ -3,8 +3,13 @@
 Two nets: by name (headers and body fields known to carry credentials, plus those a provider
 file names) and by value (the secret strings a provider uses, so that an echo of a token in an
 error body is caught too). By value means the whole secret, and also what a truncation
-elsewhere may have left of one: a run of FRAGMENT or more of its characters anywhere, and a
-beginning of it (4 characters or more) that ends the text.
+elsewhere may have left of one: a run of FRAGMENT or more of its characters anywhere, a
+beginning of it of PREFIX characters or more anywhere, and a beginning of it (4 characters
+or more) that ends the text.
+
+A header is sensitive by name when it is one of SENSITIVE_HEADERS or when its name holds a
+credential word (CREDENTIAL_WORDS: `X-Auth`, `X-JWT`, `X-Passphrase`...), unless it is one
+of the few public headers that happen to (PUBLIC_HEADERS, rate-limit counts of tokens).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=True).encode
 FRAGMENT = 16  # a run of this many characters of a secret is treated as the secret
 _PROBE = FRAGMENT // 2  # probes this long, every _PROBE characters, find every FRAGMENT run
 _MIN_SECRET = 4
+PREFIX = 12  # a beginning of a secret this long is treated as the secret, wherever it is
 
 SENSITIVE_HEADERS = frozenset(
     {
@@ -33,8 +39,32 @@ SENSITIVE_HEADERS = frozenset(
         "x-amz-security-token",
         "webhook-signature",
         "x-webhook-signature",
+        "x-auth",
+        "x-jwt",
+        "x-bearer",
+        "x-pwd",
+        "x-passphrase",
     }
 )
+# A header whose name holds one of these is taken to carry a credential...
+CREDENTIAL_WORDS = (
+    "auth",
+    "token",
+    "secret",
+    "key",
+    "jwt",
+    "bearer",
+    "pwd",
+    "pass",
+    "credential",
+    "session",
+    "cookie",
+    "signature",
+)
+# ...except these, which are public by definition: jobtrail's own idempotency key, and
+# the rate-limit counts providers send (`x-ratelimit-remaining-tokens`).
+PUBLIC_HEADERS = frozenset({"idempotency-key", "x-idempotency-key"})
+_PUBLIC_PARTS = ("ratelimit", "rate-limit")
 SENSITIVE_FIELDS = frozenset(
     {
         "password",
@@ -48,6 +78,21 @@ SENSITIVE_FIELDS = frozenset(
         "token",
         "private_key",
         "authorization",
+        "accesstoken",
+        "refreshtoken",
+        "id_token",
+        "idtoken",
+        "jwt",
+        "pwd",
+        "passphrase",
+        "credentials",
+        "credential",
+        "clientsecret",
+        "privatekey",
+        "secret_key",
+        "secretkey",
+        "session_token",
+        "sessiontoken",
     }
 )
 
@@ -103,7 +148,12 @@ class Redactor:
         )
 
     def is_sensitive_header(self, name: str) -> bool:
-        return name.lower() in self.headers
+        lower = name.lower()
+        if lower in self.headers:
+            return True
+        if lower in PUBLIC_HEADERS or any(part in lower for part in _PUBLIC_PARTS):
+            return False
+        return any(word in lower for word in CREDENTIAL_WORDS)
 
     def header_map(self, headers: Mapping[str, str]) -> dict[str, str]:
         return {
@@ -119,7 +169,27 @@ class Redactor:
                 value = value.replace(secret, REDACTED)
         if any(probe in value for probe in self._probes):
             value = self._fragments(value)
+        value = self._prefixes(value)
         return self._truncated_tail(value)
+
+    def _prefixes(self, value: str) -> str:
+        """Replace every beginning of a secret PREFIX characters or longer, wherever it is
+        (a secret cut short elsewhere, then followed by more text)."""
+        for secret in self.values:
+            if len(secret) < PREFIX:
+                continue  # a shorter secret is only ever replaced whole
+            start = value.find(secret[:PREFIX])
+            while start >= 0:
+                end = start + PREFIX
+                while (
+                    end < len(value)
+                    and end - start < len(secret)
+                    and (value[end] == secret[end - start])
+                ):
+                    end += 1
+                value = value[:start] + REDACTED + value[end:]
+                start = value.find(secret[:PREFIX], start + len(REDACTED))
+        return value
 
     def _fragments(self, value: str) -> str:
         """Replace every run of characters made of overlapping windows of a secret."""

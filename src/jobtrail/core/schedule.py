@@ -117,9 +117,17 @@ def next_call_at(
     backoff: Backoff,
     rand: random.Random,
     bounds: Bounds | None = None,
+    throttled: bool = False,
 ) -> datetime:
     """The time of the next call: the provider's Retry-After if it gave one, else backoff;
-    either way inside `bounds`."""
+    either way inside `bounds`.
+
+    A throttled call (429, 503 with Retry-After) backs off whatever its hint says: the hint
+    is then the earliest time, not the time, so that `Retry-After: 0` (or 1) answered to
+    every call cannot hold jobtrail to one call a second for hours."""
     hinted = parse_retry_after(retry_after, now)
-    when = hinted if hinted is not None else now + backoff.delay(attempt, rand)
+    if hinted is None or throttled:
+        backed_off = now + backoff.delay(attempt, rand)
+        hinted = backed_off if hinted is None else max(hinted, backed_off)
+    when = hinted
     return (bounds or Bounds()).clamp(when, now)

@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from jobtrail.errors import InvalidInput
 
@@ -193,11 +194,28 @@ def _good_name(name: str) -> bool:
     return 0 < len(name) <= 64 and all(c.isalnum() or c in "._-" for c in name)
 
 
+def same_site_path(target: str) -> str:
+    """`target` if it is a path of this site, else "/": never an open redirect. Browsers
+    drop tabs and newlines from a URL and read a backslash as a slash, so a slash, a tab
+    and "/evil.example" lead to another host, as `//evil` and a slash and a backslash do;
+    an absolute URL does outright."""
+    if (
+        not target.startswith("/")
+        or any(ch == "\\" or not ch.isprintable() or ch.isspace() for ch in target)
+        or target.startswith("//")
+    ):
+        return "/"
+    parts = urlsplit(target)
+    return target if not parts.scheme and not parts.netloc else "/"
+
+
 class Access:
     def __init__(self, operators: list[Operator], key: bytes | None = None) -> None:
         self.operators = {op.name: op for op in operators}
         env_key = os.environ.get("JOBTRAIL_SESSION_KEY", "")
         self._key = key or (env_key.encode() if env_key else secrets.token_bytes(32))
+        # Sessions ended by a sign-out, until their cookie would have expired anyway.
+        self._ended: dict[str, int] = {}
 
     def by_token(self, token: str) -> Operator | None:
         return match_token(((op.token_hash, op) for op in self.operators.values()), token)
@@ -230,9 +248,19 @@ class Access:
         op = self.operators.get(name) if isinstance(name, str) else None
         if op is None or op.token_hash[:16] != tag or not isinstance(expires, int):
             return None  # gone, or its token changed since the login
-        if expires <= now.timestamp():
+        if expires <= now.timestamp() or str(session) in self._ended:
             return None
         return Principal(operator=op, session=str(session))
+
+    def end_session(self, value: str, now: datetime) -> None:
+        """A sign-out: the session of cookie `value` opens nothing from now on (kept until
+        the cookie would have expired, then forgotten)."""
+        principal = self.from_cookie(value, now)
+        if principal is None:
+            return
+        stamp = int(now.timestamp())
+        self._ended = {s: e for s, e in self._ended.items() if e > stamp}
+        self._ended[principal.session] = stamp + int(SESSION_FOR.total_seconds())
 
     def seal(self, principal: Principal, document: dict[str, Any]) -> str:
         """`document` as a URL-safe value only this server can have made, for this session:

@@ -24,7 +24,14 @@ from aiohttp import web
 
 from jobtrail.core.ids import short_id
 from jobtrail.core.states import State
-from jobtrail.dashboard.access import COOKIE, SESSION_FOR, Access, Principal, Role
+from jobtrail.dashboard.access import (
+    COOKIE,
+    SESSION_FOR,
+    Access,
+    Principal,
+    Role,
+    same_site_path,
+)
 from jobtrail.dashboard.actions import ACTIONS, action_forms, perform
 from jobtrail.dashboard.bulkpages import bulk_form
 from jobtrail.dashboard.bulkweb import BulkRoutes
@@ -154,10 +161,7 @@ class Dashboard:
             log.warning("dashboard login refused", extra={"remote": request.remote})
             return self._unauthorized(request, "That token is not an operator's.")
         value, _ = self.access.new_session(operator, self.now())
-        target = str(form.get("next", "/"))
-        if not target.startswith("/") or target.startswith("//"):
-            target = "/"  # only our own pages: never an open redirect
-        response = web.HTTPSeeOther(target)
+        response = web.HTTPSeeOther(same_site_path(str(form.get("next", "/"))))
         response.set_cookie(
             COOKIE,
             value,
@@ -171,6 +175,11 @@ class Dashboard:
         raise response
 
     async def logout(self, request: web.Request) -> web.StreamResponse:
+        """End the session here, on the server: the cookie is deleted in the browser, and a
+        copy of it kept elsewhere no longer opens a page."""
+        cookie = request.cookies.get(COOKIE)
+        if cookie:
+            self.access.end_session(cookie, self.now())
         response = web.HTTPSeeOther("/")
         response.del_cookie(COOKIE, path="/")
         raise response

@@ -10,6 +10,7 @@ from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.audit import AuditEntry
+from jobtrail.core.caps import capped_document, capped_outcome
 from jobtrail.core.ids import short_id
 from jobtrail.core.model import (
     Attempt,
@@ -125,6 +126,15 @@ class Driving(LedgerBase):
         A safe read is recorded here for the first time, and its outcome is not audited: what
         it saw is in its observation run (sealed in the audit log when the run closes) and
         what it changed in the transitions."""
+        from jobtrail.core.apply import misdirected
+
+        if misdirected(outcome, op, attempt.kind):  # an answer to another call: no evidence
+            word = type(outcome).__name__
+            reason = (
+                f"the provider answered the {attempt.kind} call with {word}, which cannot "
+                f"answer it in {op.state}; its outcome is unknown"
+            )
+            outcome, detail = o.Ambiguous(reason=reason), {**detail, "error": reason}
         finished, outcome = self.finished(op, attempt, outcome, detail)
         now, detail = finished.finished_at or self.now(), finished.detail
         if attempt.kind.safe:
@@ -150,6 +160,7 @@ class Driving(LedgerBase):
         from jobtrail.core.apply import judged
 
         outcome = evolve(outcome, ref=attempt.attempt_id)  # every cause names its attempt
+        detail = capped_document(detail)  # what a provider says is stored capped (core/caps)
         judged_ = judged(outcome, op)  # the core's word on what the answer proves
         if judged_ is not outcome:
             if isinstance(judged_, o.Ambiguous) and "error" not in detail:
@@ -185,7 +196,7 @@ class Driving(LedgerBase):
     ) -> Operation:
         fence = op.fence
         # Redacted before it is applied, so the core compares stored words with clean ones.
-        outcome = redacted_outcome(outcome, self._redactors.for_operation(op))
+        outcome = redacted_outcome(capped_outcome(outcome), self._redactors.for_operation(op))
         from jobtrail.core.apply import apply
 
         async def once() -> Operation | None:

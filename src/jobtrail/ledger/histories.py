@@ -18,6 +18,7 @@ from typing import Any
 from jobtrail.core.audit import AuditRow, digest
 from jobtrail.core.canonical import fingerprint
 from jobtrail.core.model import Operation, Transition
+from jobtrail.core.redact import REDACTED
 from jobtrail.core.replay import replay
 from jobtrail.core.states import State
 from jobtrail.errors import TransitionRefused
@@ -114,10 +115,11 @@ def check(op: Operation, history: Sequence[Transition], audited: Counter[str]) -
     return None
 
 
-def audited_requests(rows: Iterable[AuditRow]) -> dict[str, str]:
-    """Each operation's request fingerprint as its `operation.submitted` entry recorded it.
-    The body itself is stored once, in the operation row: this is what binds it."""
-    found: dict[str, str] = {}
+def audited_requests(rows: Iterable[AuditRow]) -> dict[str, dict[str, Any]]:
+    """Each operation's submission as its `operation.submitted` entry recorded it: the
+    request fingerprint (the body itself is stored once, in the operation row: this is
+    what binds it), the idempotency token, the key, who submitted it and its trace id."""
+    found: dict[str, dict[str, Any]] = {}
     for row in rows:
         try:
             doc = json.loads(row.entry)
@@ -126,22 +128,48 @@ def audited_requests(rows: Iterable[AuditRow]) -> dict[str, str]:
         if not isinstance(doc, dict) or doc.get("kind") != "operation.submitted":
             continue
         data = doc.get("data") or {}
-        if isinstance(doc.get("operation_id"), str) and isinstance(data.get("fingerprint"), str):
-            found[doc["operation_id"]] = data["fingerprint"]
+        if isinstance(doc.get("operation_id"), str) and isinstance(data, dict):
+            found[doc["operation_id"]] = {**data, "actor": doc.get("actor")}
     return found
 
 
-def request_problem(op: Operation, audited: str | None) -> str | None:
-    """What is wrong with `op`'s stored request given its audited fingerprint, or None."""
+# What an operation row holds that its submission audited, and what a change of it forges:
+# the token a retried create is sent under, and who the operation belongs to.
+_SUBMITTED = (
+    ("idempotency_token", "idempotency token"),
+    ("key", "key"),
+    ("actor", "owner (the actor who submitted it)"),
+    ("authorized_by", "authorizer"),
+    ("trace_id", "trace id"),
+    ("provider", "provider"),
+)
+
+
+def request_problem(op: Operation, audited: Mapping[str, Any] | None) -> str | None:
+    """What is wrong with `op`'s stored request and submission given what its submission
+    audited, or None."""
+    if audited is None:
+        return None
     request = op.request
     again = fingerprint(
         request.method, request.target, request.body, request.headers or None, request.path or None
     )
-    if audited is not None and again != audited:
+    if isinstance(audited.get("fingerprint"), str) and again != audited["fingerprint"]:
         return (
             "its stored request does not match the fingerprint the audit log recorded "
             "(forged request)"
         )
+    for name, words in _SUBMITTED:
+        if name not in audited:
+            continue  # an entry older than the field
+        said, stored = audited[name], getattr(op, name)
+        if isinstance(said, str) and REDACTED in said:
+            continue  # what the audit could not keep cannot be compared
+        if storable(said) != storable(stored):
+            return (
+                f"its stored {words} is {stored!r} but its submission audited {said!r} "
+                f"(forged {words.split(' (')[0]})"
+            )
     return None
 
 

@@ -115,6 +115,13 @@ class Reading(LedgerBase):
                 found.append(Forgery(operation_id=op.operation_id, problem=problem))
         return found
 
+    async def submission_problem(self, op: Operation) -> str | None:
+        """Why `op`'s stored request, token or owner is not the one its submission audited
+        (a row rewritten behind the ledger's back), or None. Asked before every create, so
+        that what `audit verify --replay` would flag is never sent."""
+        rows = await self.store.audit_rows(op.operation_id)
+        return request_problem(op, audited_requests(rows).get(op.operation_id))
+
     async def result_problem(self, op: Operation) -> str | None:
         """Why `op`'s stored result summary is not the one collected (its digest and size
         differ from those its audited collection recorded), or None. Every reader of a

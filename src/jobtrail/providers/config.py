@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jobtrail.core.durations import parse_duration
-from jobtrail.core.redact import SENSITIVE_HEADERS, Redactor
+from jobtrail.core.redact import DEFAULT_REDACTOR, Redactor
 from jobtrail.core.schedule import POLL_DEFAULTS, Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput, ProviderConfigError
@@ -122,7 +122,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         raise ProviderConfigError(f"base_url must start with http:// or https://, not {base_url!r}")
     headers = r.table("headers")
     for header in headers:
-        if header.lower() in SENSITIVE_HEADERS:
+        if DEFAULT_REDACTOR.is_sensitive_header(header):
             raise ProviderConfigError(
                 f"header {header!r} carries a credential; name its environment variable "
                 "in `auth` instead of writing it in the file"

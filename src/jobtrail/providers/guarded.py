@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import typing
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.redact import Redactor
-from jobtrail.providers.protocol import Provider, Reply
+from jobtrail.providers.protocol import Fetched, Provider, Reply
 
 log = logging.getLogger("jobtrail.providers")
 
@@ -26,20 +27,65 @@ async def guarded_call(
     redacted with `redactor` (the operation's), and the call counts as one whose outcome is
     unknown: its bytes may have been sent (a create goes to create_unknown, a status read
     backs off). So does a call still running after `limit` seconds (code providers' own
-    `timeout`), which is abandoned."""
+    `timeout`), which is abandoned, and so does garbage in place of a Reply (None, a dict,
+    another outcome type): the attempt records what came back, and the worker goes on."""
     deadline = asyncio.timeout(limit)
     try:
         async with deadline:
-            return await provider.call(kind, op)
-    except Exception as exc:  # any failure of foreign code, by design
+            reply = await provider.call(kind, op)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # this worker is cancelling the step (a stop): not the provider's doing
+        exception, reason = "CancelledError", _raised("CancelledError", kind, "", redactor)
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # foreign code, by design
+        # A SystemExit or KeyboardInterrupt from inside a provider is its failure, not a stop
+        # of the worker (a real Ctrl-C is a signal the CLI handles, never raised in here):
+        # left to rise, it would kill the worker again at each restart on the same call.
         exception = type(exc).__name__
         if deadline.expired():
             reason = f"the provider did not answer the {kind} call within {limit:g}s"
         else:
-            message = redactor.text(str(exc))[:500]
-            reason = f"the provider raised {exception} during the {kind} call: {message}"
+            reason = _raised(exception, kind, str(exc), redactor)
+    else:
+        if _is_reply(reply, kind):
+            return reply
+        exception = type(reply).__name__
+        reason = (
+            f"the provider returned garbage for the {kind} call: {_garbage(reply)}, not a "
+            "Reply holding an outcome; nothing it said can be trusted"
+        )
     log.warning("%s", reason, extra={"operation_id": op.operation_id})
     return Reply(
         outcome=o.Ambiguous(reason=reason),
         detail={"error": reason, "exception": exception},
     )
+
+
+def _raised(exception: str, kind: AttemptKind, message: str, redactor: Redactor) -> str:
+    said = redactor.text(message)[:500]
+    return f"the provider raised {exception} during the {kind} call: {said}".rstrip(": ")
+
+
+_OUTCOMES = typing.get_args(o.CallOutcome)
+
+
+def _is_reply(reply: object, kind: AttemptKind) -> bool:
+    """A Reply with an outcome of the protocol's (or, for a result fetch, the content)."""
+    if not isinstance(reply, Reply) or not isinstance(reply.detail, dict):
+        return False
+    if reply.fetched is not None:
+        return kind is AttemptKind.RESULT and isinstance(reply.fetched, Fetched)
+    return isinstance(reply.outcome, _OUTCOMES)
+
+
+def _garbage(reply: object) -> str:
+    if not isinstance(reply, Reply):
+        return f"a {type(reply).__name__}" if reply is not None else "None"
+    if reply.fetched is not None:
+        return f"a Reply with {type(reply.fetched).__name__} content to a call fetching none"
+    if reply.outcome is None:
+        return "a Reply with no outcome"
+    if not isinstance(reply.detail, dict):
+        return f"a Reply whose detail is a {type(reply.detail).__name__}"
+    return f"a Reply whose outcome is a {type(reply.outcome).__name__}"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from jobtrail.core.model import Operation, ProviderKind
+from jobtrail.core.redact import Redactor
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.code import (
     ENTRY_POINT_GROUP,
@@ -176,8 +178,32 @@ def _module_providers(module: str) -> dict[str, Factory]:
 
 
 def _line(exc: BaseException) -> str:
-    """An exception's message on one line, kept short."""
-    return " ".join(str(exc).split())[:300]
+    """An exception's message on one line, kept short, and without the secrets it may
+    hold: foreign code that fails while reading its credential (a factory checking a
+    token, a module signing on import) may put it in its message, which is printed."""
+    return environment_redactor().text(" ".join(str(exc).split()))[:300]
+
+
+_CREDENTIAL_VARIABLE = (
+    *("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PWD", "PASS", "AUTH", "CREDENTIAL"),
+    *("JWT", "BEARER", "SESSION", "COOKIE", "SIGNATURE"),
+)
+_NOT_CREDENTIALS = frozenset({"PWD", "OLDPWD"})  # the shell's working directories
+
+
+def environment_redactor() -> Redactor:
+    """A redactor knowing the value of every environment variable whose name says it holds
+    a credential (`REPORTS_API_TOKEN`, `AWS_SECRET_ACCESS_KEY`, `DB_PASSWORD`...): before a
+    code provider is made, jobtrail cannot know which secrets it uses (its `secret_env`
+    is read from it), so every such value is hidden from what it says."""
+    values = [
+        value
+        for name, value in os.environ.items()
+        if len(value) >= 8
+        and name.upper() not in _NOT_CREDENTIALS
+        and any(word in name.upper() for word in _CREDENTIAL_VARIABLE)
+    ]
+    return Redactor().extended(values=values)
 
 
 def not_installed(op: Operation) -> str | None:

@@ -98,8 +98,12 @@ class JobEndpoints:
         st = self.state
         now, auth, job = self._find(request, "cancel")
         job_id = request.match_info["job_id"]
+        throttle = None if isinstance(job, web.Response) else job.faults.throttle_cancel
         if isinstance(job, web.Response):
             response = job
+        elif throttle is not None and job.cancel_throttled < throttle.times:
+            job.cancel_throttled += 1  # nothing is done: the cancel was not taken
+            response = throttled(throttle)
         elif request_cancel(job):
             answer = {"job_id": job_id, "state": "cancelling"}
             if job.faults.echo_credentials:

@@ -194,6 +194,7 @@ class Faults:
     never_finish: bool = False
     # cancel side
     cancel: CancelMode = "honour"
+    throttle_cancel: Throttle | None = None  # cancels answered 429/503 with Retry-After
     # result side
     items: int = DEFAULT_ITEMS
     failed_items: int = 0
@@ -394,6 +395,7 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "duration_seconds": _duration_seconds,
     "outcome": _choice(_OUTCOMES),
     "throttle_status": _throttle,
+    "throttle_cancel": _throttle,
     "status_error": _int,
     "status_retry_after": _optional_int,
     "never_finish": _flag,

@@ -44,6 +44,7 @@ class SimJob:
     advances: int = 0
     status_reads: int = 0
     status_throttled: int = 0
+    cancel_throttled: int = 0
     status_errors: int = 0
     cancel_requested: bool = False
     cancel_requests: int = 0

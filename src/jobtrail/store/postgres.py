@@ -32,6 +32,7 @@ from jobtrail.store.engine import EngineStore
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.prune import prune_queries
 from jobtrail.store.queries import load_queries
+from jobtrail.store.urls import unencoded_at
 
 T = TypeVar("T")
 Conn = AsyncConnection[DictRow]
@@ -263,6 +264,8 @@ def _parse(url: str) -> tuple[str, dict[str, int], str, str]:
     """The conninfo to connect with (without `pool_min` / `pool_max`, which libpq refuses),
     those pool sizes, where it points (user@host:port/dbname), and its password, which no
     message may show."""
+    if (problem := unencoded_at(url)) is not None:
+        raise StoreError(problem)
     try:
         parts = urlsplit(url)
         query = parse_qsl(parts.query, keep_blank_values=True)

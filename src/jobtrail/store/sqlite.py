@@ -19,8 +19,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from jobtrail.errors import StoreError
+from jobtrail.errors import LedgerBusy, StoreError
 from jobtrail.store import codec as c
+from jobtrail.store import sqlite_files
 from jobtrail.store.backup import backup
 from jobtrail.store.base import Change, Claim
 from jobtrail.store.chain import AuditChain
@@ -132,7 +133,14 @@ class SqliteStore(EngineStore):
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor, partial(fn, *args))
-        except sqlite3.Error as exc:  # locked, full, corrupt, or a constraint refused the write
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise LedgerBusy(
+                    f"the ledger at {self._path} stayed locked by another process's write for "
+                    f"{sqlite_files.BUSY_TIMEOUT_MS / 1000:g}s ({exc})"
+                ) from None
+            raise StoreError(f"the ledger database refused the operation: {exc}") from None
+        except sqlite3.Error as exc:  # full, corrupt, or a constraint refused the write
             raise StoreError(f"the ledger database refused the operation: {exc}") from None
 
     async def _read(self, work: Work[T]) -> T:

@@ -46,3 +46,18 @@ def url_passwords(url: str) -> list[str]:
         found.append(parts[1].partition(":")[2])
     found += [m.group(0).partition("=")[2] for m in _QUERY_PASSWORD.finditer(url)]
     return [value for raw in found if raw for value in dict.fromkeys((raw, unquote(raw)))]
+
+
+def unencoded_at(url: str) -> str | None:
+    """Why `url` cannot be used as it is, or None: an `@` left unencoded in its user
+    information (`postgresql://user:p@ss@host/db`). libpq ends the password at the first
+    `@` and takes the rest of it for the host name, which every error would then show; so
+    the URL is refused, in a sentence that shows none of it."""
+    parts = _split(url)
+    if parts is None or "@" not in parts[1]:
+        return None
+    return (
+        "the ledger URL's user information holds an unencoded '@' (in the password, say), "
+        "which would end the password early: write each '@' in it as %40 "
+        f"(postgresql://user:pa%40ss@host/db); the URL as given: {shown_url(url)}"
+    )

@@ -8,16 +8,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from jobtrail.clock import Clock
 from jobtrail.core.leases import lease_alive
 from jobtrail.core.model import Operation
+from jobtrail.errors import LedgerBusy
 from jobtrail.ledger import Claim
 from jobtrail.worker.runner import Runner
 
 log = logging.getLogger("jobtrail.worker")
 BUSY_POLL = 0.25  # seconds between looks for due work while steps are in flight
+LOCK_RETRY = 1.0  # seconds between tries while another process holds the ledger's lock
+LOCK_NOTE_EVERY = 60.0  # seconds between the log lines saying the worker still waits
 
 
 @dataclass
@@ -49,6 +52,8 @@ class Worker:
         self._wake = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
         self._only: str | None = None
+        self._busy_since: datetime | None = None  # since when the ledger's lock was held
+        self._busy_noted = datetime.min.replace(tzinfo=UTC)
 
     def wake(self) -> None:
         """Look for due work now (a submit or cancel in this process made some)."""
@@ -62,36 +67,70 @@ class Worker:
         """Claim and drive due operations until stopped; with `until_idle`, until nothing is
         left to do; with `only` (an operation id), that operation alone, until automation
         ends for it (`jobtrail run`)."""
-        ledger = self.runner.ledger
         self._only = only
         stopper = asyncio.create_task(self.stop.wait())
         try:
             while not self.stop.is_set():
-                free = self.concurrency - len(self._inflight)
-                claims: list[Claim] = []
-                if free > 0:
-                    claims = await ledger.claim(
-                        self.worker_id,
-                        min(free, self.batch),
-                        self.runner.lease_for,
-                        only=only,
-                        code=self.runner.providers.code_names(),
-                    )
-                    for claim in claims:
-                        self._start(claim)
-                if claims and len(claims) == min(free, self.batch) and only is None:
-                    await asyncio.sleep(0)  # more may be due: claim again after a yield
-                    continue
-                idle = not self._inflight
-                if idle and only is not None and (await ledger.get(only)).state.ends_automation:
-                    break
-                if until_idle and idle and await self._next_due() is None:
-                    break
-                await self._wait(stopper, claimed=bool(claims))
+                try:
+                    if await self._round(stopper, until_idle=until_idle, only=only):
+                        break
+                except LedgerBusy as exc:
+                    await self._wait_for_lock(exc)
+                else:
+                    if self._busy_since is not None:
+                        log.info("the ledger's write lock is free again: working on")
+                    self._busy_since = None
         finally:
             stopper.cancel()
             await self._drain()
         return self.stats
+
+    async def _round(
+        self, stopper: asyncio.Task[bool], *, until_idle: bool, only: str | None
+    ) -> bool:
+        """One look for due work, and the wait after it; True when the run is over."""
+        ledger = self.runner.ledger
+        free = self.concurrency - len(self._inflight)
+        claims: list[Claim] = []
+        if free > 0:
+            claims = await ledger.claim(
+                self.worker_id,
+                min(free, self.batch),
+                self.runner.lease_for,
+                only=only,
+                code=self.runner.providers.code_names(),
+            )
+            for claim in claims:
+                self._start(claim)
+        if claims and len(claims) == min(free, self.batch) and only is None:
+            await asyncio.sleep(0)  # more may be due: claim again after a yield
+            return False
+        idle = not self._inflight
+        if idle and only is not None and (await ledger.get(only)).state.ends_automation:
+            return True
+        if until_idle and idle and await self._next_due() is None:
+            return True
+        await self._wait(stopper, claimed=bool(claims))
+        return False
+
+    async def _wait_for_lock(self, exc: LedgerBusy) -> None:
+        """Another process holds the ledger's write lock past the store's busy timeout: say
+        so (once per spell, then every LOCK_NOTE_EVERY seconds) and keep waiting for it,
+        rather than die. Nothing was claimed meanwhile; steps in flight carry on."""
+        now = self.clock.now()
+        if self._busy_since is None or (now - self._busy_noted).total_seconds() >= LOCK_NOTE_EVERY:
+            since = self._busy_since or now
+            log.warning(
+                "%s; this worker claims nothing meanwhile and keeps waiting for it "
+                "(waiting %.0fs so far; find the process holding it: a backup, a sqlite3 "
+                "shell, another program with the file open in a transaction)",
+                exc,
+                (now - since).total_seconds(),
+            )
+            self._busy_noted = now
+        if self._busy_since is None:
+            self._busy_since = now
+        await self.clock.sleep(LOCK_RETRY)
 
     def _start(self, claim: Claim) -> None:
         self.stats.claimed += 1

@@ -83,7 +83,12 @@ class Runner:
             op, attempt = await self.ledger.begin_call(op, action.kind, request, self.actor)
         except ConcurrentUpdate:
             return await self.ledger.get(op.operation_id)
-        if local:
+        forged = None
+        if action.kind is AttemptKind.CREATE:
+            forged = await self.ledger.submission_problem(op)
+        if forged is not None:
+            reply = _not_sent(op, forged)
+        elif local:
             reply = await self._collect_locally(op)
         else:
             log.info("calling: %s", action.describe(), extra=_fields(op))
@@ -175,6 +180,14 @@ class Runner:
         candidate = Candidate(content=content, content_type="application/json")
         summary = validate(candidate, _rules(op, self.providers.result_spec(op)), op.inline_result)
         return Reply(outcome=o.ResultChecked(summary=summary), detail={"inline": True})
+
+
+def _not_sent(op: Operation, forged: str) -> Reply:
+    """A create refused here: the stored submission is not the audited one, so what would
+    be sent is not what was submitted (or not under its token). Nothing is sent."""
+    reason = f"not sent: {forged}; a person must look at this ledger (audit verify --replay)"
+    log.error("refusing to create: %s", reason, extra=_fields(op))
+    return Reply(outcome=o.Rejected(reason=reason), detail={"sent": False, "error": reason})
 
 
 def _stored_redacted(summary: ResultSummary, stored: bytes, found: int) -> ResultSummary:
