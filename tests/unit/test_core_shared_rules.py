@@ -16,7 +16,7 @@ from jobtrail.core.bulk import BULK_CAP, BulkAction, BulkItem, ItemOutcome, item
 from jobtrail.core.events import StatusRead, asks_owner, read_at, status_read
 from jobtrail.core.failure import failure_reason
 from jobtrail.core.leases import lease_alive, lease_left
-from jobtrail.core.lookup import MISSING, find, header
+from jobtrail.core.lookup import MISSING, find, header, placed, without
 from jobtrail.core.model import Attempt, AttemptKind, CancelIntent, Capabilities, Observation
 from jobtrail.core.nextstep import (
     PERSON_STATES,
@@ -50,6 +50,21 @@ def test_find_walks_mappings_and_lists_alike_for_every_reader() -> None:
     assert find(doc, "data.nothing", MISSING) is MISSING
     assert find({"a": None}, "a", MISSING) is None  # a JSON null is found, not missing
     assert find(["x", "y"], "1") == "y" and find("text", "a") is None
+
+
+def test_a_dotted_path_is_written_and_removed_on_copies() -> None:
+    """One writer for dotted paths (a client reference, a remote deadline): objects made on
+    the way, the caller's document never changed, a path through a non-object refused."""
+    body = {"metadata": {"team": "a"}, "n": 1}
+    written = placed(body, "metadata.jobtrail_ref", "op_1")
+    assert written == {"metadata": {"team": "a", "jobtrail_ref": "op_1"}, "n": 1}
+    assert body == {"metadata": {"team": "a"}, "n": 1}
+    assert placed({}, "a.b.c", 3) == {"a": {"b": {"c": 3}}}
+    assert placed({"a": [1]}, "a.b", 3) is None
+    assert find(written, "metadata.jobtrail_ref") == "op_1"
+    assert without(written, "metadata.jobtrail_ref") == body
+    assert without(body, "metadata.absent") == body
+    assert without(body, "n.deeper") == body
 
 
 def test_a_header_is_found_whatever_the_case_of_its_name() -> None:

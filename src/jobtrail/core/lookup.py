@@ -6,7 +6,8 @@ or, in a list, an index written in digits (`0` up to its length less one). A mem
 by the whole path (`"response.status_code"` as one key of an item) is taken first. A path
 that does not lead to a value gives `missing` (None unless asked otherwise: a JSON `null`
 found at the path and a path that leads nowhere read alike unless `missing` tells them
-apart)."""
+apart). `placed` and `without` write along the same kind of path: objects only, each copied
+on the way, never the caller's."""
 
 from __future__ import annotations
 
@@ -37,6 +38,29 @@ def find(document: Any, path: str, missing: Any = None) -> Any:
         else:
             return missing
     return node
+
+
+def placed(document: Mapping[str, Any], path: str, value: Any) -> dict[str, Any] | None:
+    """A copy of `document` with `value` at the dotted `path` (the objects on the way made
+    where absent), or None where the path runs into something that is not an object."""
+    head, _, rest = path.partition(".")
+    if not rest:
+        return {**document, head: value}
+    inner = document.get(head, {})
+    if not isinstance(inner, Mapping):
+        return None
+    changed = placed(inner, rest, value)
+    return None if changed is None else {**document, head: changed}
+
+
+def without(document: Any, path: str) -> Any:
+    """A copy of `document` with nothing at the dotted `path` (as it is where nothing was)."""
+    head, _, rest = path.partition(".")
+    if not isinstance(document, Mapping) or head not in document:
+        return document
+    if not rest:
+        return {k: v for k, v in document.items() if k != head}
+    return {**document, head: without(document[head], rest)}
 
 
 def header(headers: Mapping[str, str], name: str) -> str | None:

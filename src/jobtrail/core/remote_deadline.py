@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from jobtrail.core.durations import format_duration
+from jobtrail.core.lookup import MISSING, find, placed, without
 from jobtrail.errors import InvalidInput
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -116,15 +117,14 @@ def place(
             f"the provider takes its deadline in the body field {deadline.field}: the "
             "request body must be a JSON object"
         )
-    parts = deadline.field.split(".")
-    given = _at(body, parts)
-    if given is not _ABSENT and given != written:
+    given = find(body, deadline.field, MISSING)
+    if given is not MISSING and given != written:
         raise InvalidInput(
             f"the request body's {deadline.field} is written by jobtrail from the result "
             f"deadline ({format_duration(result)}, so {written!r}): leave it out, or give "
             "the result deadline you want instead"
         )
-    changed = _with(body, parts, written)
+    changed = placed(body, deadline.field, written)
     if changed is None:
         raise InvalidInput(f"the request body's {deadline.field} is not inside a JSON object")
     return Placed(body=changed, headers=headers, seconds=deadline.seconds(value))
@@ -138,35 +138,4 @@ def unplaced(deadline: RemoteDeadline | None, body: Any, headers: dict[str, str]
         kept = {k: v for k, v in headers.items() if k.lower() != deadline.header.lower()}
         return Placed(body=body, headers=kept, seconds=None)
     assert deadline.field is not None
-    return Placed(body=_without(body, deadline.field.split(".")), headers=headers, seconds=None)
-
-
-_ABSENT: Any = object()
-
-
-def _at(document: Any, parts: list[str]) -> Any:
-    node = document
-    for part in parts:
-        if not isinstance(node, dict) or part not in node:
-            return _ABSENT
-        node = node[part]
-    return node
-
-
-def _with(document: dict[str, Any], parts: list[str], value: Any) -> dict[str, Any] | None:
-    head, rest = parts[0], parts[1:]
-    if not rest:
-        return {**document, head: value}
-    inner = document.get(head, {})
-    if not isinstance(inner, dict):
-        return None
-    changed = _with(inner, rest, value)
-    return None if changed is None else {**document, head: changed}
-
-
-def _without(document: Any, parts: list[str]) -> Any:
-    if not isinstance(document, dict) or parts[0] not in document:
-        return document
-    if len(parts) == 1:
-        return {k: v for k, v in document.items() if k != parts[0]}
-    return {**document, parts[0]: _without(document[parts[0]], parts[1:])}
+    return Placed(body=without(body, deadline.field), headers=headers, seconds=None)

@@ -7,6 +7,7 @@ import hashlib
 import uuid
 from typing import Any
 
+from jobtrail.core.lookup import placed
 from jobtrail.core.model import Operation
 from jobtrail.providers.spec import ProviderSpec
 
@@ -32,7 +33,7 @@ def place(
         elif placement.field:
             if not isinstance(document, dict):
                 return f"the provider wants `{placement.field}` in a JSON object body"
-            document = _with_field(document, placement.field.split("."), value)
+            document = placed(document, placement.field, value)
             if document is None:
                 return f"the request body's `{placement.field}` is not a JSON object to add to"
     return document, query
@@ -43,18 +44,6 @@ def uuid_of(value: str) -> str:
     UUID, so a retry carries the same one (AIP-155 `requestId` is a UUID4)."""
     digest = hashlib.sha256(value.encode("utf-8")).digest()[:16]
     return str(uuid.UUID(bytes=digest, version=4))
-
-
-def _with_field(document: dict[str, Any], parts: list[str], value: str) -> dict[str, Any] | None:
-    """`document` with `value` at the dotted path (`metadata.jobtrail_ref`), copied."""
-    head, rest = parts[0], parts[1:]
-    if not rest:
-        return {**document, head: value}
-    inner = document.get(head, {})
-    if not isinstance(inner, dict):
-        return None
-    changed = _with_field(inner, rest, value)
-    return None if changed is None else {**document, head: changed}
 
 
 def reference_value(spec: ProviderSpec, op: Operation) -> str:
