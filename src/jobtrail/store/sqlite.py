@@ -32,23 +32,13 @@ from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.prune import prune_queries
 from jobtrail.store.queries import load_queries
 from jobtrail.store.sqlite_files import check_same_files, connect, identities, split_script
+from jobtrail.store.text import sqlite_moment, sqlite_time
 
 T = TypeVar("T")
 
 
-def _format_time(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    # isoformat gives the same fixed-width text as strftime("%Y-%m-%dT%H:%M:%S.%fZ") for
-    # every year from 1000 on, in a third less time; a step formats a dozen times.
-    return value.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
-
-
-_t_out = c.LastOne(_format_time)
-
-
-def _t_in(value: Any) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
+_t_out = c.LastOne(sqlite_time)
+_t_in = sqlite_moment
 
 
 CODEC = c.Codec(_t_out, _t_in)

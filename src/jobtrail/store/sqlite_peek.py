@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from jobtrail.core.model import Attempt, Observation, Operation
 from jobtrail.store import codec as c
 from jobtrail.store.migrations import migrations
 from jobtrail.store.queries import load_queries
+from jobtrail.store.text import sqlite_moment, sqlite_time
 
 
 @dataclass(frozen=True)
@@ -32,17 +31,7 @@ class Peeked:
     observations: list[Observation]
 
 
-def _t_out(value: datetime | None) -> str | None:  # as sqlite.py writes times
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
-
-
-def _t_in(value: Any) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
-
-
-_CODEC = c.Codec(c.LastOne(_t_out), _t_in)
+_CODEC = c.Codec(c.LastOne(sqlite_time), sqlite_moment)
 _FILL = {
     "columns": ", ".join(c.COLUMNS),
     "values": ", ".join(":" + col for col in c.COLUMNS),

@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -106,3 +107,17 @@ def result_summary(doc: Mapping[str, Any]) -> ResultSummary:
         checks=tuple(doc.get("checks", ())),
         problems=tuple(doc.get("problems", ())),
     )
+
+
+def sqlite_time(value: datetime | None) -> str | None:
+    """A moment as the SQLite ledger stores it: UTC, fixed-width, microseconds, `Z`."""
+    if value is None:
+        return None
+    # isoformat gives the same fixed-width text as strftime("%Y-%m-%dT%H:%M:%S.%fZ") for
+    # every year from 1000 on, in a third less time; a step formats a dozen times.
+    return value.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+def sqlite_moment(value: Any) -> datetime | None:
+    """A moment read back from the SQLite ledger's text (`sqlite_time`)."""
+    return None if value is None else datetime.fromisoformat(value)
