@@ -118,8 +118,12 @@ async def test_fence_guard_keeps_only_the_finished_attempt(store: Store) -> None
     (taken,) = await store.claim_due("worker:b", at(1) + SHORT, 1, LEASE)
     assert taken.operation.fence == op.fence + 1
     late = step(begun.operation, at(40), fence=op.fence, to=State.ACCEPTED)
+    outcome = entry(op, "attempt.outcome", at(40))
     late = replace(
-        late, observations=[observation(op, at(40))], attempt_finished=finished(att, at(40))
+        late,
+        observations=[observation(op, at(40))],
+        attempt_finished=finished(att, at(40)),
+        audit=[*late.audit, outcome],
     )
     audit_before = len(await store.audit_rows())
     (result,) = await store.commit([late])
@@ -129,7 +133,30 @@ async def test_fence_guard_keeps_only_the_finished_attempt(store: Store) -> None
     assert await store.history(op.operation_id) == []
     assert await store.observations(op.operation_id) == []
     assert await store.attempts(op.operation_id) == [finished(att, at(40))]
-    assert len(await store.audit_rows()) == audit_before + len(late.audit)
+    # Only the outcome of the call it made is audited: its step was never applied.
+    appended = (await store.audit_rows())[audit_before:]
+    assert [row.entry for row in appended] == [outcome.canonical()]
+
+
+async def test_a_fenced_out_intent_leaves_no_attempt_and_no_entry(store: Store) -> None:
+    """An owner whose lease was taken over before it recorded a call's intent never makes
+    the call: nothing of it is recorded, so no audit entry binds an attempt that is not in
+    the attempts table (audit verify would call it deleted)."""
+    op = await _leased(store, 1, owner="worker:a", lease_for=SHORT)
+    await outlive()
+    (taken,) = await store.claim_due("worker:b", at(1) + SHORT, 1, LEASE)
+    assert taken.operation.fence == op.fence + 1
+    intent = Change(
+        operation=replace(op, updated_at=at(2)),
+        owner_fence=op.fence,
+        attempt_started=attempt(op, at(2)),
+        audit=[entry(op, "attempt.intent", at(2))],
+    )
+    audit_before = len(await store.audit_rows())
+    (result,) = await store.commit([intent])
+    assert result.verdict is Verdict.FENCED_OUT
+    assert await store.attempts(op.operation_id) == []
+    assert len(await store.audit_rows()) == audit_before
 
 
 async def test_a_group_commit_applies_each_change_on_its_own(store: Store) -> None:
@@ -150,7 +177,8 @@ async def test_a_group_commit_applies_each_change_on_its_own(store: Store) -> No
     for op, result in zip(ops, results, strict=False):
         assert result.operation == await store.get(op.operation_id)
     assert [len(await store.history(op.operation_id)) for op in ops] == [1, 1, 0, 1, 0, 1]
-    assert len(await store.audit_rows()) == 6 + 1 + 4 + 1  # a fenced-out change's audit stays
+    # the fenced-out change made no call: its step was not applied, so nothing is audited
+    assert len(await store.audit_rows()) == 6 + 1 + 4
     assert verify(await store.audit_rows(), None).ok
 
 

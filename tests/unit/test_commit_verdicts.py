@@ -37,16 +37,22 @@ def test_anything_else_refused_is_stale() -> None:
 
 
 def test_a_fenced_out_call_keeps_its_outcome_and_audit() -> None:
-    """The call was made: its finished attempt and audit entries are facts regardless."""
+    """The call was made: its finished attempt and its outcome's entry are facts regardless;
+    the rest it carries (its transitions) was not applied and is not audited."""
     call = Change(operation=NOW, owner_fence=3, attempt_finished=_attempt(AttemptKind.CREATE))
     assert kept_when_refused(call, Verdict.FENCED_OUT) == call.attempt_finished
-    assert audited(call, Verdict.FENCED_OUT) and audited(call, Verdict.OK)
+    assert audited(call, Verdict.FENCED_OUT, "attempt.outcome")
+    assert not audited(call, Verdict.FENCED_OUT, "transition")
+    assert audited(call, Verdict.OK, "attempt.outcome") and audited(call, Verdict.OK, "transition")
+    intent = Change(operation=NOW, owner_fence=3, attempt_started=_attempt(AttemptKind.CREATE))
+    assert not audited(intent, Verdict.FENCED_OUT, "attempt.intent")
 
 
 def test_a_stale_change_or_fenced_out_read_records_nothing() -> None:
     """A stale writer applies its outcome again; a fenced-out safe read had no effect."""
     call = Change(operation=NOW, owner_fence=4, attempt_finished=_attempt(AttemptKind.CREATE))
-    assert kept_when_refused(call, Verdict.STALE) is None and not audited(call, Verdict.STALE)
+    assert kept_when_refused(call, Verdict.STALE) is None
+    assert not audited(call, Verdict.STALE, "attempt.outcome")
     read = Change(operation=NOW, owner_fence=3, safe_read=_attempt(AttemptKind.STATUS))
     assert kept_when_refused(read, Verdict.FENCED_OUT) is None
-    assert not audited(read, Verdict.FENCED_OUT)
+    assert not audited(read, Verdict.FENCED_OUT, "attempt.outcome")

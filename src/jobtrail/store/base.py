@@ -141,11 +141,20 @@ def kept_when_refused(change: Change, verdict: Verdict) -> Attempt | None:
     return None
 
 
-def audited(change: Change, verdict: Verdict) -> bool:
-    """Whether the change's audit entries are appended: when it is accepted, and for a
-    fenced-out owner's call (the intent and outcome of a call that was made); a fenced-out
-    safe read had no effect and leaves nothing."""
-    return verdict is Verdict.OK or (verdict is Verdict.FENCED_OUT and change.safe_read is None)
+def audited(change: Change, verdict: Verdict, kind: str) -> bool:
+    """Whether an audit entry of `kind` that the change carries is appended: every entry of
+    an accepted change; of a fenced-out owner's, only the outcome of the call it made (the
+    attempt it keeps, bound by that entry), since nothing else it carries was applied (its
+    transitions, the intent of a call it will never make); a fenced-out safe read had no
+    effect and leaves nothing."""
+    if verdict is Verdict.OK:
+        return True
+    return (
+        verdict is Verdict.FENCED_OUT
+        and kind == "attempt.outcome"
+        and change.safe_read is None
+        and change.attempt_finished is not None
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,9 +203,10 @@ class Store(Protocol):
     async def commit(self, changes: Sequence[Change]) -> list[CommitResult]:
         """Apply many operations' changes in one transaction (group commit), each guarded
         by its version (and fence); a refused change writes nothing but, for a fenced-out
-        owner, the finished attempt and its audit entries, which are facts regardless (a
-        fenced-out safe read had no effect and leaves nothing): `refusal`,
-        `kept_when_refused` and `audited` above.
+        owner, the finished attempt and its outcome's audit entry, which are facts
+        regardless (a fenced-out safe read had no effect and leaves nothing): `refusal`,
+        `kept_when_refused` and `audited` above. A transaction retried after a deadlock
+        starts from nothing of its first try.
 
         Observation runs: a change that records anything but a folded read (an observation
         that does not fold, an attempt, a transition) closes the operation's open run first,

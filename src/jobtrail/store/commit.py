@@ -112,8 +112,8 @@ class Batch:
         audit = [
             text
             for i, ch in enumerate(self.changes)
-            if audited(ch, self.verdicts[i])
-            for text in ch.audit_texts
+            for entry, text in zip(ch.audit, ch.audit_texts, strict=True)
+            if audited(ch, self.verdicts[i], entry.kind)
         ]
         await self.store._append_audit(conn, (), audit + self.sealed)
         return [

@@ -25,7 +25,7 @@ from jobtrail.core.bulk import BulkRecord
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.states import State
 from jobtrail.core.tasks import TaskHandle
-from jobtrail.errors import StoreError
+from jobtrail.errors import LedgerBusy, StoreError
 from jobtrail.store import codec as c
 from jobtrail.store.base import Change, Claim, CommitResult
 from jobtrail.store.bulk import bulk_record, bulk_row
@@ -206,6 +206,8 @@ class EngineStore:
         that only the create refused fails."""
         try:
             return list(await self._write(partial(self._create, creates)))
+        except LedgerBusy:
+            raise  # the whole ledger is busy, not one create: one by one would wait N times
         except StoreError:
             if len(creates) == 1:
                 raise
@@ -244,8 +246,11 @@ class EngineStore:
         if not changes:
             return []
         prepared = [ch if isinstance(ch, Prepared) else self.prepare(ch) for ch in changes]
-        batch = Batch(self, prepared)
-        return await self._write(batch.run, sync=any(p.sync for p in prepared))
+        # A new Batch for every try: a transaction retried after a deadlock must not carry
+        # the seals, verdicts or records of its rolled-back first try.
+        return await self._write(
+            lambda conn: Batch(self, prepared).run(conn), sync=any(p.sync for p in prepared)
+        )
 
     async def add_task(self, handle: TaskHandle) -> None:
         row = task_row(self.CODEC, handle)

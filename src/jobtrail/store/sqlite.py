@@ -157,10 +157,11 @@ class SqliteStore(EngineStore):
             if chain and not self._chain.agreed:
                 run_sync(self._check_keying(self._on, fix=False))
             result = run_sync(work(self._on))
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # a failed COMMIT (disk full, I/O) leaves it open
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
         return result
 
     def _migrate(self) -> None:
