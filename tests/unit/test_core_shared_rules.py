@@ -15,7 +15,7 @@ from jobtrail.core.allows import CANCELLABLE, cancellability, decision_refusal, 
 from jobtrail.core.bulk import BULK_CAP, BulkAction, BulkItem, ItemOutcome, item_settled, too_many
 from jobtrail.core.events import StatusRead, asks_owner, read_at, status_read
 from jobtrail.core.failure import failure_reason
-from jobtrail.core.leases import lease_alive, lease_left
+from jobtrail.core.leases import lease_alive, lease_left, may_send
 from jobtrail.core.lookup import MISSING, find, header, placed, without
 from jobtrail.core.model import Attempt, AttemptKind, CancelIntent, Capabilities, Observation
 from jobtrail.core.nextstep import (
@@ -317,3 +317,13 @@ def test_remote_may_run_is_the_same_set_the_cancel_rule_starts_from() -> None:
         State.NEEDS_HUMAN,
         State.CANCELLATION_UNCONFIRMED,
     } == CANCELLABLE
+
+
+def test_a_call_with_an_effect_is_sent_only_inside_the_lease_it_was_renewed_for() -> None:
+    """The lease ends no sooner than its length after the renewal was asked for: a call is
+    sent only if its timeout and recording fit in what is left; an answer that came late
+    (a partition healed) leaves too little, and nothing is sent."""
+    assert may_send(0.05, call_timeout=30, lease_for=61, margin=1)
+    assert may_send(30, call_timeout=30, lease_for=61, margin=1)
+    assert not may_send(30.5, call_timeout=30, lease_for=61, margin=1)
+    assert not may_send(45, call_timeout=5, lease_for=30, margin=1)

@@ -1,6 +1,7 @@
 """Whether a lease still holds: the one test the worker, `run`, the webhook intake and the
 dashboard apply to an operation's lease (the store applies the same rule in its claim
-query: a lease expiring at or before now is free)."""
+query: a lease expiring at or before now is free), and whether a call with an effect may
+still be sent under a lease renewed a while ago."""
 
 from __future__ import annotations
 
@@ -21,3 +22,19 @@ def lease_left(op: Operation, now: datetime) -> float | None:
     if op.lease_expires_at is None:
         return None
     return (op.lease_expires_at - now).total_seconds()
+
+
+def may_send(
+    acknowledged_after: float, call_timeout: float, lease_for: float, margin: float
+) -> bool:
+    """Whether a call with an effect may be sent now, `acknowledged_after` seconds (on this
+    worker's monotonic clock) after it asked the ledger to renew its lease for `lease_for`
+    seconds and to record the call's intent. The renewal took effect on the ledger's clock
+    at some moment after it was asked for, so the lease ends no sooner than `lease_for`
+    after the asking (clocks run at one rate; only their readings disagree): the call and
+    its recording (`call_timeout` + `margin`) must fit in what is left of that. An
+    acknowledgement that came late (the link to the database cut and healed) leaves too
+    little: the lease may have lapsed and another worker may have sent the call already,
+    so this one must not (the intent stays recorded: whoever drives the operation next
+    reconciles as after any interrupted call)."""
+    return acknowledged_after + call_timeout + margin <= lease_for

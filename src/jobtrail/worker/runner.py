@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from datetime import timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
-from jobtrail.core.leases import lease_left
+from jobtrail.core.leases import lease_left, may_send
 from jobtrail.core.lookup import find
 from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary, evolve
 from jobtrail.core.plan import Call, Nothing, Settle, Wait, plan
@@ -65,14 +66,17 @@ class Runner:
         return await self._call(op, action)
 
     async def _call(self, op: Operation, action: Call) -> Operation:
+        asked = time.monotonic()
         if action.kind.safe:
             op = await self._renew_if_short(op)
         else:
             # A call with an effect gets a whole lease, counted on the ledger's clock from
             # now: however this worker's clock is off, or stepped since the claim, the lease
             # outlasts the call (its timeout is shorter), so no one can take the operation
-            # over and send it again while this call may still land.
-            op = await self.ledger.renew(op, self.lease_for)
+            # over and send it again while this call may still land. The renewal's answer
+            # may itself come late (a cut link healed): what is left of the lease is
+            # checked again just before sending (core/leases.may_send).
+            op = await self.ledger.renew(op, self._effect_lease(op))
         provider = self.providers.for_operation(op)
         request = provider.describe(action.kind, op)
         local = action.kind is AttemptKind.RESULT and _collects_locally(op)
@@ -86,6 +90,8 @@ class Runner:
         forged = None
         if action.kind is AttemptKind.CREATE:
             forged = await self.ledger.submission_problem(op)
+        if not action.kind.safe:  # last, just before sending: every answer above counts
+            self._check_lease_outlasts(op, time.monotonic() - asked)
         if forged is not None:
             reply = _not_sent(op, forged)
         elif local:
@@ -121,6 +127,24 @@ class Runner:
             return
         self._unsent.add((op.provider, why))
         log.warning("nothing sent to provider %r: %s", op.provider, why, extra=_fields(op))
+
+    def _effect_lease(self, op: Operation) -> timedelta:
+        """The lease a call with an effect is made under: the worker's, or longer where the
+        provider's call timeout would not leave as much again for the renewal's answer."""
+        timeout = self.providers.timeout(op).total_seconds()
+        return max(self.lease_for, timedelta(seconds=2 * timeout + RENEW_MARGIN))
+
+    def _check_lease_outlasts(self, op: Operation, waited: float) -> None:
+        """LostOwnership, before anything is sent, when the renewal and the intent were
+        acknowledged too late for the call to land inside the lease (core/leases.may_send)."""
+        timeout = self.providers.timeout(op).total_seconds()
+        if may_send(waited, timeout, self._effect_lease(op).total_seconds(), RENEW_MARGIN):
+            return
+        raise LostOwnership(
+            f"not sent: the lease on {op.operation_id} was renewed {waited:.1f} s ago (the "
+            "ledger answered late), too long for the call to land inside it; whoever drives "
+            "it next reconciles"
+        )
 
     async def _renew_if_short(self, op: Operation) -> Operation:
         """A call must finish inside the lease: renew first if less than its timeout is left."""
