@@ -85,6 +85,26 @@ async def test_claims_write_lease_rows(store: Store) -> None:
     assert two.clock_expires - two.clock_acquired == pytest.approx(LEASE.total_seconds())
 
 
+async def test_one_claim_of_many_keeps_one_lease_row_per_tenure(store: Store) -> None:
+    """One claim taking several operations at once: the one this owner released last moves
+    its row to the new fence, the one another owner released and the one never leased get a
+    row each; none gets two."""
+    ids = await _create_due(store, {1: 0, 2: 0, 3: 5})
+    for owner, n in (("a", 1), ("b", 2)):
+        (claim,) = await store.claim_due(owner, at(1), 1, LEASE, only=ids[n])
+        assert await store.release(ids[n], claim.operation.fence, at(2), at(2))
+    taken = await store.claim_due("a", at(6), 5, LEASE)
+    assert sorted(cl.operation.operation_id for cl in taken) == sorted(ids.values())
+    leases = await store.leases()
+    assert sorted((lease.operation_id, lease.fence, lease.owner) for lease in leases) == sorted(
+        [(ids[1], 2, "a"), (ids[2], 1, "b"), (ids[2], 2, "a"), (ids[3], 1, "a")]
+    )
+    released = {(lease.operation_id, lease.fence): lease.released_at for lease in leases}
+    assert released == {(ids[1], 2): None, (ids[2], 1): at(2), (ids[2], 2): None, (ids[3], 1): None}
+    (moved,) = await store.leases(ids[1])
+    assert moved.acquired_at == at(1)
+
+
 async def test_claim_only_one_operation(store: Store) -> None:
     """claim_due with `only` claims that operation if due, and no other."""
     ids = await _create_due(store, {1: 0, 2: 5, 3: 50})

@@ -63,6 +63,7 @@ def prepare(change: Change, codec: c.Codec, update: tuple[str, Any]) -> Prepared
         return change
     attempts = (change.safe_read, change.attempt_started)
     finished = change.attempt_finished
+    fold = codec.fold_row(change.observations[0]) if folds(change) else None
     # The change's fields copied as they are (no dataclass __init__ per field: this runs for
     # every change), then its encodings; a Prepared is as frozen as the Change it extends.
     prepared = object.__new__(Prepared)
@@ -70,12 +71,17 @@ def prepare(change: Change, codec: c.Codec, update: tuple[str, Any]) -> Prepared
         change.__dict__,
         update=update,
         events=frozenset(c.storable(ob.event_id) for ob in change.observations if ob.event_id),
-        fold=codec.fold_row(change.observations[0]) if folds(change) else None,
+        fold=fold,
         closes=closes_run(change),
-        attempts=tuple(codec.attempt_row(at) for at in attempts if at is not None),
+        # A read that may fold writes these only if it does not: see Batch._record.
+        attempts=()
+        if fold is not None
+        else tuple(codec.attempt_row(at) for at in attempts if at is not None),
         finished=None if finished is None else codec.attempt_outcome_row(finished),
         transition_rows=tuple(map(codec.transition_row, change.transitions)),
-        observation_rows=tuple(map(codec.observation_row, change.observations)),
+        observation_rows=(
+            () if fold is not None else tuple(map(codec.observation_row, change.observations))
+        ),
         audit_texts=tuple((e.operation_id, e.canonical()) for e in change.audit),
         sync=must_sync(change),
     )
@@ -198,6 +204,12 @@ class Batch:
                 }
             )
         if folded:
+            return
+        if change.fold is not None:
+            # a status read alone (base.folds) that opens a run: its rows, encoded only now
+            assert change.safe_read is not None
+            writes["insert_attempt"].append(codec.attempt_row(change.safe_read))
+            writes["insert_observation"].append(codec.observation_row(change.observations[0]))
             return
         writes["insert_attempt"] += change.attempts
         if change.finished is not None:

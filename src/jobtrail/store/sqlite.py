@@ -247,12 +247,14 @@ class SqliteStore(EngineStore):
                 ),
                 key=lambda cl: (cl.was_due, cl.operation.operation_id),
             )
-            for cl in claims:
-                op = cl.operation
-                tenure: tuple[Any, ...] = (op.fence, owner, _t_out(now), expires)
-                tenure += (op.operation_id, clock, reading, until)
-                if not await conn.count(Q["extend_tenure"], tenure):
-                    await conn.count(Q["new_tenure"], tenure)
+            # Each claim's tenure, all claims at once: the rows this owner released last move
+            # to the new fence, then the others get a row at it (each new fence is unused).
+            start = (owner, _t_out(now), expires)
+            tenures = [
+                (cl.operation.fence, *start, cl.operation.operation_id, clock, reading, until)
+                for cl in claims
+            ]
+            await conn.many([(Q["extend_tenure"], tenures), (Q["new_tenure"], tenures)])
             return claims
 
         return await self._write(run, sync=False)

@@ -171,7 +171,9 @@ WHERE operation_id IN (SELECT value FROM json_each(?)) RETURNING {operation};
 
 -- Lease history keeps one row per tenure: the same owner claiming an operation again (its
 -- own release was the last lease event) moves its row to the new fence, so polling adds no
--- row; a row is inserted only when the operation changes hands.
+-- row; a row is inserted only when the operation changes hands. Both run for every claim of
+-- a batch (executemany): new_tenure finds the moved rows already at the new fence (a row of
+-- another owner there is still refused by the primary key).
 -- Parameters: ?1 fence, ?2 owner, ?3 now, ?4 expires, ?5 operation id, and on the machine
 -- clock ?6 its name, ?7 now, ?8 expires.
 -- name: extend_tenure
@@ -183,7 +185,8 @@ WHERE operation_id = ?5 AND owner = ?2 AND released_at IS NOT NULL AND clock IS 
 -- name: new_tenure
 INSERT INTO leases (operation_id, fence, owner, acquired_at, expires_at, clock, clock_acquired,
     clock_expires)
-VALUES (?5, ?1, ?2, ?3, ?4, ?6, ?7, ?8);
+SELECT ?5, ?1, ?2, ?3, ?4, ?6, ?7, ?8
+WHERE NOT EXISTS (SELECT 1 FROM leases WHERE operation_id = ?5 AND fence = ?1 AND owner = ?2);
 
 -- Parameters: ?1 expires (the holder's reckoning), ?2 operation id, ?3 fence, on the machine
 -- clock ?4 its name, ?5 the lease's new end.
