@@ -115,7 +115,8 @@ class Rig:
         args += ["worker", "--concurrency", "20", "--lease", f"{LEASE_S}s"]
         args += ["--worker-id", f"worker-{host.name}"]
         argv = host.run([*self.env(fake), JOBTRAIL, *args])
-        self.workers[host.name] = subprocess.Popen(argv, stdout=log, stderr=log)
+        with log:  # the worker holds its own copy of the file
+            self.workers[host.name] = subprocess.Popen(argv, stdout=log, stderr=log)
 
     def log(self, name: str) -> str:
         path = self.folder / f"{name}.log"
