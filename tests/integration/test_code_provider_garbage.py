@@ -55,6 +55,38 @@ def _interrupt() -> Any:
     raise KeyboardInterrupt
 
 
+def _accepted(call: ScriptedCall) -> Reply:
+    return Reply(
+        outcome=outcomes.Accepted(
+            job_id=f"job-{call.operation.operation_id}",
+            remote_state="queued",
+            remote_status=RemoteStatus.RUNNING,
+        )
+    )
+
+
+def _done() -> Reply:
+    return Reply(
+        outcome=outcomes.Observed(remote_state="done", remote_status=RemoteStatus.SUCCEEDED)
+    )
+
+
+async def _drive(provider: Raw, store_kind: str, tmp_path: Path) -> tuple[Any, Any, Any, Any]:
+    """Submit one operation, then let one worker run until idle: (the submitted operation,
+    the operation as it ended, its attempts, the worker's stats)."""
+    async with fresh_ledger(store_kind, tmp_path) as db:
+        async with jobtrail.Client(
+            db.url, data_dir=tmp_path, providers=[provider], worker=False
+        ) as jt:
+            op = await jt.submit("scripted", {"n": 1})
+        # The worker that meets the garbage lives on: the same run drives the operation on.
+        async with runtime(db.url, tmp_path, worker_id="worker:1", providers=[provider]) as rt:
+            stats = await rt.worker.run(until_idle=True)
+            done = await rt.ledger.get(op.operation_id)
+            attempts = await rt.ledger.store.attempts(op.operation_id)
+    return op, done, attempts, stats
+
+
 FIRST_CREATE: dict[str, tuple[Any, str]] = {
     "none": (lambda: None, "returned garbage for the create call: None"),
     "dict": (lambda: {"job_id": "j-1"}, "returned garbage for the create call: a dict"),
@@ -91,30 +123,11 @@ async def test_garbage_from_a_code_provider_is_recorded_and_the_worker_goes_on(
 
     def handler(call: ScriptedCall) -> Any:
         if call.kind is AttemptKind.CREATE:
-            if call.number == 1:
-                return answer()
-            return Reply(
-                outcome=outcomes.Accepted(
-                    job_id=f"job-{call.operation.operation_id}",
-                    remote_state="queued",
-                    remote_status=RemoteStatus.RUNNING,
-                )
-            )
-        return Reply(
-            outcome=outcomes.Observed(remote_state="done", remote_status=RemoteStatus.SUCCEEDED)
-        )
+            return answer() if call.number == 1 else _accepted(call)
+        return _done()
 
     provider = Raw(handler)
-    async with fresh_ledger(store_kind, tmp_path) as db:
-        async with jobtrail.Client(
-            db.url, data_dir=tmp_path, providers=[provider], worker=False
-        ) as jt:
-            op = await jt.submit("scripted", {"n": 1})
-        # The worker that meets the garbage lives on: the same run drives the operation on.
-        async with runtime(db.url, tmp_path, worker_id="worker:1", providers=[provider]) as rt:
-            stats = await rt.worker.run(until_idle=True)
-            done = await rt.ledger.get(op.operation_id)
-            attempts = await rt.ledger.store.attempts(op.operation_id)
+    op, done, attempts, stats = await _drive(provider, store_kind, tmp_path)
     assert done.state is jobtrail.State.SUCCEEDED, (done.state, [a.detail for a in attempts])
     assert stats.finished == 1
     creates = [a for a in attempts if a.kind is AttemptKind.CREATE]
@@ -131,28 +144,10 @@ async def test_an_accepted_to_a_status_read_is_recorded_and_the_worker_goes_on(
 ) -> None:
     def handler(call: ScriptedCall) -> Any:
         if call.kind is AttemptKind.CREATE or call.number == 1:
-            # the create's answer, and then again to the first status read
-            return Reply(
-                outcome=outcomes.Accepted(
-                    job_id=f"job-{call.operation.operation_id}",
-                    remote_state="queued",
-                    remote_status=RemoteStatus.RUNNING,
-                )
-            )
-        return Reply(
-            outcome=outcomes.Observed(remote_state="done", remote_status=RemoteStatus.SUCCEEDED)
-        )
+            return _accepted(call)  # the create's answer, and then again to the first read
+        return _done()
 
-    provider = Raw(handler)
-    async with fresh_ledger(store_kind, tmp_path) as db:
-        async with jobtrail.Client(
-            db.url, data_dir=tmp_path, providers=[provider], worker=False
-        ) as jt:
-            op = await jt.submit("scripted", {"n": 1})
-        async with runtime(db.url, tmp_path, worker_id="worker:1", providers=[provider]) as rt:
-            await rt.worker.run(until_idle=True)
-            done = await rt.ledger.get(op.operation_id)
-            attempts = await rt.ledger.store.attempts(op.operation_id)
+    _, done, attempts, _ = await _drive(Raw(handler), store_kind, tmp_path)
     assert done.state is jobtrail.State.SUCCEEDED
     (odd,) = [a for a in attempts if a.kind is AttemptKind.STATUS and a.outcome == "ambiguous"]
     assert "answered the status call with Accepted" in odd.detail["error"]
