@@ -66,17 +66,18 @@ class Runner:
         return await self._call(op, action)
 
     async def _call(self, op: Operation, action: Call) -> Operation:
-        asked = time.monotonic()
+        asked, lease = time.monotonic(), None  # a safe read's lease is not checked again
         if action.kind.safe:
             op = await self._renew_if_short(op)
         else:
+            lease = self._effect_lease(op)
             # A call with an effect gets a whole lease, counted on the ledger's clock from
             # now: however this worker's clock is off, or stepped since the claim, the lease
             # outlasts the call (its timeout is shorter), so no one can take the operation
             # over and send it again while this call may still land. The renewal's answer
             # may itself come late (a cut link healed): what is left of the lease is
             # checked again just before sending (core/leases.may_send).
-            op = await self.ledger.renew(op, self._effect_lease(op))
+            op = await self.ledger.renew(op, lease)
         provider = self.providers.for_operation(op)
         request = provider.describe(action.kind, op)
         local = action.kind is AttemptKind.RESULT and _collects_locally(op)
@@ -90,8 +91,8 @@ class Runner:
         forged = None
         if action.kind is AttemptKind.CREATE:
             forged = await self.ledger.submission_problem(op)
-        if not action.kind.safe:  # last, just before sending: every answer above counts
-            self._check_lease_outlasts(op, time.monotonic() - asked)
+        if lease is not None:  # last, just before sending: every answer above counts
+            self._check_lease_outlasts(op, time.monotonic() - asked, lease)
         if forged is not None:
             reply = _not_sent(op, forged)
         elif local:
@@ -134,11 +135,11 @@ class Runner:
         timeout = self.providers.timeout(op).total_seconds()
         return max(self.lease_for, timedelta(seconds=2 * timeout + RENEW_MARGIN))
 
-    def _check_lease_outlasts(self, op: Operation, waited: float) -> None:
+    def _check_lease_outlasts(self, op: Operation, waited: float, lease: timedelta) -> None:
         """LostOwnership, before anything is sent, when the renewal and the intent were
-        acknowledged too late for the call to land inside the lease (core/leases.may_send)."""
+        acknowledged too late for the call to land inside `lease` (core/leases.may_send)."""
         timeout = self.providers.timeout(op).total_seconds()
-        if may_send(waited, timeout, self._effect_lease(op).total_seconds(), RENEW_MARGIN):
+        if may_send(waited, timeout, lease.total_seconds(), RENEW_MARGIN):
             return
         raise LostOwnership(
             f"not sent: the lease on {op.operation_id} was renewed {waited:.1f} s ago (the "
