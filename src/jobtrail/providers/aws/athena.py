@@ -87,6 +87,8 @@ class AthenaProvider(AwsProvider):
     # the rows are counted and checked against the count the pages added up to
     result = ResultSpec(content_type="application/json", records="rows")
 
+    no_lookup = "Athena offers no lookup by client request token"
+
     def __init__(
         self,
         *,
@@ -104,8 +106,6 @@ class AthenaProvider(AwsProvider):
         self.timeout = aws.call_limit
         self.calls = AwsCalls("athena", aws)
 
-    no_lookup = "Athena offers no lookup by client request token"
-
     def describe(self, kind: AttemptKind, op: Operation) -> dict[str, Any]:
         """What is about to be sent: action, endpoint and identifiers, never credentials."""
         what: dict[str, Any] = {"service": "athena", "endpoint": self.calls.where()}
@@ -118,7 +118,7 @@ class AthenaProvider(AwsProvider):
             case AttemptKind.RESULT:
                 what |= {"action": "GetQueryResults", "QueryExecutionId": op.remote_job_id}
             case AttemptKind.RECONCILE:
-                what["unsendable"] = "Athena offers no lookup by client request token"
+                what["unsendable"] = self.no_lookup
             case _:
                 what |= {"action": "GetQueryExecution", "QueryExecutionId": op.remote_job_id}
         return what

@@ -114,6 +114,8 @@ class BedrockBatchProvider(AwsProvider):
         items=ItemsRule(ref=("recordId",), status="error.errorCode", success=("",)),
     )
 
+    no_lookup = "Bedrock offers no lookup by client request token"
+
     def __init__(
         self, *, aws: AwsSettings, s3: AwsSettings, role_arn: str | None, name: str = NAME
     ) -> None:
@@ -122,8 +124,6 @@ class BedrockBatchProvider(AwsProvider):
         self.timeout = aws.call_limit
         self.calls = AwsCalls("bedrock", aws)
         self.s3 = AwsCalls("s3", s3, s3={"addressing_style": "path"})
-
-    no_lookup = "Bedrock offers no lookup by client request token"
 
     def describe(self, kind: AttemptKind, op: Operation) -> dict[str, Any]:
         """What is about to be sent: action, endpoint and identifiers, never credentials."""
