@@ -15,16 +15,17 @@ from pathlib import Path
 
 import psycopg
 
+from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.ledger.bindings import edited_rows
-from jobtrail.store.base import Verdict
+from jobtrail.store.base import Change, Verdict
 
 from contract_records import LEASE, at, attempt, finished, observation, operation, step
 from stores import fresh_ledger
 from waits import until_true_async
 
 
-def _read(op, second: float, n: int, state: str):  # type: ignore[no-untyped-def]
+def _read(op: Operation, second: float, n: int, state: str) -> Change:
     """A status read that changes the remote state: it closes the open observation run."""
     seen = replace(observation(op, at(second), state=state), request_id=f"preq_{n}")
     done = finished(attempt(op, at(second), n), at(second))
