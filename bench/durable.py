@@ -29,6 +29,7 @@ from jobtrail.store.sqlite import SqliteStore
 
 from bench.common import Figure, Report, Stopwatch, provider_doc
 from bench.instant import BASE, NAME, InstantProvider
+from bench.writercpu import WriterCpu
 
 T = TypeVar("T")
 CONCURRENCY = 50  # the worker's default: steps in flight, whose writes share commits
@@ -50,26 +51,6 @@ class Run:
     states: dict[str, int]
     cpu: float = 0.0  # seconds of this process's CPU
     writer_cpu: float = 0.0  # of them, on the store's writer thread
-
-
-class WriterCpu:
-    """CPU seconds spent on the store's writer thread, by wrapping what it is handed."""
-
-    def __init__(self, store: SqliteStore) -> None:
-        self.seconds = 0.0
-        inner = store._call
-
-        async def call(fn: Callable[..., T], *args: Any) -> T:
-            def timed(*inner_args: Any) -> T:
-                start = time.thread_time()
-                try:
-                    return fn(*inner_args)
-                finally:
-                    self.seconds += time.thread_time() - start
-
-            return await inner(timed, *args)
-
-        store._call = call  # type: ignore[method-assign]
 
 
 class CountingWrites:

@@ -170,6 +170,8 @@ def ratio_figures(
                 unit="B/op",
                 baseline=b.out["bytes_per_op"],
                 baseline_name=theirs.label,
+                target="no more than the peer's (ratio >= 1.0)",
+                met=a.out["bytes_per_op"] <= b.out["bytes_per_op"],
                 higher_is_better=False,
             )
         )

@@ -132,7 +132,8 @@ async def run(quick: bool) -> Report:
         f"{n} operations observing, poll every {POLL}, concurrency {CONCURRENCY}: the worker "
         f"made {worker['claimed']} claims ({stats['calls']['status']} status calls reached the "
         f"simulator), {rate:.0f}/s over {worker['measured_seconds']:.1f}s after "
-        f"{warmup:.0f}s warmup; worker CPU {worker['cpu_ms_per_claim']:.2f} ms per poll; "
+        f"{warmup:.0f}s warmup; worker CPU {worker['cpu_ms_per_claim']:.2f} ms per poll (the "
+        f"store's writer thread {worker['writer_cpu_ms_per_claim']:.2f} ms of it); "
         f"worker RSS {worker['rss_peak_mb']:.0f} MB"
     )
     report.add(
@@ -142,8 +143,10 @@ async def run(quick: bool) -> Report:
             unit="calls/s",
             baseline=baseline,
             baseline_name=f"bare aiohttp GET loop, concurrency {CONCURRENCY}",
-            target="ratio >= 0.5",
-            met=rate / baseline >= 0.5,
+            # issue 24's target, for a poll within 3x a bare GET's CPU (the first, 0.5, is
+            # further still)
+            target="ratio >= 0.3",
+            met=rate / baseline >= 0.3,
         )
     )
     return report
