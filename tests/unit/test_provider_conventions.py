@@ -73,6 +73,8 @@ def test_every_convention_example_loads() -> None:
         ("create", {"idempotency": {"natural": True, "header": "X"}}, "exactly one of"),
         ("create", {"idempotency": {"quer": "x"}}, "unknown key 'quer'"),
         ("status", {"missing": "maybe"}, "status.missing must be"),
+        ("create", {"missing": {"201": "maybe"}}, "create.missing.201 must be running"),
+        ("create", {"missing": {"404": "failed"}}, "create.missing: '404' is not a 2xx"),
         ("status", {"ignore_case": "yes"}, "ignore_case must be true or false"),
         ("status", {"follow": [1]}, "status.follow must name a header"),
         ("result", {"from": "somewhere"}, "result.from must be one of"),
@@ -160,7 +162,8 @@ def test_a_status_url_off_the_providers_origin_is_passed_over() -> None:
         (200, {"properties": {"provisioningState": "Succeeded"}}, RemoteStatus.SUCCEEDED),
         (201, {"properties": {"provisioningState": "Creating"}}, RemoteStatus.UNKNOWN),
         (201, {"properties": {"provisioningState": "Failed"}}, RemoteStatus.FAILED),
-        (201, {"properties": {}}, RemoteStatus.SUCCEEDED),
+        (201, {"properties": {}}, RemoteStatus.RUNNING),  # azure-core: InProgress
+        (200, {"properties": {}}, RemoteStatus.SUCCEEDED),
         (202, None, RemoteStatus.RUNNING),
         (204, None, RemoteStatus.SUCCEEDED),
     ],
@@ -168,8 +171,9 @@ def test_a_status_url_off_the_providers_origin_is_passed_over() -> None:
 def test_each_create_status_code_is_read_as_declared(
     code: int, answer: Any, expected: RemoteStatus
 ) -> None:
-    """202 is running, 200/201 read the body (absent state: succeeded), 204 is done; a
-    body-less 2xx is not ambiguous when its code says what it means."""
+    """202 is running, 200/201 read the body (absent state: a 200 succeeded, a 201 still
+    running), 204 is done; a body-less 2xx is not ambiguous when its code says what it
+    means."""
     raw = b"" if answer is None else body(answer)
     out = parse_create(parse_provider(arm_reading()), code, {}, raw, PUT_URL)
     assert isinstance(out, o.Accepted) and out.remote_status is expected
@@ -544,3 +548,20 @@ def test_the_docs_arm_examples_read_answers_as_the_shipped_profiles(
     shipped = shipped_profile(profile)
     assert shipped is not None
     assert _reading(examples()[example]) == _reading(tomllib.loads(shipped.text))
+
+
+def test_missing_by_code_reads_each_code_its_own_way() -> None:
+    """`missing = { "200" = "succeeded", "201" = "running" }` (azure-arm-put's create): a 201
+    with no state is still running, a 200 with none has succeeded, and a code not in the
+    table has no default (a 2xx of no state states nothing)."""
+    from jobtrail.core.outcomes import Basis
+    from jobtrail.core.states import RemoteStatus
+    from jobtrail.providers.reading import read_state
+
+    spec = parse_provider(examples()["azure-arm-put"])
+    rule, body = spec.create_rule, {"id": "/x", "properties": {}}
+    assert read_state(rule, spec.states, 201, body)[1:] == (RemoteStatus.RUNNING, Basis.DEFAULT)
+    assert read_state(rule, spec.states, 200, body)[1:] == (RemoteStatus.SUCCEEDED, Basis.DEFAULT)
+    assert read_state(rule, spec.states, 203, body)[1:] == (RemoteStatus.UNKNOWN, Basis.NONE)
+    word = {"properties": {"provisioningState": "Failed"}}
+    assert read_state(rule, spec.states, 201, word)[1:] == (RemoteStatus.FAILED, Basis.WORD)

@@ -12,6 +12,9 @@ for a document without one) and the shape of its body (`Body`). The core judges 
 - Success, failure and cancellation need such a statement: a status answer that claims an
   end without one is unreadable (counted with refused reads, see refused.py), never an end;
   a create answer's claim is dropped (the job is then polled).
+- A create answer that names a status monitor in a header (Azure-AsyncOperation, Location)
+  says the job goes on there: the state declared for a document without one (`missing`)
+  claims no end of it, and the monitor is asked (azure-core's pollers do the same).
 - A result of nothing at all (0 bytes, JSON `null`) comes only from an answer whose code is
   declared done without a body, and it is valid only where the provider declares that a
   result may be empty (`Capabilities.empty_result`; a provider file's `allow_empty`).
@@ -100,8 +103,17 @@ def _empty_result(out: o.Observed | o.SyncResult) -> str | None:
     return f"its result is {out.body.describe()}, and no code declares it done without a body"
 
 
+def _elsewhere(basis: Basis, status_via: str | None) -> bool:
+    """Whether the answer's end is only a declared default, though it names a monitor."""
+    return basis is Basis.DEFAULT and status_via is not None
+
+
 def _accepted(out: o.Accepted) -> o.Accepted:
-    if not out.remote_status.terminal or unstated(out.basis, out.body, out.remote_state) is None:
+    if not out.remote_status.terminal:
+        return out
+    if unstated(out.basis, out.body, out.remote_state) is None and not _elsewhere(
+        out.basis, out.status_via
+    ):
         return out
     # The job id stands (it has its own evidence); the end it claims does not: poll it.
     return evolve(out, remote_status=RemoteStatus.UNKNOWN)
@@ -111,6 +123,8 @@ def _sync_result(out: o.SyncResult) -> o.CallOutcome:
     problem = unstated(out.basis, out.body, "result" if out.basis is Basis.WORD else None)
     if problem is None:
         problem = _empty_result(out)
+    if problem is None and _elsewhere(out.basis, out.status_via):
+        problem = f"it names a status monitor ({out.status_via}) and no state"
     if problem is None:
         return out
     if out.job_id is not None:
@@ -118,6 +132,8 @@ def _sync_result(out: o.SyncResult) -> o.CallOutcome:
             job_id=out.job_id,
             remote_state=None,
             remote_status=RemoteStatus.UNKNOWN,
+            status_url=out.status_url,
+            status_via=out.status_via,
             http_status=out.http_status,
             request_id=out.request_id,
             ref=out.ref,

@@ -89,6 +89,10 @@ class SyncResult:
     http_status: int | None = None
     request_id: str | None = None
     ref: str | None = None
+    # where the answer says its status is to be asked (as in Accepted), should the core not
+    # take the content for the result (core/evidence.py)
+    status_url: str | None = None
+    status_via: str | None = None
     # what made the answer read as done with this result, and its body's shape: a null
     # result is evidence only of an answer whose code is declared done without a body
     basis: Basis = Basis.CONTENT

@@ -88,15 +88,32 @@ def codes(value: Any, where: str) -> dict[int, Reading]:
     return table
 
 
-def missing(value: Any, where: str) -> RemoteStatus | None:
+def missing(value: Any, where: str) -> dict[str, Any]:
+    """`missing = "succeeded"`, or a table by status code (`{ "200" = "succeeded", "201" =
+    "running" }`: a code not in it has no default): the StateRule fields it sets."""
     if value is None:
-        return None
+        return {"missing": None, "missing_by_code": {}}
+    if isinstance(value, dict):
+        by_code = {}
+        for code, state in value.items():
+            if not str(code).isdigit() or not 200 <= int(code) < 300:
+                raise ProviderConfigError(
+                    f"{where}: {code!r} is not a 2xx status code (only a 2xx answer's body is read)"
+                )
+            by_code[int(code)] = _missing_state(state, f"{where}.{code}", "")
+        return {"missing": None, "missing_by_code": by_code}
+    table = ", or a table of them by status code"
+    return {"missing": _missing_state(value, where, table), "missing_by_code": {}}
+
+
+def _missing_state(value: Any, where: str, alternative: str) -> RemoteStatus:
     try:
         status = RemoteStatus(str(value))
     except ValueError:
         status = RemoteStatus.UNKNOWN
     if status is RemoteStatus.UNKNOWN:
-        raise ProviderConfigError(f"{where} must be running, succeeded, failed or cancelled")
+        choices = "running, succeeded, failed or cancelled"
+        raise ProviderConfigError(f"{where} must be {choices}{alternative}")
     return status
 
 
@@ -113,7 +130,7 @@ def create_rule(create: dict[str, Any], ignore_case: bool) -> StateRule:
     return StateRule(
         paths=paths(state, "create.state") if state is not None else (),
         codes=codes(create.get("codes", {}), "create.codes"),
-        missing=missing(create.get("missing"), "create.missing"),
+        **missing(create.get("missing"), "create.missing"),
         ignore_case=ignore_case,
     )
 
@@ -134,7 +151,7 @@ def status_rule(status: dict[str, Any]) -> StateRule:
     return StateRule(
         paths=paths(status.get("state", "state"), "status.state"),
         codes=codes(status.get("codes", {}), "status.codes"),
-        missing=missing(status.get("missing"), "status.missing"),
+        **missing(status.get("missing"), "status.missing"),
         done=done,
         error=paths(status.get("error", "error"), "status.error"),
         cancelled_codes=tuple(str(c) for c in cancelled),
@@ -167,7 +184,7 @@ def status_by_header(status: dict[str, Any], base: StateRule) -> dict[str, State
         if "codes" in table:
             changed["codes"] = {**base.codes, **codes(table["codes"], f"{where}.codes")}
         if "missing" in table:
-            changed["missing"] = missing(table["missing"], f"{where}.missing")
+            changed.update(missing(table["missing"], f"{where}.missing"))
         if "error" in table:
             changed["error"] = paths(table["error"], f"{where}.error")
         if not isinstance(table.get("answer_is_result", False), bool):

@@ -221,6 +221,8 @@ def parse_create(
                 content_type="application/json",
                 http_status=status,
                 request_id=req,
+                status_url=status_url,
+                status_via=via,
                 basis=basis,
                 body=shape,
             )

@@ -95,6 +95,9 @@ def _state_reading(rule: StateRule) -> str:
         parts.append("first text at " + " or ".join(f"`{p}`" for p in rule.paths))
     if rule.missing:
         parts.append(f"no state at all = {rule.missing}")
+    if rule.missing_by_code:
+        by_code = ", ".join(f"{c} = {s}" for c, s in sorted(rule.missing_by_code.items()))
+        parts.append(f"no state at all: {by_code}")
     if rule.cancelled_count:
         parts.append(f"succeeded with `{rule.cancelled_count}` above zero = cancelled")
     if rule.ignore_case:

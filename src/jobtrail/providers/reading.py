@@ -79,8 +79,9 @@ def read_state(  # noqa: C901
             return word or "not done", RemoteStatus.RUNNING, Basis.FLAG
     if word is not None:
         return word, word_status(states, word, rule.ignore_case), Basis.WORD
-    if rule.missing is not None:
-        return None, rule.missing, Basis.DEFAULT
+    default = rule.missing_by_code.get(http_status, rule.missing)
+    if default is not None:
+        return None, default, Basis.DEFAULT
     return None, RemoteStatus.UNKNOWN, Basis.NONE
 
 

@@ -99,6 +99,9 @@ class StateRule:
     paths: tuple[str, ...] = ()  # tried in order; the first holding text wins
     codes: Mapping[int, Reading] = field(default_factory=dict)
     missing: RemoteStatus | None = None  # the state when no path holds one
+    # the same by the answer's status code, where it differs by code (ARM: a 201 with no
+    # provisioningState is still running, a 200 with none has succeeded); wins over `missing`
+    missing_by_code: Mapping[int, RemoteStatus] = field(default_factory=dict)
     done: str | None = None  # a boolean path (Google's `done`): true ends the job
     error: tuple[str, ...] = ("error",)  # where the provider says why it failed
     cancelled_codes: tuple[str, ...] = ()  # error codes that mean cancelled (Google: 1)

@@ -10,8 +10,9 @@ Without those headers, the provisioning state in the body is the answer: Succeed
 Failed and Canceled are terminal; any other word means "still running, GET the resource".
 PUT and DELETE on the client-chosen resource URL are idempotent. A running resource can be
 cancelled with ``POST {resource}/cancel`` (as ARM deployments are: 204). Errors are
-``{"error": {"code", "message"}}``. Faults ``create_status`` and ``headers`` choose the answer
-shape, ``outcome`` the terminal state.
+``{"error": {"code", "message"}}``. Faults ``create_status``, ``headers`` and ``create_state``
+(``none``: a resource without ``provisioningState``) choose the answer shape, ``outcome``
+the terminal state.
 """
 
 from __future__ import annotations
@@ -158,7 +159,8 @@ class AzureArm:
             )
         if f.headers in ("location", "both"):
             headers["Location"] = f"{ops}/operationResults/{job.job_id}?api-version={version}"
-        if status == 204 or (not headers and status in (200, 201)):
+        stateless_201 = status == 201 and f.create_state == "none"  # read at the resource
+        if status == 204 or (not headers and status in (200, 201) and not stateless_201):
             # no way to follow it: the answer itself is the end
             job.phase, job.ended_ts = f.outcome, job.created_ts
             self._settle(widget, job)
@@ -167,6 +169,8 @@ class AzureArm:
         payload = None
         if status in (200, 201) and verb != "DELETE":
             payload = self._resource(widget) if verb != "POST" else _export(job)
+            if f.create_state == "none":
+                payload.get("properties", {}).pop("provisioningState", None)
         return status, headers, payload
 
     async def get(self, request: web.Request) -> web.Response:

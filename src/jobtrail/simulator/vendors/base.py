@@ -53,6 +53,9 @@ class VendorFaults:
     # Azure Resource Manager only
     create_status: int | None = None  # 200, 201, 202 or 204; None: the method's usual answer
     headers: Literal["azure-async-operation", "location", "both", "none"] = "azure-async-operation"
+    # "none": a 200/201 create answer's resource holds no provisioningState (azure-core reads
+    # a 201 without one as still running, a 200 without one as succeeded)
+    create_state: Literal["word", "none"] = "word"
 
 
 NO_VENDOR_FAULTS = VendorFaults()
@@ -60,6 +63,7 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "outcome": ("succeeded", "failed", "cancelled"),
     "headers": ("azure-async-operation", "location", "both", "none"),
     "create_status": (None, 200, 201, 202, 204),
+    "create_state": ("word", "none"),
 }
 
 
