@@ -329,6 +329,16 @@ async def vendor_rig(
         yield rig
 
 
+@pytest.fixture(name="rig")
+async def shipped_rig(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Rig]:
+    """`rig`, parametrized indirectly by a shipped profile's name (a key of CASES): import
+    `shipped_rig` into a test module to have it."""
+    async with vendor_rig(request.param, request.node.name, tmp_path, monkeypatch) as opened:
+        yield opened
+
+
 async def _make_resource(h: Harness, url: str) -> None:
     """PUT the ARM resource a PATCH, DELETE or action needs, done at once."""
     resource = url.split("?")[0].removesuffix("/export") + "?api-version=2024-01-01"

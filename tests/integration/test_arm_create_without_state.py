@@ -11,21 +11,10 @@ its state ends.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from jobtrail.core.states import State
-from vendor_rig import Rig, vendor_rig
-
-
-@pytest.fixture
-async def rig(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[Rig]:
-    async with vendor_rig(request.param, request.node.name, tmp_path, monkeypatch) as opened:
-        yield opened
+from vendor_rig import Rig, shipped_rig  # noqa: F401 (the fixture `rig`)
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ failure, cancellation and a lost create answer (never a duplicate job)."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -13,16 +12,7 @@ from jobtrail.core.states import State
 from jobtrail.errors import JobtrailError
 from jobtrail.profiles import shipped_profile
 from jobtrail.providers.config import load_provider_text
-from vendor_rig import CASES, Rig, vendor_rig
-
-
-@pytest.fixture
-async def rig(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[Rig]:
-    async with vendor_rig(request.param, request.node.name, tmp_path, monkeypatch) as opened:
-        yield opened
-
+from vendor_rig import CASES, Rig, shipped_rig, vendor_rig  # noqa: F401 (the fixture `rig`)
 
 ALL = pytest.mark.parametrize("rig", list(CASES), indirect=True)
 
