@@ -42,6 +42,7 @@ ONLY = {
         "claim_due_drives",
         "claim_one",
         "claim_one_drives",
+        "bound_session",  # each session's liveness bound (dead_after), set on connecting
         "move_audit_head",
         "relax_commit",
     },

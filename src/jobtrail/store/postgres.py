@@ -38,6 +38,10 @@ T = TypeVar("T")
 Conn = AsyncConnection[DictRow]
 POOL_MIN, POOL_MAX = 1, 8
 CONNECT_TIMEOUT_S = 10
+# How long a session that stopped answering may hold what it holds (`dead_after` in the
+# URL; 0: PostgreSQL's own defaults, about two hours of TCP keepalive): see `_liveness`.
+DEAD_AFTER_S = 60
+_OURS = ("pool_min", "pool_max", "dead_after")  # the URL's keys that are jobtrail's, not libpq's
 POOL_WAIT_S = 30.0
 _RETRIES = 5  # a deadlock or serialization failure rolls back everything: run it again
 
@@ -118,10 +122,12 @@ class PostgresStore(EngineStore):
         connections (also settable as `pool_min` / `pool_max` in the URL's query)."""
         conninfo, sizes, where, secret = _parse(url)
         low = min_size or sizes.get("pool_min", POOL_MIN)
+        bound = partial(_liveness, seconds=sizes.get("dead_after", DEAD_AFTER_S))
         pool = AsyncConnectionPool(
             conninfo,
             connection_class=AsyncConnection[DictRow],
             kwargs={"autocommit": True, "row_factory": dict_row},
+            configure=bound,
             min_size=low,
             max_size=max(low, max_size or sizes.get("pool_max", POOL_MAX)),
             timeout=POOL_WAIT_S,
@@ -130,6 +136,7 @@ class PostgresStore(EngineStore):
         )
         try:
             async with await AsyncConnection.connect(conninfo, autocommit=True) as conn:
+                await bound(conn)
                 await _migrate(conn)
             await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         except StoreError:  # the ledger itself refused (a newer schema)
@@ -260,16 +267,35 @@ async def _migrate(conn: AsyncConnection[Any]) -> None:
                 await conn.execute(Q["record_migration"], (version, datetime.now(UTC)))
 
 
+async def _liveness(conn: AsyncConnection[Any], *, seconds: int) -> None:
+    """Bound how long this session may hold locks once its client stops answering (a
+    partition, a frozen or killed machine), on the server's side, whatever the network in
+    between: a transaction left idle that long is ended by the server
+    (`idle_in_transaction_session_timeout`: jobtrail's transactions never wait on anything
+    but the database, so one idle for `seconds` has lost its client), and a peer that stops
+    acknowledging is dropped by TCP (keepalives, `tcp_user_timeout`; ignored on a Unix
+    socket). Set per session, so no server setting is needed and a pooler that refuses
+    startup options is not asked for any. `seconds` 0 leaves the server's defaults."""
+    if seconds <= 0:
+        return
+    idle, interval = max(1, seconds // 3), max(1, seconds // 9)
+    await conn.execute(
+        Q["bound_session"],
+        {"idle_ms": str(seconds * 1000), "ka_idle": str(idle), "ka_interval": str(interval)},
+    )
+
+
 def _parse(url: str) -> tuple[str, dict[str, int], str, str]:
-    """The conninfo to connect with (without `pool_min` / `pool_max`, which libpq refuses),
-    those pool sizes, where it points (user@host:port/dbname), and its password, which no
-    message may show."""
+    """The conninfo to connect with (without `pool_min`, `pool_max` and `dead_after`, which
+    libpq refuses, and with TCP keepalives of our side unless the URL sets them), those
+    numbers, where it points (user@host:port/dbname), and its password, which no message
+    may show."""
     if (problem := unencoded_at(url)) is not None:
         raise StoreError(problem)
     try:
         parts = urlsplit(url)
         query = parse_qsl(parts.query, keep_blank_values=True)
-        sizes = {k: v for k, v in query if k in ("pool_min", "pool_max")}
+        sizes = {k: v for k, v in query if k in _OURS}
         if sizes:
             rest = urlencode([(k, v) for k, v in query if k not in sizes], quote_via=quote)
             url = urlunsplit(parts._replace(query=rest))
@@ -279,10 +305,24 @@ def _parse(url: str) -> tuple[str, dict[str, int], str, str]:
             "the ledger URL is not a valid PostgreSQL connection string; expected "
             "postgresql://user@host:port/dbname (JOBTRAIL_DB / --db selects the ledger)"
         ) from None
-    if not all(v.isdigit() and int(v) > 0 for v in sizes.values()):
-        raise StoreError("pool_min and pool_max in the ledger URL must be positive whole numbers")
+    if not all(v.isdigit() and (int(v) > 0 or k == "dead_after") for k, v in sizes.items()):
+        raise StoreError(
+            "pool_min and pool_max in the ledger URL must be positive whole numbers, and "
+            "dead_after a whole number of seconds (0: PostgreSQL's defaults)"
+        )
     if "connect_timeout" not in params:
         url = make_conninfo(url, connect_timeout=CONNECT_TIMEOUT_S)
+    dead_after = int(sizes.get("dead_after", DEAD_AFTER_S))
+    if dead_after > 0 and not any(k.startswith("keepalives") for k in params):
+        # our side notices a server that stopped answering as soon (libpq: TCP only)
+        url = make_conninfo(
+            url,
+            keepalives=1,
+            keepalives_idle=max(1, dead_after // 3),
+            keepalives_interval=max(1, dead_after // 9),
+            keepalives_count=3,
+            **({} if "tcp_user_timeout" in params else {"tcp_user_timeout": dead_after * 1000}),
+        )
     user, host, port, db = (str(params.get(k) or "") for k in ("user", "host", "port", "dbname"))
     where = f"{user}{'@' if user else ''}{host or 'localhost'}:{port or 5432}/{db or user}"
     return url, {k: int(v) for k, v in sizes.items()}, where, str(params.get("password") or "")

@@ -41,6 +41,7 @@ async def prune(
 ) -> Pruned:
     """Runs inside the store's write transaction: if `keep` raises, nothing is removed."""
     Q, codec = store.Q_PRUNE, store.CODEC
+    await conn.count(Q["unbounded"])  # the archive is written inside this transaction
     await conn.count(Q["clear"])  # stray rows from outside jobtrail authorize nothing of ours
     ops = [
         codec.operation(row)

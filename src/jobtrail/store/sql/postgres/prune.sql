@@ -4,6 +4,11 @@
 -- name: clear
 DELETE FROM prune_authorizations;
 
+-- Prune's transaction has no idle bound: the archive is written between its statements,
+-- which a long prune may take longer than the session's dead_after (postgres.py `_liveness`).
+-- name: unbounded
+SET LOCAL idle_in_transaction_session_timeout = 0;
+
 -- Finished (see store/retention.py PRUNABLE), unchanged since the cut-off, nothing pending.
 -- name: prunable
 SELECT {operation} FROM operations WHERE state IN ({states}) AND updated_at < %(cutoff)s

@@ -41,6 +41,14 @@ RETURNING {store_decided};
 -- name: relax_commit
 SET LOCAL synchronous_commit TO off;
 
+-- Each session's liveness bound (postgres.py `_liveness`, the URL's dead_after).
+-- name: bound_session
+SELECT set_config('idle_in_transaction_session_timeout', %(idle_ms)s, false),
+       set_config('tcp_user_timeout', %(idle_ms)s, false),
+       set_config('tcp_keepalives_idle', %(ka_idle)s, false),
+       set_config('tcp_keepalives_interval', %(ka_interval)s, false),
+       set_config('tcp_keepalives_count', '3', false);
+
 -- name: get
 SELECT {operation} FROM operations WHERE operation_id = %s;
 

@@ -4,6 +4,10 @@
 -- name: clear
 DELETE FROM prune_authorizations;
 
+-- Prune's transaction: PostgreSQL lifts its session's idle bound here (dead_after); SQLite has none.
+-- name: unbounded
+SELECT 0;
+
 -- Finished (see store/retention.py PRUNABLE), unchanged since the cut-off, nothing pending.
 -- name: prunable
 SELECT {operation} FROM operations WHERE state IN ({states}) AND updated_at < :cutoff
