@@ -320,6 +320,7 @@ def test_provider_check_names_the_conventions_and_what_they_promise() -> None:
     assert arm["job identity"] == "the URL the create was sent to"
     assert "header Azure-AsyncOperation" in arm["status URL"]
     assert "202 = still running" in arm["create answers"] and "204 = done" in arm["create answers"]
+    assert "no state at all: 200 = succeeded, 201 = running" in arm["create answers"]
     assert "idempotent by nature" in arm["reconciliation note"]
     assert arm["at-most-once create"].startswith("provable")
     location = arm["monitor named by location"]

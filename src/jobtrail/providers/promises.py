@@ -23,7 +23,7 @@ def convention_lines(spec: ProviderSpec) -> list[tuple[str, str]]:  # noqa: C901
     if status_from[:2] != _DEFAULT_STATUS_FROM or len(status_from) != 3:
         lines.append(("status URL", _first_of(spec.status_from)))
     if spec.create_rule.codes:
-        lines.append(("create answers", _codes(spec.create_rule)))
+        lines.append(("create answers", _codes(spec.create_rule) + _defaults(spec.create_rule)))
     rule = spec.status_rule
     reading = _state_reading(rule)
     if reading:
@@ -93,16 +93,21 @@ def _state_reading(rule: StateRule) -> str:
         )
     if rule.paths != ("state",) or parts:
         parts.append("first text at " + " or ".join(f"`{p}`" for p in rule.paths))
-    if rule.missing:
-        parts.append(f"no state at all = {rule.missing}")
-    if rule.missing_by_code:
-        by_code = ", ".join(f"{c} = {s}" for c, s in sorted(rule.missing_by_code.items()))
-        parts.append(f"no state at all: {by_code}")
+    if rule.missing or rule.missing_by_code:
+        parts.append(_defaults(rule).removeprefix("; "))
     if rule.cancelled_count:
         parts.append(f"succeeded with `{rule.cancelled_count}` above zero = cancelled")
     if rule.ignore_case:
         parts.append("words in any case")
     return "; ".join(parts)
+
+
+def _defaults(rule: StateRule) -> str:
+    """What an answer with no state word is read as (`missing`), or ""."""
+    if rule.missing_by_code:
+        by_code = ", ".join(f"{c} = {s}" for c, s in sorted(rule.missing_by_code.items()))
+        return f"; no state at all: {by_code}"
+    return f"; no state at all = {rule.missing}" if rule.missing else ""
 
 
 def result_line(spec: ProviderSpec) -> str | None:
