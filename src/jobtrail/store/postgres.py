@@ -122,7 +122,7 @@ class PostgresStore(EngineStore):
         connections (also settable as `pool_min` / `pool_max` in the URL's query)."""
         conninfo, sizes, where, secret = _parse(url)
         low = min_size or sizes.get("pool_min", POOL_MIN)
-        bound = partial(_liveness, seconds=sizes.get("dead_after", DEAD_AFTER_S))
+        bound = partial(_liveness, seconds=sizes["dead_after"])
         pool = AsyncConnectionPool(
             conninfo,
             connection_class=AsyncConnection[DictRow],
@@ -278,18 +278,29 @@ async def _liveness(conn: AsyncConnection[Any], *, seconds: int) -> None:
     startup options is not asked for any. `seconds` 0 leaves the server's defaults."""
     if seconds <= 0:
         return
-    idle, interval = max(1, seconds // 3), max(1, seconds // 9)
+    idle, interval, count = _keepalive(seconds)
     await conn.execute(
         Q["bound_session"],
-        {"idle_ms": str(seconds * 1000), "ka_idle": str(idle), "ka_interval": str(interval)},
+        {
+            "idle_ms": str(seconds * 1000),
+            "ka_idle": str(idle),
+            "ka_interval": str(interval),
+            "ka_count": str(count),
+        },
     )
+
+
+def _keepalive(seconds: int) -> tuple[int, int, int]:
+    """TCP keepalive (idle, interval, count) that gives a silent peer up in about two thirds
+    of `seconds` (at least a second each), the same on the server's side and ours."""
+    return max(1, seconds // 3), max(1, seconds // 9), 3
 
 
 def _parse(url: str) -> tuple[str, dict[str, int], str, str]:
     """The conninfo to connect with (without `pool_min`, `pool_max` and `dead_after`, which
     libpq refuses, and with TCP keepalives of our side unless the URL sets them), those
-    numbers, where it points (user@host:port/dbname), and its password, which no message
-    may show."""
+    numbers (`dead_after` always, defaulted), where it points (user@host:port/dbname), and
+    its password, which no message may show."""
     if (problem := unencoded_at(url)) is not None:
         raise StoreError(problem)
     try:
@@ -312,20 +323,22 @@ def _parse(url: str) -> tuple[str, dict[str, int], str, str]:
         )
     if "connect_timeout" not in params:
         url = make_conninfo(url, connect_timeout=CONNECT_TIMEOUT_S)
-    dead_after = int(sizes.get("dead_after", DEAD_AFTER_S))
+    numbers = {"dead_after": DEAD_AFTER_S} | {k: int(v) for k, v in sizes.items()}
+    dead_after = numbers["dead_after"]
     if dead_after > 0 and not any(k.startswith("keepalives") for k in params):
         # our side notices a server that stopped answering as soon (libpq: TCP only)
+        idle, interval, count = _keepalive(dead_after)
         url = make_conninfo(
             url,
             keepalives=1,
-            keepalives_idle=max(1, dead_after // 3),
-            keepalives_interval=max(1, dead_after // 9),
-            keepalives_count=3,
+            keepalives_idle=idle,
+            keepalives_interval=interval,
+            keepalives_count=count,
             **({} if "tcp_user_timeout" in params else {"tcp_user_timeout": dead_after * 1000}),
         )
     user, host, port, db = (str(params.get(k) or "") for k in ("user", "host", "port", "dbname"))
     where = f"{user}{'@' if user else ''}{host or 'localhost'}:{port or 5432}/{db or user}"
-    return url, {k: int(v) for k, v in sizes.items()}, where, str(params.get("password") or "")
+    return url, numbers, where, str(params.get("password") or "")
 
 
 def _reason(exc: BaseException, secret: str) -> str:

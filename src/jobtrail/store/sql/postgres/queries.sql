@@ -47,7 +47,7 @@ SELECT set_config('idle_in_transaction_session_timeout', %(idle_ms)s, false),
        set_config('tcp_user_timeout', %(idle_ms)s, false),
        set_config('tcp_keepalives_idle', %(ka_idle)s, false),
        set_config('tcp_keepalives_interval', %(ka_interval)s, false),
-       set_config('tcp_keepalives_count', '3', false);
+       set_config('tcp_keepalives_count', %(ka_count)s, false);
 
 -- name: get
 SELECT {operation} FROM operations WHERE operation_id = %s;
