@@ -29,6 +29,7 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -140,6 +141,14 @@ class Lab:
             _ip(*inside, "route", "add", f"{service}/32", "via", f"{subnet}.1")
         return host
 
+    def via(self, url: str, port: int) -> str:
+        """The PostgreSQL URL `url` as a host in a namespace reaches it: through the
+        `Forwarder` listening on the database address at `port` (the query kept)."""
+        parts = urlsplit(url)
+        return urlunsplit(
+            parts._replace(netloc=f"{parts.username or 'postgres'}@{self.db_ip}:{port}")
+        )
+
     def cut(self, host: Host, link: str) -> None:
         """Partition `host` from the database ("db") or the provider ("api")."""
         _ip("link", "set", host.links[link], "down")
@@ -218,4 +227,11 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 def lab() -> Iterator[Lab]:
     require_netns()
     with Lab() as made:
+        yield made
+
+
+@pytest.fixture(name="partition_lab")
+def lab_fixture() -> Iterator[Lab]:
+    """`partition_lab`: a `Lab` for one test (import `lab_fixture` into the test module)."""
+    with lab() as made:
         yield made

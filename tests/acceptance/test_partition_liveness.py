@@ -20,15 +20,13 @@ import contextlib
 import json
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 
 from jobtrail.store import open_store
-from netns import Forwarder, Host, Lab, lab
+from netns import Forwarder, Host, Lab, lab_fixture  # noqa: F401 (the fixture partition_lab)
 
 from cliutil import JOBTRAIL
 from harness import ROOT, SECRET
@@ -40,12 +38,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 DEAD_AFTER_S = 4
 
 
-@pytest.fixture
-def partition_lab() -> Iterator[Lab]:
-    with lab() as made:
-        yield made
-
-
 def _provider(folder: Path) -> Path:
     text = (ROOT / "providers" / "simulator.toml").read_text()
     text = re.sub(r"(?m)^base_url = .*$", 'base_url = "http://10.255.255.1:9"', text)
@@ -53,18 +45,6 @@ def _provider(folder: Path) -> Path:
     path = folder / "simulator.toml"
     path.write_text(text)
     return path
-
-
-def _via(url: str, net: Lab, port: int, **query: str) -> str:
-    """The ledger URL as the namespaced client reaches it: through the forwarder."""
-    parts = urlsplit(url)
-    extra = "&".join(f"{k}={v}" for k, v in query.items())
-    return urlunsplit(
-        parts._replace(
-            netloc=f"{parts.username or 'postgres'}@{net.db_ip}:{port}",
-            query="&".join(q for q in (parts.query, extra) if q),
-        )
-    )
 
 
 async def _sessions(admin: str, name: str) -> list[tuple[str, str | None]]:
@@ -113,8 +93,8 @@ async def test_a_client_cut_mid_submit_holds_its_key_no_longer_than_dead_after(
             try:
 
                 async def cut(name: str, dead_after: int) -> float:
-                    url = _via(db.url, net, forward.port, application_name=name)
-                    url += f"&dead_after={dead_after}"
+                    via = net.via(db.url, forward.port)
+                    url = f"{via}&application_name={name}&dead_after={dead_after}"
                     host = net.host(name.removeprefix("liveness-"))
                     procs.append(await _cut_mid_submit(net, host, url, db.url, provider, name))
                     return time.monotonic()

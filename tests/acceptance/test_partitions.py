@@ -28,9 +28,7 @@ import re
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -39,7 +37,7 @@ from jobtrail.core.model import Operation
 from jobtrail.simulator import SimulatorThread
 from jobtrail.store import Store, open_store
 from jobtrail.store.leases import Lease
-from netns import Forwarder, Host, Lab, lab
+from netns import Forwarder, Host, Lab, lab_fixture  # noqa: F401 (the fixture partition_lab)
 
 from cliutil import JOBTRAIL
 from harness import ROOT, SECRET
@@ -87,13 +85,6 @@ def _faketime_library() -> str:
     if not found:  # CI installs it (.ci/run)
         pytest.fail("libfaketime is missing: apt-get install -y faketime", pytrace=False)
     return found[0]
-
-
-def _via(url: str, lab: Lab, port: int) -> str:
-    """The ledger URL as a host in a namespace reaches it: through the forwarder."""
-    parts = urlsplit(url)
-    user = parts.username or "postgres"
-    return urlunsplit(parts._replace(netloc=f"{user}@{lab.db_ip}:{port}"))
 
 
 class Rig:
@@ -218,12 +209,6 @@ async def _submit_batch(
         acked.update((k, op) for (k, _, _), op in zip(pending, answers, strict=True) if op)
 
 
-@pytest.fixture
-def partition_lab() -> Iterator[Lab]:
-    with lab() as made:
-        yield made
-
-
 async def test_partitions_make_no_second_job_no_second_owner_and_lose_no_write(
     partition_lab: Lab, tmp_path: Path
 ) -> None:
@@ -244,7 +229,7 @@ async def test_partitions_make_no_second_job_no_second_owner_and_lose_no_write(
         Forwarder(net.db_ip, ("127.0.0.1", 5432)) as forward,
     ):
         async with fresh_ledger("postgres", tmp_path) as db:
-            rig = Rig(net, tmp_path, _via(db.url, net, forward.port), db.url)
+            rig = Rig(net, tmp_path, net.via(db.url, forward.port), db.url)
             async with asyncio.timeout(20):  # the ledger's migration lock is database-wide
                 rig.store = await open_store(db.url)  # migrated once, before anyone starts
             providers = [_provider(tmp_path, sim.base_url, token=t) for t in (True, False)]
