@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+import wirecheck
 from jobtrail.store import Store
+from wire import PROXIES
 
 from stores import open_test_store, require_postgres
 
@@ -29,6 +32,36 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 async def store(store_kind: str, tmp_path: Path) -> AsyncIterator[Store]:
     async with open_test_store(store_kind, tmp_path) as opened:
         yield opened
+
+
+# -- the wire check (tests/wire.py, tests/wirecheck.py) -----------------------------------
+# Every provider server of the integration and acceptance tests is reached through a
+# recording proxy (put in front once per kind of server: tests/harness.py, the acceptance
+# `simulator` fixture, ...). After each test, the requests that crossed a proxy during it
+# are compared with the attempts its ledgers recorded; a mismatch fails the test (at
+# teardown) and names the operation and the request.
+
+
+@pytest.fixture(autouse=True)
+def wire_check(request: pytest.FixtureRequest) -> Iterator[None]:
+    marks = {id(proxy): proxy.mark() for proxy in PROXIES}
+    wirecheck.SNAPSHOTS.clear()
+    yield
+    crossed = [r for proxy in PROXIES for r in proxy.since(marks.get(id(proxy), 0))]
+    if not crossed or request.node.get_closest_marker("wire_unchecked"):
+        return
+    tmp_path = request.node.funcargs.get("tmp_path")
+    records = wirecheck.sqlite_records(tmp_path) if isinstance(tmp_path, Path) else []
+    records += wirecheck.SNAPSHOTS
+    problems = wirecheck.check(crossed, records, [p.base_url for p in PROXIES])
+    if os.environ.get("WIRECHECK_SAY"):  # how much was compared, for a person checking it
+        traced = len([r for r in crossed if r.trace_id])
+        print(f"\nwire check: {len(crossed)} request(s), {traced} traced, {len(records)} op(s)")
+    if problems:
+        pytest.fail(
+            "the wire and the ledger disagree (tests/wirecheck.py):\n  " + "\n  ".join(problems),
+            pytrace=False,
+        )
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -14,7 +14,7 @@ import re
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import psycopg
 import pytest
 
+import wirecheck
 from jobtrail.store import Store, open_store
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -112,9 +113,12 @@ async def fresh_ledger(kind: str, tmp_path: Path) -> AsyncIterator[LedgerDb]:
     schema = f"jobtrail_test_{uuid.uuid4().hex[:16]}"
     async with await psycopg.AsyncConnection.connect(pg_url(), autocommit=True) as admin:
         await admin.execute(f"CREATE SCHEMA {schema}".encode())
+        url = with_search_path(pg_url(), schema)
         try:
-            yield LedgerDb(kind, with_search_path(pg_url(), schema))
+            yield LedgerDb(kind, url)
         finally:
+            with suppress(Exception):  # the wire check reads it first (a ledger never opened: no)
+                await wirecheck.snapshot(url)
             await admin.execute(f"DROP SCHEMA {schema} CASCADE".encode())
 
 

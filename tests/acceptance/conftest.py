@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from jobtrail.simulator import SimulatorThread
+from wire import WireProxy
 
 from cliutil import Workspace, make_workspace
 from harness import SECRET
@@ -15,8 +16,10 @@ from harness import SECRET
 
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[SimulatorThread]:
-    """The provider simulator in a background thread, requiring the test secret."""
-    with SimulatorThread(token=SECRET) as sim:
+    """The provider simulator in a background thread, requiring the test secret, reached
+    through the wire check's recording proxy (tests/wire.py): `base_url` is the proxy's."""
+    with SimulatorThread(token=SECRET) as sim, WireProxy(sim.base_url) as proxy:
+        sim.base_url = proxy.base_url
         yield sim
 
 

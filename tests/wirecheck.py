@@ -1,0 +1,261 @@
+"""The wire against the ledger: after each test, the requests that crossed the recording
+proxies (tests/wire.py) are compared with the attempts the test's ledgers recorded.
+
+The rule (CONTRIBUTING.md, "The wire check"):
+
+* A request is jobtrail's when it carries a `traceparent`: jobtrail sends its operation's
+  trace id on every call. A request without one is the test's own (setting a fault on the
+  simulator, creating a bucket, reading the simulator's admin endpoints) and is not compared.
+  Webhook deliveries go from the provider to jobtrail and never cross a proxy.
+* An operation is checked when its provider file's base URL is a proxy's, or when a request
+  on the wire carries its trace id.
+* Its requests on the wire, in order, must be the ledger's: one per attempt that was sent
+  (not an `unsendable` one, nor one whose detail says `sent: false`), plus the status reads
+  folded into an observation run (a run seen N times holds N reads and one attempt), plus
+  the hops an attempt records in its detail (a token refused and sent again, a result
+  link followed). For each: the method, the URL (path and query), the idempotency token
+  where it travels in a header, and the trace id. For a create and a cancel, the body too:
+  it must be the recorded request's body with the token and the reference at the places the
+  provider file declares, and the recorded body must not hold a value of its own there.
+* A request on the wire with a trace id no ledger of the test knows is a mismatch too.
+
+Ledgers read: every SQLite ledger file under the test's tmp_path, and each PostgreSQL ledger
+schema the test made (tests/stores.py snapshots it here before dropping it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from jobtrail.core.model import Attempt, Observation, Operation, ProviderKind
+from jobtrail.providers.config import parse_provider
+from jobtrail.providers.placement import place, uuid_of
+from jobtrail.store.sqlite_peek import peek
+from wire import WireRequest
+
+
+@dataclass
+class Record:
+    """One operation as its ledger holds it."""
+
+    operation: Operation
+    attempts: list[Attempt]
+    observations: list[Observation]
+
+
+# PostgreSQL ledgers read before their schema is dropped, for the test running now
+SNAPSHOTS: list[Record] = []
+
+
+async def snapshot(url: str) -> None:
+    """Read every operation of the ledger at `url` into SNAPSHOTS (tests/stores.py)."""
+    from jobtrail.store import open_store
+
+    store = await open_store(url, create=False)
+    try:
+        for op in await _all_operations(store):
+            attempts = await store.attempts(op.operation_id)
+            seen = await store.observations(op.operation_id)
+            SNAPSHOTS.append(Record(op, attempts, seen))
+    finally:
+        await store.close()
+
+
+async def _all_operations(store: Any) -> list[Operation]:
+    found: list[Operation] = await store.list_operations(limit=1_000_000)
+    return found
+
+
+def sqlite_records(root: Path) -> list[Record]:
+    """Every operation of every SQLite ledger file under `root`."""
+    import sqlite3
+
+    records = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.suffix in (".json", ".toml", ".log", ".txt"):
+            continue
+        try:
+            with path.open("rb") as file:
+                if file.read(16) != b"SQLite format 3\x00":
+                    continue
+            conn = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
+            try:
+                ids = [row[0] for row in conn.execute("SELECT operation_id FROM operations")]
+            finally:
+                conn.close()
+        except (OSError, sqlite3.Error):
+            continue
+        for op_id in ids:
+            peeked = peek(str(path), op_id)
+            if peeked is not None and peeked.operation is not None:
+                records.append(Record(peeked.operation, peeked.attempts, peeked.observations))
+    return records
+
+
+@dataclass
+class Expected:
+    """A request the ledger says was sent."""
+
+    what: str  # "create attempt att_...", "folded status read of att_..."
+    method: str
+    target: str
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None  # the JSON document expected, or None when not compared
+
+
+def _target(url: str) -> str:
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def _expected(record: Record) -> list[Expected]:
+    op = record.operation
+    by_id = {a.attempt_id: a for a in record.attempts}
+    wanted: list[Expected] = []
+    for attempt in sorted(record.attempts, key=lambda a: a.started_at):
+        request = attempt.request if isinstance(attempt.request, dict) else {}
+        detail = attempt.detail if isinstance(attempt.detail, dict) else {}
+        if "method" not in request or "url" not in request or detail.get("sent") is False:
+            continue
+        what = f"{attempt.kind.value} attempt {attempt.attempt_id}"
+        headers = {str(k).lower(): str(v) for k, v in (request.get("headers") or {}).items()}
+        first = Expected(what, request["method"], _target(request["url"]), headers)
+        first.body = _body(record, attempt.kind.value)
+        wanted.append(first)
+        if "refused_token" in detail:
+            wanted.append(Expected(f"{what} (sent again with a fresh token)", *_same(first)))
+        linked = detail.get("url") if "linked_from" in detail else None
+        if isinstance(linked, str):
+            wanted.append(Expected(f"{what} (the result link)", "GET", _target(linked)))
+    for seen in record.observations:
+        if seen.source != "status" or seen.seen_count <= 1:
+            continue
+        read = by_id.get(seen.ref or "")
+        if read is None or not isinstance(read.request, dict) or "url" not in read.request:
+            target = "?"
+        else:
+            target = _target(read.request["url"])
+        for _ in range(seen.seen_count - 1):
+            wanted.append(Expected(f"status read folded into run of {seen.ref}", "GET", target))
+    del op
+    return wanted
+
+
+def _same(first: Expected) -> tuple[str, str, dict[str, str]]:
+    return first.method, first.target, first.headers
+
+
+def _body(record: Record, kind: str) -> Any:
+    """The JSON body a create or cancel must carry (None: not compared)."""
+    op = record.operation
+    if op.provider_kind is not ProviderKind.HTTP:
+        return None
+    spec = parse_provider(op.provider_config)
+    if kind == "cancel":
+        return spec.cancel_body
+    if kind != "create":
+        return None
+    placed = place(spec, op, op.request.body, {})
+    return None if isinstance(placed, str) else placed[0]
+
+
+def compare(record: Record, wire: list[WireRequest]) -> list[str]:
+    """What differs between an operation's record and its requests on the wire."""
+    op = record.operation
+    name = f"operation {op.operation_id} (trace {op.trace_id})"
+    wanted = _expected(record)
+    problems = _conflicts(record)
+    have = Counter((r.method, r.target) for r in wire)
+    need = Counter((e.method, e.target) for e in wanted)
+    for key in sorted(set(have) | set(need)):
+        if have[key] != need[key]:
+            sent = [r.shown() for r in wire if (r.method, r.target) == key]
+            problems.append(
+                f"{name}: {key[0]} {key[1]} crossed the wire {have[key]} time(s), the ledger "
+                f"records {need[key]}: {'; '.join(sent) or 'none sent'}"
+            )
+    pool = list(wire)
+    for expected in wanted:
+        match = next(
+            (r for r in pool if (r.method, r.target) == (expected.method, expected.target)), None
+        )
+        if match is None:
+            continue
+        pool.remove(match)
+        where = f"{name}, {expected.what}, {match.shown()}"
+        problems += [f"{where}: {p}" for p in _differ(op, expected, match)]
+    return problems
+
+
+def _conflicts(record: Record) -> list[str]:
+    """A caller's own value where jobtrail writes the token or the reference."""
+    op = record.operation
+    if op.provider_kind is not ProviderKind.HTTP or not isinstance(op.request.body, dict):
+        return []
+    from jobtrail.core.lookup import find
+
+    spec = parse_provider(op.provider_config)
+    found = []
+    ours = ((spec.idempotency, op.idempotency_token), (spec.client_reference, op.operation_id))
+    for placement, value in ours:
+        if placement is None or not placement.field:
+            continue
+        given = find(op.request.body, placement.field)
+        sent = uuid_of(value) if placement.uuid else value
+        if given is not None and given != sent:
+            found.append(
+                f"operation {op.operation_id}: the recorded request holds {given!r} at "
+                f"`{placement.field}`, but the wire carries jobtrail's {sent!r} there"
+            )
+    return found
+
+
+def _differ(op: Operation, expected: Expected, sent: WireRequest) -> Iterable[str]:
+    if sent.trace_id != op.trace_id:
+        yield f"trace id {sent.trace_id} on the wire, {op.trace_id} in the ledger"
+    tokens = {op.idempotency_token, uuid_of(op.idempotency_token)}
+    recorded = {k for k, v in expected.headers.items() if v in tokens}
+    on_wire = {k for k, v in sent.headers.items() if v in tokens}
+    if recorded != on_wire:
+        yield f"the token travels in header(s) {sorted(on_wire)}, recorded in {sorted(recorded)}"
+    for name in recorded & on_wire:
+        if expected.headers[name] != sent.headers[name]:
+            yield f"header {name}: {sent.headers[name]!r} sent, {expected.headers[name]!r} recorded"
+    if expected.body is not None:
+        try:
+            document = json.loads(sent.body) if sent.body else None
+        except ValueError:
+            document = "(not JSON)"
+        if document != expected.body:
+            yield f"body {sent.digest[:19]} is not the recorded body with jobtrail's fields"
+
+
+def check(requests: list[WireRequest], records: list[Record], proxies: list[str]) -> list[str]:
+    """Every mismatch between the requests that crossed the proxies and the ledgers."""
+    ours = [r for r in requests if r.trace_id is not None]
+    by_trace: dict[str, list[WireRequest]] = {}
+    for request in ours:
+        by_trace.setdefault(str(request.trace_id), []).append(request)
+    problems: list[str] = []
+    known: set[str] = set()
+    for record in records:
+        op = record.operation
+        config = op.provider_config if isinstance(op.provider_config, dict) else {}
+        base = str(config.get("base_url") or "")
+        wire = by_trace.get(op.trace_id, [])
+        proxied = any(base.startswith(p) for p in proxies)
+        if op.trace_id in known or not (wire or proxied):
+            continue
+        known.add(op.trace_id)
+        problems += compare(record, wire)
+    for trace, wire in by_trace.items():
+        if trace not in known:
+            shown = "; ".join(r.shown() for r in wire)
+            problems.append(f"trace {trace}: no ledger of this test holds its operation: {shown}")
+    return problems
