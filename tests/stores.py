@@ -106,6 +106,7 @@ async def fresh_ledger(kind: str, tmp_path: Path) -> AsyncIterator[LedgerDb]:
     """A new, empty ledger database (not yet migrated), removed afterwards."""
     if kind == "sqlite":
         yield LedgerDb(kind, str(tmp_path / "ledger.db"))
+        await wirecheck.snapshot(str(tmp_path / "ledger.db"))  # read by the wire check
         return
     if kind != "postgres":
         raise ValueError(f"unknown store kind {kind!r}; expected one of {KINDS}")

@@ -26,6 +26,8 @@ schema the test made (tests/stores.py snapshots it here before dropping it).
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -57,6 +59,10 @@ async def snapshot(url: str) -> None:
     """Read every operation of the ledger at `url` into SNAPSHOTS (tests/stores.py)."""
     from jobtrail.store import open_store
 
+    if not url.startswith("postgres"):
+        SNAPSHOTS.extend(sqlite_file_records(Path(url)))
+        return
+
     store = await open_store(url, create=False)
     try:
         for op in await _all_operations(store):
@@ -74,27 +80,31 @@ async def _all_operations(store: Any) -> list[Operation]:
 
 def sqlite_records(root: Path) -> list[Record]:
     """Every operation of every SQLite ledger file under `root`."""
-    import sqlite3
-
-    records = []
+    found = []
     for path in sorted(root.rglob("*")):
-        if not path.is_file() or path.suffix in (".json", ".toml", ".log", ".txt"):
-            continue
+        if path.is_file() and path.suffix not in (".json", ".toml", ".log", ".txt", ".csv"):
+            found += sqlite_file_records(path)
+    return found
+
+
+def sqlite_file_records(path: Path) -> list[Record]:
+    """Every operation of the SQLite ledger at `path` (none: not a ledger)."""
+    try:
+        with path.open("rb") as file:
+            if file.read(16) != b"SQLite format 3\x00":
+                return []
+        conn = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
         try:
-            with path.open("rb") as file:
-                if file.read(16) != b"SQLite format 3\x00":
-                    continue
-            conn = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
-            try:
-                ids = [row[0] for row in conn.execute("SELECT operation_id FROM operations")]
-            finally:
-                conn.close()
-        except (OSError, sqlite3.Error):
-            continue
-        for op_id in ids:
-            peeked = peek(str(path), op_id)
-            if peeked is not None and peeked.operation is not None:
-                records.append(Record(peeked.operation, peeked.attempts, peeked.observations))
+            ids = [row[0] for row in conn.execute("SELECT operation_id FROM operations")]
+        finally:
+            conn.close()
+    except (OSError, sqlite3.Error):
+        return []
+    records = []
+    for op_id in ids:
+        peeked = peek(str(path), op_id)
+        if peeked is not None and peeked.operation is not None:
+            records.append(Record(peeked.operation, peeked.attempts, peeked.observations))
     return records
 
 
@@ -109,42 +119,83 @@ class Expected:
     body: Any = None  # the JSON document expected, or None when not compared
 
 
+AWS = "AWS"  # an AWS SDK call, known on the wire by its action, not by its URL
+DESCRIBE = "DescribeExecution"
+# The REST routes of the AWS actions jobtrail calls that carry no X-Amz-Target header
+_REST = (
+    ("POST", re.compile(r".*/model-invocation-job/[^/]+/stop$"), "StopModelInvocationJob"),
+    ("POST", re.compile(r".*/model-invocation-job$"), "CreateModelInvocationJob"),
+    ("GET", re.compile(r".*/model-invocation-job/[^/]+$"), "GetModelInvocationJob"),
+    ("GET", re.compile(r".*-s3/.+"), "GetObject"),
+)
+
+
+def key(request: WireRequest) -> tuple[str, str]:
+    """How a request on the wire is matched with the ledger's: method and target, or an AWS
+    call's action (its X-Amz-Target, or its REST route)."""
+    target = request.header("x-amz-target")
+    if target:
+        return AWS, target.rpartition(".")[2]
+    path = request.target.partition("?")[0]
+    for method, route, action in _REST:
+        if request.method == method and route.match(path) and request.header("x-amz-date"):
+            return AWS, action  # signed with SigV4
+    return request.method, request.target
+
+
 def _target(url: str) -> str:
     parts = urlsplit(url)
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
 def _expected(record: Record) -> list[Expected]:
-    op = record.operation
-    by_id = {a.attempt_id: a for a in record.attempts}
     wanted: list[Expected] = []
+    first_of: dict[str, Expected] = {}
     for attempt in sorted(record.attempts, key=lambda a: a.started_at):
         request = attempt.request if isinstance(attempt.request, dict) else {}
         detail = attempt.detail if isinstance(attempt.detail, dict) else {}
-        if "method" not in request or "url" not in request or detail.get("sent") is False:
-            continue
         what = f"{attempt.kind.value} attempt {attempt.attempt_id}"
-        headers = {str(k).lower(): str(v) for k, v in (request.get("headers") or {}).items()}
-        first = Expected(what, request["method"], _target(request["url"]), headers)
-        first.body = _body(record, attempt.kind.value)
-        wanted.append(first)
-        if "refused_token" in detail:
-            wanted.append(Expected(f"{what} (sent again with a fresh token)", *_same(first)))
-        linked = detail.get("url") if "linked_from" in detail else None
-        if isinstance(linked, str):
-            wanted.append(Expected(f"{what} (the result link)", "GET", _target(linked)))
+        if "action" in request and detail.get("sent") not in (False, "not sent"):
+            first = Expected(what, AWS, str(request["action"]))  # an AWS SDK call
+        elif "method" in request and "url" in request and detail.get("sent") is not False:
+            headers = {str(k).lower(): str(v) for k, v in (request.get("headers") or {}).items()}
+            first = Expected(what, request["method"], _target(request["url"]), headers)
+            first.body = _body(record, attempt.kind.value)
+        else:
+            continue  # not sent
+        wanted += [first, *_hops(first, detail)]
+        first_of[attempt.attempt_id] = first
     for seen in record.observations:
         if seen.source != "status" or seen.seen_count <= 1:
             continue
-        read = by_id.get(seen.ref or "")
-        if read is None or not isinstance(read.request, dict) or "url" not in read.request:
-            target = "?"
-        else:
-            target = _target(read.request["url"])
+        # a folded read is sent as the read that opened its run was
+        read = first_of.get(seen.ref or "")
+        if read is None:
+            read = next((e for e in wanted if e.what.startswith("status ")), None)
+        method, target = (read.method, read.target) if read else ("GET", "?")
         for _ in range(seen.seen_count - 1):
-            wanted.append(Expected(f"status read folded into run of {seen.ref}", "GET", target))
-    del op
+            what = f"status read folded into the run of {seen.ref}"
+            wanted.append(Expected(what, method, target, read.headers if read else {}))
     return wanted
+
+
+def _hops(first: Expected, detail: dict[str, Any]) -> list[Expected]:
+    """The further requests of one attempt, as its detail records them."""
+    what, hops = first.what, []
+    if "refused_token" in detail:
+        hops.append(Expected(f"{what} (sent again with a fresh token)", *_same(first)))
+    linked = detail.get("url") if "linked_from" in detail else None
+    if isinstance(linked, str):
+        hops.append(Expected(f"{what} (the result link)", "GET", _target(linked)))
+    if first.method == AWS:
+        if "start" in detail and "describe" in detail:  # our name taken: the execution read
+            hops.append(Expected(f"{what} (the execution at our name)", AWS, DESCRIBE))
+        pages = detail.get("pages")
+        for n in range(1, len(pages) if isinstance(pages, list) else 0):
+            hops.append(Expected(f"{what} (page {n + 1})", AWS, first.target))
+        if "output_location_read" in detail:
+            hops.append(Expected(f"{what} (its output location)", AWS, "GetQueryExecution"))
+    return hops
 
 
 def _same(first: Expected) -> tuple[str, str, dict[str, str]]:
@@ -171,20 +222,18 @@ def compare(record: Record, wire: list[WireRequest]) -> list[str]:
     name = f"operation {op.operation_id} (trace {op.trace_id})"
     wanted = _expected(record)
     problems = _conflicts(record)
-    have = Counter((r.method, r.target) for r in wire)
+    have = Counter(key(r) for r in wire)
     need = Counter((e.method, e.target) for e in wanted)
-    for key in sorted(set(have) | set(need)):
-        if have[key] != need[key]:
-            sent = [r.shown() for r in wire if (r.method, r.target) == key]
+    for pair in sorted(set(have) | set(need)):
+        if have[pair] != need[pair]:
+            sent = [r.shown() for r in wire if key(r) == pair]
             problems.append(
-                f"{name}: {key[0]} {key[1]} crossed the wire {have[key]} time(s), the ledger "
-                f"records {need[key]}: {'; '.join(sent) or 'none sent'}"
+                f"{name}: {pair[0]} {pair[1]} crossed the wire {have[pair]} time(s), the "
+                f"ledger records {need[pair]}: {'; '.join(sent) or 'none sent'}"
             )
     pool = list(wire)
     for expected in wanted:
-        match = next(
-            (r for r in pool if (r.method, r.target) == (expected.method, expected.target)), None
-        )
+        match = next((r for r in pool if key(r) == (expected.method, expected.target)), None)
         if match is None:
             continue
         pool.remove(match)
@@ -244,10 +293,16 @@ def check(requests: list[WireRequest], records: list[Record], proxies: list[str]
         by_trace.setdefault(str(request.trace_id), []).append(request)
     problems: list[str] = []
     known: set[str] = set()
+    latest: dict[str, Record] = {}  # a ledger and its backup copy: the fuller record
     for record in records:
+        had = latest.get(record.operation.operation_id)
+        if had is None or _size(record) > _size(had):
+            latest[record.operation.operation_id] = record
+    for record in latest.values():
         op = record.operation
         config = op.provider_config if isinstance(op.provider_config, dict) else {}
-        base = str(config.get("base_url") or "")
+        settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
+        base = str(config.get("base_url") or settings.get("endpoint_url") or "")
         wire = by_trace.get(op.trace_id, [])
         proxied = any(base.startswith(p) for p in proxies)
         if op.trace_id in known or not (wire or proxied):
@@ -259,3 +314,7 @@ def check(requests: list[WireRequest], records: list[Record], proxies: list[str]
             shown = "; ".join(r.shown() for r in wire)
             problems.append(f"trace {trace}: no ledger of this test holds its operation: {shown}")
     return problems
+
+
+def _size(record: Record) -> int:
+    return len(record.attempts) + sum(o.seen_count for o in record.observations)
