@@ -21,7 +21,6 @@ from jobtrail.core.states import State
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.simulator import Simulator
-from wire import WireProxy
 
 from stores import fresh_ledger
 
@@ -129,8 +128,7 @@ async def harness(
         sim = Simulator(token=SECRET, clock=lambda: clock.now().timestamp())
     else:
         sim = Simulator(token=SECRET)
-    proxy = WireProxy(await sim.start())  # the wire check's recording proxy (tests/wire.py)
-    base_url = proxy.start()
+    base_url = await sim.start()
     doc = simulator_doc(base_url)
     doc["timeout"] = "2s"
     if edit is not None:
@@ -153,5 +151,4 @@ async def harness(
             spec = parse_provider(doc)
             yield Harness(sim=sim, rt=rt, clock=clock, spec=spec, db=db.url, data=data, kind=kind)
     finally:
-        proxy.stop()
         await sim.close()

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from jobtrail.simulator import SimulatorThread
-from wire import WireProxy
 
 from cliutil import Workspace, make_workspace
 from harness import SECRET
@@ -16,10 +15,8 @@ from harness import SECRET
 
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[SimulatorThread]:
-    """The provider simulator in a background thread, requiring the test secret, reached
-    through the wire check's recording proxy (tests/wire.py): `base_url` is the proxy's."""
-    with SimulatorThread(token=SECRET) as sim, WireProxy(sim.base_url) as proxy:
-        sim.base_url = proxy.base_url
+    """The provider simulator in a background thread, requiring the test secret."""
+    with SimulatorThread(token=SECRET) as sim:
         yield sim
 
 
