@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import wirecheck
+from jobtrail.simulator import Simulator
 from jobtrail.store import Store
-from wire import PROXIES
+from wire import PROXIES, WireProxy
 
 from stores import open_test_store, require_postgres
 
@@ -35,20 +36,52 @@ async def store(store_kind: str, tmp_path: Path) -> AsyncIterator[Store]:
 
 
 # -- the wire check (tests/wire.py, tests/wirecheck.py) -----------------------------------
-# Every provider server of the integration and acceptance tests is reached through a
-# recording proxy (put in front once per kind of server: tests/harness.py, the acceptance
-# `simulator` fixture, ...). After each test, the requests that crossed a proxy during it
-# are compared with the attempts its ledgers recorded; a mismatch fails the test (at
-# teardown) and names the operation and the request.
+# Every provider server of the tests is reached through a recording proxy, put in front
+# once per kind of server: the simulator here (below), moto in tests/integration/aws_rig.py,
+# AutoRest in tests/autorest_server.py, Airflow in tests/airflow_rig.py. After each test,
+# the requests that crossed a proxy during it are compared with the attempts its ledgers
+# recorded; a mismatch fails the test (at teardown) and names the operation and the request.
+
+
+@pytest.fixture(autouse=True, scope="session")
+def simulators_behind_the_wire() -> Iterator[None]:
+    """Every provider simulator a test starts on loopback (`Simulator`, `SimulatorThread`,
+    the harness, the vendor modes) answers through its own recording proxy: `start()` and
+    `base_url` give the proxy's URL. One place for every simulator of the suite."""
+    original_start, original_close = Simulator.start, Simulator.close
+
+    async def start(self: Simulator, host: str = "127.0.0.1", port: int = 0) -> str:
+        url = await original_start(self, host, port)
+        if host != "127.0.0.1":  # served elsewhere (a network namespace): not proxied
+            return url
+        proxy = WireProxy(url)
+        self.base_url = proxy.start()
+        _FRONTS[id(self)] = proxy
+        return self.base_url
+
+    async def close(self: Simulator) -> None:
+        proxy = _FRONTS.pop(id(self), None)
+        if proxy is not None:
+            proxy.stop()
+        await original_close(self)
+
+    Simulator.start = start  # type: ignore[method-assign]
+    Simulator.close = close  # type: ignore[method-assign]
+    yield
+    Simulator.start, Simulator.close = original_start, original_close  # type: ignore[method-assign]
+
+
+_FRONTS: dict[int, WireProxy] = {}
 
 
 @pytest.fixture(autouse=True)
 def wire_check(request: pytest.FixtureRequest) -> Iterator[None]:
     marks = {id(proxy): proxy.mark() for proxy in PROXIES}
     wirecheck.SNAPSHOTS.clear()
+    wirecheck.FORGED.clear()
     yield
     crossed = [r for proxy in PROXIES for r in proxy.since(marks.get(id(proxy), 0))]
-    if not crossed or request.node.get_closest_marker("wire_unchecked"):
+    if not crossed:
         return
     tmp_path = request.node.funcargs.get("tmp_path")
     records = wirecheck.sqlite_records(tmp_path) if isinstance(tmp_path, Path) else []
