@@ -56,9 +56,6 @@ class HttpRequests:
 
     def __init__(self, spec: ProviderSpec, session: aiohttp.ClientSession) -> None:
         self.spec, self.session = spec, session
-        # aiohttp re-sends a GET, PUT or DELETE once on a dropped connection on its own: off,
-        # every request sent is one attempt (a stand-in for h-wire's providers/transport.py)
-        session._retry_connection = False
         self.name: str = spec.name
         self.capabilities: Capabilities = spec.capabilities
         self._rand = PooledSystemRandom()
