@@ -209,14 +209,23 @@ def _hops(first: Expected, detail: dict[str, Any]) -> list[Expected]:
             hop = Expected(f"{what} (the result link)", "GET", one["fetched_from"])
             hop.path_only = True
             hops.append(hop)
-    if first.method == AWS:
-        if "start" in detail and "describe" in detail:  # our name taken: the execution read
-            hops.append(Expected(f"{what} (the execution at our name)", AWS, DESCRIBE))
-        pages = detail.get("pages")
-        for n in range(1, len(pages) if isinstance(pages, list) else 0):
-            hops.append(Expected(f"{what} (page {n + 1})", AWS, first.target))
-        if "output_location_read" in detail:
-            hops.append(Expected(f"{what} (its output location)", AWS, "GetQueryExecution"))
+    return hops + (_aws_hops(first, detail) if first.method == AWS else [])
+
+
+def _aws_hops(first: Expected, detail: dict[str, Any]) -> list[Expected]:
+    """The further AWS calls of one attempt, as its detail records them."""
+    what, hops = first.what, []
+    if "start" in detail and "describe" in detail:  # our name taken: the execution read
+        hops.append(Expected(f"{what} (the execution at our name)", AWS, DESCRIBE))
+    if first.target == "GetObject":  # Bedrock's result: the job read, then its output
+        first.target, first.what = "GetModelInvocationJob", f"{what} (the job read)"
+        if "get_object" in detail:
+            hops.append(Expected(f"{what} (its output file)", AWS, "GetObject"))
+    pages = detail.get("pages")
+    for n in range(1, len(pages) if isinstance(pages, list) else 0):
+        hops.append(Expected(f"{what} (page {n + 1})", AWS, first.target))
+    if "output_location_read" in detail:
+        hops.append(Expected(f"{what} (its output location)", AWS, "GetQueryExecution"))
     return hops
 
 
