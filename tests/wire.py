@@ -159,6 +159,7 @@ class WireProxy:
             ready.set()
             loop.run_forever()
             self._server.close()
+            loop.run_until_complete(_cancel_all(asyncio.all_tasks(loop)))
             loop.run_until_complete(self._server.wait_closed())
             loop.close()
 
@@ -247,6 +248,13 @@ class WireProxy:
             )
             self.requests.append(request)
             return request
+
+
+async def _cancel_all(tasks: set[asyncio.Task[object]]) -> None:
+    """The connections still open when the proxy stops, ended (none left pending)."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _abort(writer: asyncio.StreamWriter) -> None:

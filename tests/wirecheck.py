@@ -17,7 +17,9 @@ The rule (CONTRIBUTING.md, "The wire check"):
   where it travels in a header, and the trace id. For a create and a cancel, the body too:
   it must be the recorded request's body with the token and the reference at the places the
   provider file declares, and the recorded body must not hold a value of its own there.
-* A request on the wire with a trace id no ledger of the test knows is a mismatch too.
+* A request on the wire with a trace id no ledger of the test knows is a mismatch too. A
+  test that opened no ledger at all (a provider called directly, as test_http_provider.py
+  does) has no record to compare with, and is not checked.
 
 Ledgers read: every SQLite ledger file under the test's tmp_path, and each PostgreSQL ledger
 schema the test made (tests/stores.py snapshots it here before dropping it).
