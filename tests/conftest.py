@@ -79,6 +79,7 @@ def wire_check(request: pytest.FixtureRequest) -> Iterator[None]:
     marks = {id(proxy): proxy.mark() for proxy in PROXIES}
     wirecheck.SNAPSHOTS.clear()
     wirecheck.FORGED.clear()
+    wirecheck.PRUNES.clear()
     yield
     crossed = [r for proxy in PROXIES for r in proxy.since(marks.get(id(proxy), 0))]
     if not crossed:
