@@ -8,11 +8,12 @@
  * does not list with that evidence.
  *
  * Switches (spin -DNAME):
- *   WORKER_CLOCKS     today's code: create_sent_at written on the settling worker's clock
- *                     and the window judged on the looking worker's clock when its answer
- *                     is applied. SPIN must find a second remote job.
- *   JUDGED_AT_ANSWER  the ledger's clock, but a miss judged when its answer is applied
- *                     rather than when the lookup was sent. SPIN must find a second job.
+ *   WORKER_CLOCKS     create_sent_at written on the settling worker's clock and the
+ *                     window judged on the looking worker's clock (issue 36's High break).
+ *                     SPIN must find a second remote job.
+ *   JUDGED_AT_ANSWER  a miss judged when its answer is recorded rather than when the
+ *                     lookup was sent. SPIN must find a second remote job.
+ *                     Today's code (core/apply.py _on_found) is both switches at once.
  *   NO_MAY_SEND       no core/leases.may_send check before a call with an effect: SPIN
  *                     must find a call sent under a lease that may have lapsed.
  *   (none of these)   the design: the ledger's clock, a miss judged at the lookup's
@@ -420,7 +421,7 @@ drive:
               fi;
               if
               :: ans == A_FOUND -> job_known = 1; move(ACCEPTED, EV_RECONCILED_FOUND); after_accept()
-#if defined(WORKER_CLOCKS) || defined(JUDGED_AT_ANSWER)
+#ifdef JUDGED_AT_ANSWER
               :: ans == A_MISS && WINDOW_PASSED(w) ->  /* judged as the answer is applied */
 #else
               :: ans == A_MISS && passed ->            /* judged when the lookup was sent */
@@ -515,8 +516,10 @@ init {
   d_step { transition_table() };
   atomic {
 #ifdef WORKER_CLOCKS
-    if :: off[0] = -D :: off[0] = 0 :: off[0] = D fi;
-    if :: off[1] = -D :: off[1] = 0 :: off[1] = D fi;
+    /* Each worker's clock reads within D of the ledger's. Only the difference between two
+       readings enters a rule, so worker 0 reads 0 and worker 1 anything within 2 * D
+       (the largest gaps are searched first). */
+    if :: off[1] = 2 * D :: off[1] = -2 * D :: off[1] = D :: off[1] = -D :: off[1] = 0 fi;
 #endif
     run clock(); run provider();
 #ifndef NOCANCEL

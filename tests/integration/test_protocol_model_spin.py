@@ -26,11 +26,11 @@ def test_design_holds_every_invariant(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("switch", "violated"),
     [
-        # today's code: create_sent_at on the settling worker's clock, the window judged
-        # on the looking worker's clock (issue 36, the High break): a second remote job
+        # create_sent_at on the settling worker's clock, the window judged on the looking
+        # worker's clock (issue 36, the High break): a second remote job
         ("WORKER_CLOCKS", "assertion violated (njobs==0)"),
-        # the ledger's clock, but a miss judged when its answer is recorded, not when the
-        # lookup was sent: a slow listing call makes a second job too
+        # a miss judged when its answer is recorded, not when the lookup was sent (today's
+        # code does both): a listing read before the window passed makes a second job too
         ("JUDGED_AT_ANSWER", "assertion violated (njobs==0)"),
         # no may_send check: a renewal acknowledged late sends under a lapsed lease
         ("NO_MAY_SEND", "assertion violated ((newest[w]&&(owner==(w+1)))&&(lease_left>1))"),
