@@ -233,9 +233,8 @@ inline after_accept() {   /* core/apply.py _after_accept: a recorded cancel acts
   fi
 }
 
-/* plan(): deadlines and recorded requests first (core/plan.py _settlement). A deadline is
-   judged passed at any moment: no invariant may rest on when it passes. */
-inline settle_interrupted(w) {  /* core/apply.py _on_interrupted */
+/* An attempt interrupted by a crash: treated as sent (core/apply.py _on_interrupted). */
+inline settle_interrupted(w) {
   if
   :: st == CREATE_PENDING -> STAMP_SENT(w); move(CREATE_UNKNOWN, EV_CREATE_AMBIGUOUS)
   :: st == CREATE_UNKNOWN -> STAMP_SENT(w)      /* an interrupted lookup: _answers_create */
@@ -331,7 +330,9 @@ drive:
     :: inflight -> settle_interrupted(w); goto drive
     :: else
     fi;
-    if                                                 /* _settlement */
+    /* _settlement: a recorded cancel, else a deadline, which may be judged passed at any
+       moment (no invariant may rest on when a deadline passes) */
+    if
     :: st == CREATE_PENDING && cancel_intent -> move(FAILED, EV_WITHDRAWN); goto drive
     :: (st == ACCEPTED || st == OBSERVING) && cancel_intent ->
          move(CANCEL_REQUESTED, EV_CANCEL_INTENT); goto drive
