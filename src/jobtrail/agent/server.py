@@ -247,6 +247,7 @@ async def serve(
     lease_for: timedelta = timedelta(seconds=60),
     task_ttl: timedelta | None = DEFAULT_TTL,
     http: tuple[str, int] | None = None,
+    origins: Sequence[str] = (),
 ) -> None:
     """Serve until stdin closes, then stop the worker gracefully and close the ledger.
     Every request acts as `actor` (None: JOBTRAIL_ACTOR, else the login running this).
@@ -274,7 +275,7 @@ async def serve(
         if worker is not None:
             worker.add_done_callback(report_worker_end)
         if http is not None:
-            await _serve_http(server, http, worker)
+            await _serve_http(server, http, worker, origins)
             rt.worker.stop.set()
             if worker is not None:
                 await asyncio.wait([worker])
@@ -308,7 +309,10 @@ async def serve(
 
 
 async def _serve_http(
-    server: MCPServer[Any], where: tuple[str, int], worker: asyncio.Task[Any] | None
+    server: MCPServer[Any],
+    where: tuple[str, int],
+    worker: asyncio.Task[Any] | None,
+    origins: Sequence[str],
 ) -> None:
     from jobtrail.agent.http import serve_http
     from jobtrail.dashboard.access import agents_from_env
@@ -327,7 +331,14 @@ async def _serve_http(
         print(f"jobtrail mcp: serving http://{host}:{port}/mcp", file=sys.stderr, flush=True)
 
     await serve_http(
-        server, agents, host=where[0], port=where[1], worker=worker, stop=stop, on_bound=bound
+        server,
+        agents,
+        host=where[0],
+        port=where[1],
+        worker=worker,
+        stop=stop,
+        on_bound=bound,
+        origins=origins,
     )
 
 

@@ -145,6 +145,29 @@ concurrency_option = click.option(
 worker_id_option = click.option(
     "--worker-id", help="Name recorded as the actor of this worker's steps."
 )
+
+
+def _origins(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    from jobtrail.agent.identity import checked_origin
+
+    try:
+        return tuple(checked_origin(v, "--allow-origin") for v in value)
+    except JobtrailError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+allow_origin_option = click.option(
+    "--allow-origin",
+    "origins",
+    multiple=True,
+    metavar="ORIGIN",
+    envvar="JOBTRAIL_ALLOW_ORIGINS",
+    callback=_origins,
+    help="A browser page of this origin (scheme://host[:port]) may call /mcp with an agent's "
+    "token; any other Origin header is answered 403 (a request without one, as from every "
+    "non-browser client, and the server's own origin are allowed). Repeatable; "
+    "JOBTRAIL_ALLOW_ORIGINS takes them separated by spaces.",
+)
 provider_module_option = click.option(
     "--provider-module",
     "provider_modules",

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from jobtrail.cli.context import (
     Settings,
+    allow_origin_option,
     concurrency_option,
     pass_settings,
     provider_module_option,
@@ -90,6 +91,7 @@ class Health:
     help="How long the worker's claim holds an operation before others may take it over.",
 )
 @provider_module_option
+@allow_origin_option
 @pass_settings
 def serve(
     settings: Settings,
@@ -99,6 +101,7 @@ def serve(
     worker_id: str | None,
     lease: str,
     provider_modules: tuple[str, ...],
+    origins: tuple[str, ...],
 ) -> None:
     """Run the worker, the webhook receiver (POST /webhooks/PROVIDER, GET /healthz), the
     dashboard (GET /, for operators named in JOBTRAIL_OPERATOR_TOKENS) and the MCP tools over
@@ -120,6 +123,7 @@ def serve(
                 access,
                 provider_modules=provider_modules,
                 lease_for=parse_duration(lease),
+                origins=origins,
             )
         )
     except (JobtrailError, OSError) as exc:
@@ -139,6 +143,7 @@ async def _serve(
     with_worker: bool = True,
     provider_modules: tuple[str, ...] = (),
     lease_for: timedelta = timedelta(seconds=60),
+    origins: tuple[str, ...] = (),
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
     stop = asyncio.Event()
@@ -163,7 +168,7 @@ async def _serve(
             WebhookReceiver(rt.ledger, folder, on_recorded=rt.worker.wake).add_routes(app)
             app.router.add_get("/healthz", health.handle)
         Dashboard(rt.ledger, rt.results, rt.providers, access).add_routes(app)
-        mcp = _mcp_endpoint(rt, settings, host) if with_worker else None
+        mcp = _mcp_endpoint(rt, settings, host, origins) if with_worker else None
         if mcp is not None:
             mcp.add_routes(app)
         server = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=10)
@@ -203,7 +208,9 @@ async def _serve(
     )
 
 
-def _mcp_endpoint(rt: Runtime, settings: Settings, host: str) -> McpHttp | None:
+def _mcp_endpoint(
+    rt: Runtime, settings: Settings, host: str, origins: tuple[str, ...]
+) -> McpHttp | None:
     """/mcp for the agents of JOBTRAIL_AGENT_TOKENS / JOBTRAIL_AGENT_FILE; the MCP SDK is
     imported here, only by `serve` (None, with a warning, when it is not installed)."""
     try:
@@ -219,7 +226,7 @@ def _mcp_endpoint(rt: Runtime, settings: Settings, host: str) -> McpHttp | None:
     if not agents:
         log.warning("/mcp refuses every call: no JOBTRAIL_AGENT_TOKENS or JOBTRAIL_AGENT_FILE")
     tools = agent_tools(rt, run_worker=True, data_dir=settings.data_dir)
-    return McpHttp(build_server(tools, Identity(None)), agents, host=host)
+    return McpHttp(build_server(tools, Identity(None)), agents, host=host, origins=origins)
 
 
 @click.command()
