@@ -122,9 +122,9 @@ async def test_a_failing_token_command_is_explained_by_its_program_alone(
         story = await read_story(ledger, op)
         tools = AgentTools(ledger, worker_running=False)
         answers = [
-            await tools.get_job(op.operation_id),
-            await tools.explain_job(op.operation_id),
-            await tools.list_jobs(),
+            await tools.get_job(op.operation_id, actor="cli:tester"),
+            await tools.explain_job(op.operation_id, actor="cli:tester"),
+            await tools.list_jobs(actor="cli:tester"),
         ]
         attempts = await ledger.attempts(op.operation_id)
         shown = {

@@ -148,8 +148,8 @@ def build_server(
         "next poll time, what jobtrail is waiting for, and its last transitions.",
         annotations=READ_ONLY,
     )
-    async def get_job(operation_id: OperationId) -> JobView:
-        return await _guard(tools.get_job(operation_id))
+    async def get_job(operation_id: OperationId, ctx: Context[Any, Any]) -> JobView:
+        return await _guard(tools.get_job(operation_id, actor=who(ctx)))
 
     @server.tool(
         description=f"Wait until the operation's state changes or its automation ends, at "
@@ -159,11 +159,12 @@ def build_server(
     )
     async def wait_job(
         operation_id: OperationId,
+        ctx: Context[Any, Any],
         timeout_seconds: Annotated[
             float, Field(description=f"At most this long (capped at {WAIT_CAP_SECONDS:.0f}).")
         ] = 60.0,
     ) -> WaitedJob:
-        return await _guard(tools.wait_job(operation_id, timeout_seconds))
+        return await _guard(tools.wait_job(operation_id, timeout_seconds, actor=who(ctx)))
 
     @server.tool(
         description="Record the intent to stop an operation. This does not stop anything by "
@@ -186,23 +187,28 @@ def build_server(
         "content when it is at most 64 KB (else its stored path and a preview).",
         annotations=READ_ONLY,
     )
-    async def get_result(operation_id: OperationId) -> ResultView:
-        return await _guard(tools.get_result(operation_id))
+    async def get_result(operation_id: OperationId, ctx: Context[Any, Any]) -> ResultView:
+        return await _guard(tools.get_result(operation_id, actor=who(ctx)))
 
-    @server.tool(description="Operations in this ledger, newest first.", annotations=READ_ONLY)
+    @server.tool(
+        description="Operations in this ledger that you may read (by default, those you "
+        "submitted), newest first.",
+        annotations=READ_ONLY,
+    )
     async def list_jobs(
+        ctx: Context[Any, Any],
         state: Annotated[State | None, Field(description="Only operations in this state.")] = None,
         limit: Annotated[int, Field(ge=1, le=200, description="At most this many.")] = 20,
     ) -> JobList:
-        return await _guard(tools.list_jobs(state.value if state else None, limit))
+        return await _guard(tools.list_jobs(state.value if state else None, limit, actor=who(ctx)))
 
     @server.tool(
         description="An operation's story in words: what was asked, which remote job, what "
         "was observed, what jobtrail did and will do next.",
         annotations=READ_ONLY,
     )
-    async def explain_job(operation_id: OperationId) -> Explanation:
-        return await _guard(tools.explain_job(operation_id))
+    async def explain_job(operation_id: OperationId, ctx: Context[Any, Any]) -> Explanation:
+        return await _guard(tools.explain_job(operation_id, actor=who(ctx)))
 
     return server
 
