@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 import click
 
 from jobtrail.errors import JobtrailError
-from jobtrail.ledger import MASK, shown_url, url_passwords
+from jobtrail.ledger import without_passwords
 from jobtrail.services.defaults import actor, data_dir_for, ledger_url, results_url
 
 if TYPE_CHECKING:  # imported where used: `jobtrail --version` needs none of them
@@ -102,12 +102,7 @@ def without_db_password(text: str) -> str:
     """`text` with the ledger URL's password masked, wherever an error put it."""
     context = click.get_current_context(silent=True)
     settings = context.find_object(Settings) if context is not None else None
-    if settings is not None:
-        text = text.replace(settings.db, shown_url(settings.db))
-        for password in url_passwords(settings.db):
-            if len(password) >= 3:  # shorter ones would mask every such letter pair, not a secret
-                text = text.replace(password, MASK)
-    return text
+    return without_passwords(text, settings.db) if settings is not None else text
 
 
 def emit_json(document: Any) -> None:
