@@ -82,13 +82,10 @@ def validate(candidate: Candidate, rules: Rules, location: str | None) -> Result
                 f"checksum mismatch: provider stated {stated[:16]}…, "
                 f"content hashes to {digest[:16]}…"
             )
+    known = len(report.problems)
     rows, items = _records(content, media, rules, report)
-    if rows is not None and candidate.stated_records is not None:
-        report.checks.append("record_count")
-        if rows != candidate.stated_records:
-            report.problems.append(
-                f"{rows} records, but the provider stated {candidate.stated_records}"
-            )
+    if candidate.stated_records is not None:
+        _stated_count(candidate.stated_records, rows, media, report, unread=known)
     if rows is not None and rules.expected_items is not None:
         report.checks.append("expected_items")
         if rows != rules.expected_items:
@@ -106,6 +103,22 @@ def validate(candidate: Candidate, rules: Rules, location: str | None) -> Result
         checks=tuple(report.checks),
         problems=tuple(report.problems),
     )
+
+
+def _stated_count(
+    stated: int, rows: int | None, media: str | None, report: _Report, *, unread: int
+) -> None:
+    """The provider's record count against the records read. A declared check is applied or
+    it fails, never silently skipped: a result that cannot be counted fails it (unless its
+    reading already failed, `unread` being the number of problems before it)."""
+    report.checks.append("record_count")
+    if rows is None and len(report.problems) == unread:
+        report.problems.append(
+            f"the provider stated {stated} records, but a {media or 'untyped'} result cannot "
+            "be counted (a JSON array, CSV or JSON Lines can)"
+        )
+    elif rows is not None and rows != stated:
+        report.problems.append(f"{rows} records, but the provider stated {stated}")
 
 
 def _records(
