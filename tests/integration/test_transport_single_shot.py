@@ -1,0 +1,243 @@
+"""One request on the wire, one attempt in the ledger: a call whose connection is closed
+before the answer is sent once, by every method and every kind of call, on a fresh
+connection and on a reused keep-alive one (aiohttp re-sends GET, PUT and DELETE on its own
+unless told not to: providers/transport.py). Against a real loopback server
+(tests/dropping.py) that reads each request whole and closes the connection unanswered."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from dropping import Answer, DroppingServer, Seen
+from jobtrail.clock import VirtualClock
+from jobtrail.core.model import Attempt, AttemptKind, Operation
+from jobtrail.core.states import State
+from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.transport import provider_session
+from jobtrail.services.runtime import Runtime, runtime
+
+from harness import tick
+from stores import fresh_ledger
+
+METHODS = ["POST", "PUT", "PATCH", "DELETE", "GET"]
+CONNECTIONS = ["fresh", "reused"]
+
+
+@pytest.mark.parametrize("connection", CONNECTIONS)
+@pytest.mark.parametrize("method", METHODS)
+async def test_the_provider_session_sends_a_dropped_request_once(
+    method: str, connection: str
+) -> None:
+    """The session every provider call goes out on: a request whose connection closes
+    unanswered arrives once and fails, whatever its method."""
+    server = DroppingServer(lambda seen: None if seen.path == "/drop" else Answer(json={}))
+    base = await server.start()
+    session = provider_session(4)
+    try:
+        if connection == "reused":
+            async with session.get(f"{base}/warm") as answered:
+                await answered.read()
+        with pytest.raises(aiohttp.ClientError):
+            async with session.request(method, f"{base}/drop", data=b"{}") as response:
+                await response.read()
+    finally:
+        await session.close()
+        await server.close()
+    dropped = server.requests(prefix="/drop")
+    assert len(dropped) == 1, f"{len(dropped)} {method} requests for one call"
+    warm = server.requests(prefix="/warm")
+    assert [w.connection for w in warm] == ([dropped[0].connection] if warm else [])
+
+
+@dataclass
+class Rig:
+    server: DroppingServer
+    rt: Runtime
+    clock: VirtualClock
+    spec: ProviderSpec
+
+    async def submit(self, body: dict[str, Any]) -> Operation:
+        return await self.rt.ledger.submit(self.spec, body, actor="test-agent")
+
+    async def tick(self) -> int:
+        return await tick(self.rt, self.clock)
+
+    async def op(self, op: Operation) -> Operation:
+        return await self.rt.ledger.get(op.operation_id)
+
+    async def attempts(self, op: Operation, kind: AttemptKind) -> list[Attempt]:
+        return [a for a in await self.rt.ledger.store.attempts(op.operation_id) if a.kind is kind]
+
+
+def provider(base_url: str, create: str, cancel: str) -> dict[str, Any]:
+    return {
+        "name": "dropper",
+        "base_url": base_url,
+        "timeout": "2s",
+        "create": {
+            "method": create,
+            "path": "/v1/jobs",
+            "idempotency": {"header": "Idempotency-Key"},
+            "client_reference": {"header": "X-Client-Reference"},
+            "job_id": "id",
+            "state": "state",
+        },
+        "status": {"path": "/v1/jobs/{job_id}", "state": "state"},
+        "states": {"running": "running", "succeeded": "succeeded"},
+        "cancel": {"method": cancel, "path": "/v1/jobs/{job_id}/cancel"},
+        "result": {"path": "/v1/jobs/{job_id}/result", "content_type": "application/json"},
+        "reconcile": {"list": {"path": "/v1/lookup?ref={operation_id}", "job_id": "id"}},
+    }
+
+
+@asynccontextmanager
+async def dropping_rig(
+    tmp_path: Path, script: Callable[[Seen], Answer | None], connection: str, **methods: str
+) -> AsyncIterator[Rig]:
+    server = DroppingServer(script, close_after_answer=connection == "fresh")
+    base = await server.start()
+    clock = VirtualClock()
+    doc = provider(base, methods.get("create", "POST"), methods.get("cancel", "POST"))
+    try:
+        async with (
+            fresh_ledger("sqlite", tmp_path) as db,
+            runtime(db.url, tmp_path / "data", worker_id="worker-1", clock=clock) as rt,
+        ):
+            yield Rig(server=server, rt=rt, clock=clock, spec=parse_provider(doc))
+    finally:
+        await server.close()
+
+
+def one_dropped(rig: Rig, method: str, prefix: str, connection: str) -> Seen:
+    """The one request of the dropped call, on the kind of connection the test asked for."""
+    dropped = [s for s in rig.server.requests(method, prefix) if s.headers.get("x-drop")]
+    if not dropped:  # a request the test cannot mark: the path says which call it is
+        dropped = rig.server.requests(method, prefix)
+    assert len(dropped) == 1, f"{len(dropped)} {method} {prefix} requests for one call"
+    earlier = rig.server.seen[: rig.server.seen.index(dropped[0])]
+    reused = any(s.connection == dropped[0].connection for s in earlier)
+    assert reused == (connection == "reused"), "not the connection the test meant"
+    return dropped[0]
+
+
+def job(state: str) -> Answer:
+    return Answer(json={"id": "j1", "state": state})
+
+
+@pytest.mark.parametrize("connection", CONNECTIONS)
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])
+async def test_a_create_whose_answer_is_lost_is_sent_once_and_recorded_unknown(
+    tmp_path: Path, method: str, connection: str
+) -> None:
+    """The create of the second operation loses its answer: one request, one create
+    attempt, and the operation in create_unknown (never a second create on the wire)."""
+
+    def script(seen: Seen) -> Answer | None:
+        return None if b"lose" in seen.body else job("running")
+
+    async with dropping_rig(tmp_path, script, connection, create=method) as rig:
+        await rig.submit({"n": "warm"})
+        await rig.tick()
+        op = await rig.submit({"n": "lose"})
+        await rig.tick()
+        lost = [s for s in rig.server.requests(method, "/v1/jobs") if b"lose" in s.body]
+        assert len(lost) == 1, f"{len(lost)} {method} creates on the wire for one call"
+        earlier = rig.server.seen[: rig.server.seen.index(lost[0])]
+        assert any(s.connection == lost[0].connection for s in earlier) == (connection == "reused")
+        attempts = await rig.attempts(op, AttemptKind.CREATE)
+        assert [a.outcome for a in attempts] == ["ambiguous"]
+        assert (await rig.op(op)).state is State.CREATE_UNKNOWN
+
+
+@pytest.mark.parametrize("connection", CONNECTIONS)
+async def test_a_status_read_whose_answer_is_lost_is_sent_once_and_recorded_failed(
+    tmp_path: Path, connection: str
+) -> None:
+    """A status GET that loses its answer: one GET, one failed read, the job still followed."""
+
+    def script(seen: Seen) -> Answer | None:
+        return None if seen.method == "GET" else job("running")
+
+    async with dropping_rig(tmp_path, script, connection) as rig:
+        op = await rig.submit({"n": 1})
+        await rig.tick()  # create, answered
+        await rig.tick()  # status, lost
+        one_dropped(rig, "GET", "/v1/jobs/j1", connection)
+        attempts = await rig.attempts(op, AttemptKind.STATUS)
+        assert [a.outcome for a in attempts] == ["ambiguous"]
+        assert (await rig.op(op)).state in (State.ACCEPTED, State.OBSERVING)
+
+
+@pytest.mark.parametrize("connection", CONNECTIONS)
+@pytest.mark.parametrize("method", ["POST", "DELETE"])
+async def test_a_cancel_whose_answer_is_lost_is_sent_once_and_recorded_unknown(
+    tmp_path: Path, method: str, connection: str
+) -> None:
+    """A cancel that loses its answer: one request on the wire, one cancel attempt whose
+    outcome is unknown, and no `cancelled` without the provider saying so."""
+
+    def script(seen: Seen) -> Answer | None:
+        return None if seen.path.endswith("/cancel") else job("running")
+
+    async with dropping_rig(tmp_path, script, connection, cancel=method) as rig:
+        op = await rig.submit({"n": 1})
+        await rig.tick()  # create
+        await rig.rt.ledger.cancel(op.operation_id, actor="test-agent", reason="test")
+        await rig.tick()  # the cancel, lost
+        one_dropped(rig, method, "/v1/jobs/j1/cancel", connection)
+        attempts = await rig.attempts(op, AttemptKind.CANCEL)
+        assert [a.outcome for a in attempts] == ["ambiguous"]
+        assert (await rig.op(op)).state is not State.CANCELLED
+
+
+@pytest.mark.parametrize("connection", CONNECTIONS)
+async def test_a_result_fetch_whose_answer_is_lost_is_sent_once_and_recorded_failed(
+    tmp_path: Path, connection: str
+) -> None:
+    """A result GET that loses its answer (a one-time download, say): one GET, one failed
+    result attempt, and no `succeeded` without the result."""
+
+    def script(seen: Seen) -> Answer | None:
+        return None if seen.path.endswith("/result") else job("succeeded")
+
+    async with dropping_rig(tmp_path, script, connection) as rig:
+        op = await rig.submit({"n": 1})
+        for _ in range(3):  # create (succeeded at once), then the result
+            await rig.tick()
+            if rig.server.requests("GET", "/v1/jobs/j1/result"):
+                break
+        one_dropped(rig, "GET", "/v1/jobs/j1/result", connection)
+        attempts = await rig.attempts(op, AttemptKind.RESULT)
+        assert [a.outcome for a in attempts] == ["ambiguous"]
+        assert (await rig.op(op)).state is not State.SUCCEEDED
+
+
+@pytest.mark.parametrize("connection", CONNECTIONS)
+async def test_a_lookup_whose_answer_is_lost_is_sent_once_and_recorded_failed(
+    tmp_path: Path, connection: str
+) -> None:
+    """A create answered 503 (ambiguous) is looked up by client reference; the lookup GET
+    loses its answer: one GET, one failed lookup attempt, the operation still in doubt."""
+
+    def script(seen: Seen) -> Answer | None:
+        if seen.path.startswith("/v1/lookup"):
+            return None
+        return Answer(status=503, json={"error": "busy"})
+
+    async with dropping_rig(tmp_path, script, connection) as rig:
+        op = await rig.submit({"n": 1})
+        for _ in range(4):
+            await rig.tick()
+            if rig.server.requests("GET", "/v1/lookup"):
+                break
+        one_dropped(rig, "GET", "/v1/lookup", connection)
+        attempts = await rig.attempts(op, AttemptKind.RECONCILE)
+        assert [a.outcome for a in attempts] == ["ambiguous"]
+        assert (await rig.op(op)).state in (State.CREATE_UNKNOWN, State.RECONCILIATION)
