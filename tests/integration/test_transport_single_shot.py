@@ -241,3 +241,25 @@ async def test_a_lookup_whose_answer_is_lost_is_sent_once_and_recorded_failed(
         attempts = await rig.attempts(op, AttemptKind.RECONCILE)
         assert [a.outcome for a in attempts] == ["ambiguous"]
         assert (await rig.op(op)).state in (State.CREATE_UNKNOWN, State.RECONCILIATION)
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+async def test_a_redirect_is_recorded_as_the_answer_and_never_followed(
+    tmp_path: Path, code: int
+) -> None:
+    """A status read answered with a redirect: the answer is recorded with its status, and
+    nothing is sent to the Location it names (a provider file declares no redirects)."""
+
+    def script(seen: Seen) -> Answer | None:
+        if seen.method == "GET":
+            return Answer(status=code, headers={"Location": "/v1/elsewhere"})
+        return job("running")
+
+    async with dropping_rig(tmp_path, script, "reused") as rig:
+        op = await rig.submit({"n": 1})
+        await rig.tick()  # create
+        await rig.tick()  # status, redirected
+        assert [s.path for s in rig.server.requests("GET")] == ["/v1/jobs/j1"]
+        assert not rig.server.requests(prefix="/v1/elsewhere")
+        attempts = await rig.attempts(op, AttemptKind.STATUS)
+        assert [a.http_status for a in attempts] == [code]
