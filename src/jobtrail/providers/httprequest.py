@@ -33,6 +33,7 @@ _KEEP_HEADERS = (
     "content-length",
     "location",
     "operation-location",
+    "azure-asyncoperation",
     "retry-after",
     "x-request-id",
     "request-id",
@@ -48,6 +49,15 @@ class Prepared:
     url: str
     headers: dict[str, str]
     body: bytes | None = None
+
+
+def _acted_on(spec: ProviderSpec) -> frozenset[str]:
+    """The answer headers the provider file has jobtrail act on (a status URL or the job
+    named by a header, a monitor's own rule), lowercased: each is kept with the answer, so
+    the record shows what was followed."""
+    sources = (*spec.status_from, *spec.identity)
+    named = {s.name.lower() for s in sources if s.kind is SourceKind.HEADER}
+    return frozenset(named | {name.lower() for name in spec.status_by_header})
 
 
 class HttpRequests:
@@ -67,7 +77,7 @@ class HttpRequests:
         self._cookies = OperationCookies() if spec.cookies is Cookies.PER_OPERATION else None
         # answer headers kept in the record: the usual ones and those naming request ids
         named = (*spec.request_id_headers, spec.client_request_id_header or "")
-        self._keep = frozenset(_KEEP_HEADERS) | {n.lower() for n in named if n}
+        self._keep = frozenset(_KEEP_HEADERS) | {n.lower() for n in named if n} | _acted_on(spec)
 
     def _redactor(self) -> Redactor:
         """Secrets are read from the environment on every call (they may be rotated); the
