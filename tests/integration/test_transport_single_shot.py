@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from dropping import Answer, DroppingServer, Seen
 from jobtrail.clock import VirtualClock
 from jobtrail.core.model import Attempt, AttemptKind, Operation
+from jobtrail.core.proof import tier_rule
 from jobtrail.core.states import State
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.providers.transport import provider_session
@@ -263,3 +265,33 @@ async def test_a_redirect_is_recorded_as_the_answer_and_never_followed(
         assert not rig.server.requests(prefix="/v1/elsewhere")
         attempts = await rig.attempts(op, AttemptKind.STATUS)
         assert [a.http_status for a in attempts] == [code]
+
+
+@pytest.mark.parametrize("connection", CONNECTIONS)
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])
+async def test_a_provider_without_reconciliation_never_resends_a_lost_create(
+    tmp_path: Path, method: str, connection: str
+) -> None:
+    """`provider check` says such a create is never resubmitted on its own: true for every
+    method, the HTTP client included; the operation stops for a person after one request."""
+
+    def script(seen: Seen) -> Answer | None:
+        return None if b"lose" in seen.body else job("running")
+
+    async with dropping_rig(tmp_path, script, connection, create=method) as rig:
+        doc = dict(rig.spec.document)
+        doc["create"] = {k: v for k, v in doc["create"].items() if k == "method" or k == "path"}
+        doc["create"] |= {"job_id": "id", "state": "state"}
+        doc.pop("reconcile")
+        bare = parse_provider(doc)
+        assert "never resubmits it on its own" in tier_rule(bare.capabilities, timedelta(1))
+        await rig.rt.ledger.submit(bare, {"n": "warm"}, actor="test-agent")
+        await rig.tick()
+        op = await rig.rt.ledger.submit(bare, {"n": "lose"}, actor="test-agent")
+        for _ in range(10):
+            if not await rig.tick():
+                break
+        lost = [s for s in rig.server.requests(method, "/v1/jobs") if b"lose" in s.body]
+        assert len(lost) == 1, f"{len(lost)} {method} creates on the wire"
+        assert (await rig.op(op)).state is State.NEEDS_HUMAN
+        assert len(await rig.attempts(op, AttemptKind.CREATE)) == 1
