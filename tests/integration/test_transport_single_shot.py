@@ -6,6 +6,7 @@ unless told not to: providers/transport.py). Against a real loopback server
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -295,3 +296,27 @@ async def test_a_provider_without_reconciliation_never_resends_a_lost_create(
         assert len(lost) == 1, f"{len(lost)} {method} creates on the wire"
         assert (await rig.op(op)).state is State.NEEDS_HUMAN
         assert len(await rig.attempts(op, AttemptKind.CREATE)) == 1
+
+
+async def test_the_create_attempt_names_the_fields_jobtrail_wrote(tmp_path: Path) -> None:
+    """The token and the reference written into the body (Ray's `submission_id`, a dotted
+    field) are in the create attempt's recorded request, as they crossed the wire."""
+    async with dropping_rig(tmp_path, lambda seen: job("running"), "reused") as rig:
+        doc = dict(rig.spec.document)
+        doc["create"] = dict(doc["create"])
+        doc["create"]["idempotency"] = {"field": "submission_id"}
+        doc["create"]["client_reference"] = {"field": "meta.ref"}
+        doc["reconcile"] = {"same_token": True}
+        spec = parse_provider(doc)
+        op = await rig.rt.ledger.submit(spec, {"entrypoint": "x"}, actor="test-agent")
+        await rig.tick()
+        [sent] = rig.server.requests("POST")
+        wire = json.loads(sent.body)
+        assert wire["submission_id"] == op.idempotency_token
+        assert wire["meta"] == {"ref": op.operation_id}
+        [create] = await rig.attempts(op, AttemptKind.CREATE)
+        assert create.request["body_fields"] == {
+            "submission_id": op.idempotency_token,
+            "meta.ref": op.operation_id,
+        }
+        assert op.request.body == {"entrypoint": "x"}  # the caller's, as submitted
