@@ -21,7 +21,7 @@ def at_most_once_rule(caps: Capabilities, means: list[str]) -> str:
             "cannot be proven: this provider offers no reconciliation (no idempotency token "
             "it honours, no lookup by a reference it keeps). A create whose answer is lost "
             "stops for a human (needs_human) instead of being retried: jobtrail never "
-            "resubmits it on its own"
+            "resubmits it on its own, whatever its method (its HTTP client re-sends nothing)"
         )
     how = " and ".join(means) or "the provider's own token"
     only_token = caps.same_token_retry and not caps.lookup
@@ -104,7 +104,8 @@ def tier_rule(caps: Capabilities, create_deadline: timedelta) -> str:
     if tier is Tier.NONE:
         return (
             f"{TIER_NAMES[tier]}: nothing can find a job whose create answer was lost, so the "
-            "operation stops for a person (needs_human); jobtrail never resubmits it on its own"
+            "operation stops for a person (needs_human); jobtrail never resubmits it on its own, "
+            "whatever its method (its HTTP client re-sends nothing)"
         )
     window = (
         "never, so a miss goes to a person at the create deadline"
