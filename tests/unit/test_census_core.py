@@ -132,7 +132,7 @@ def test_a_line_names_job_state_age_and_what_is_known() -> None:
         (Capabilities(list_by_reference=True, scan_pages=5, scan_seconds=30), Sight.LISTING,
          "every job of the listing"),
         (Capabilities(list_by_reference=True), Sight.PER_OPERATION, "server-side filter"),
-        (Capabilities(status_by_client_id=True), Sight.PER_OPERATION, "lookup by our key"),
+        (Capabilities(status_by_client_id=True), Sight.PER_OPERATION, "the lookup by our key"),
         (Capabilities(same_token_retry=True), Sight.NONE, "nothing"),
         (FULL, Sight.PER_OPERATION, "never a job this ledger holds no operation for"),
     ],
@@ -152,3 +152,10 @@ def test_a_cut_short_listing_says_how_far_it_got() -> None:
         "2 listing requests, 200 jobs listed: cut short, its cap of 2 pages; older jobs "
         "were not seen"
     )
+
+
+def test_a_code_provider_census_sees_nothing_yet() -> None:
+    """A code provider's listing is not read: the census says so, whatever its tier."""
+    caps = Capabilities(list_by_reference=True, scan_pages=5)
+    assert sight(caps, code=True) is Sight.NONE
+    assert sight_rule(caps, code=True).startswith("nothing yet")

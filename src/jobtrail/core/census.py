@@ -137,9 +137,11 @@ class Sight(StrEnum):
     NONE = "none"  # nothing: no listing jobtrail can read
 
 
-def sight(caps: Capabilities) -> Sight:
+def sight(caps: Capabilities, *, code: bool = False) -> Sight:
     """What a census of a provider with these capabilities can list: the same listing
-    reconciliation declares, per tier."""
+    reconciliation declares, per tier (a code provider's listing is not read yet)."""
+    if code:
+        return Sight.NONE
     if caps.list_by_reference and caps.scan_pages is not None:
         return Sight.LISTING
     if caps.lookup:
@@ -147,9 +149,14 @@ def sight(caps: Capabilities) -> Sight:
     return Sight.NONE
 
 
-def sight_rule(caps: Capabilities) -> str:
+def sight_rule(caps: Capabilities, *, code: bool = False) -> str:
     """What the census can see, in one sentence: the words `provider check` says beside
-    "census" and `census` says before its findings."""
+    "census sees" and `census` says before its findings."""
+    if code:
+        return (
+            "nothing yet: a census reads the listing a provider file declares, and a code "
+            "provider's own listing is not read by it"
+        )
     seen = sight(caps)
     if seen is Sight.LISTING:
         pages = caps.scan_pages or 1
@@ -159,21 +166,23 @@ def sight_rule(caps: Capabilities) -> str:
             "our marker read on each: followed, ended here, unknown here, a second job and "
             "not ours; a listing cut short by that cap says how far it got"
         )
-    if seen is Sight.PER_OPERATION:
-        means = (
-            TIER_NAMES[Tier.FILTER]
-            if caps.list_by_reference
-            else "a lookup by our key, which names one job"
-        )
+    if seen is Sight.PER_OPERATION and caps.list_by_reference:
         return (
-            f"only the jobs of operations this ledger holds: the census asks {means} once per "
-            "operation, so it finds what is followed, ended here or a second job, but never a "
-            "job this ledger holds no operation for (unknown here: after a restore, compare "
-            "with the provider's console)"
+            f"only the jobs of operations this ledger holds: the census asks "
+            f"{TIER_NAMES[Tier.FILTER]} once per operation, so it finds what is followed, ended "
+            "here or a second job, but never a job this ledger holds no operation for (unknown "
+            "here: after a restore, compare with the provider's console)"
+        )
+    if seen is Sight.PER_OPERATION:
+        return (
+            "only the jobs of operations this ledger holds: the census asks the lookup by our "
+            "key once per operation, so it finds what is followed or ended here (a key names "
+            "one job: never a second job), but never a job this ledger holds no operation for "
+            "(unknown here: after a restore, compare with the provider's console)"
         )
     return (
-        f"nothing: the provider offers no listing jobtrail can read ({TIER_NAMES[caps.tier]} "
-        "for reconciliation), so jobs it runs for us that no operation follows stay unseen"
+        "nothing: the provider offers no listing jobtrail can read (reconciliation tier: "
+        f"{TIER_NAMES[caps.tier]}), so jobs it runs for us that no operation follows stay unseen"
     )
 
 

@@ -1,0 +1,59 @@
+"""`jobtrail census` as a user runs it against the simulator: a duplicate under one
+operation's reference is said loudly (exit 3), the twins of a contract violation are never
+a second job, and `--json` carries the counts and one line per job."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+from cliutil import Workspace
+from harness import SECRET
+
+VIOLATION = '{"account": "v", "_sim": {"drop_create_answer": true, "different_id_on_retry": true}}'
+
+
+def plant(ws: Workspace, marker: str) -> str:
+    """A report made behind jobtrail's back under `marker`."""
+    request = urllib.request.Request(
+        f"{ws.base_url}/v1/reports",
+        data=b'{"a": 1}',
+        headers={
+            "Authorization": f"Bearer {SECRET}",
+            "X-Client-Reference": marker,
+            "Content-Type": "application/json",
+        },
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return str(json.loads(answer.read())["job_id"])
+
+
+def test_a_second_job_is_said_loudly_and_exits_3(ws: Workspace) -> None:
+    """One operation run to its end, then a duplicate under its reference: the census names
+    the followed job and the duplicate, warns on stderr, and exits 3."""
+    op = ws.json("submit", "simulator", "--body", '{"account": "a"}')["operation_id"]
+    done = ws.drive(op)
+    duplicate = plant(ws, op)
+    found = ws.run("census", "simulator", "--actor", "person:alice", check=False)
+    assert found.returncode == 3, found.stderr
+    assert "A SECOND JOB: 1" in found.stderr
+    assert "a second job: 1" in found.stdout and "followed: 1" in found.stdout
+    assert f"{duplicate}  " in found.stdout and f"{done['remote_job_id']}  " in found.stdout
+    assert "never a job this ledger holds no operation for" in found.stdout
+    audit = ws.run("audit", "verify")
+    assert audit.returncode == 0
+
+
+def test_the_twins_of_a_contract_violation_are_never_a_second_job(ws: Workspace) -> None:
+    """A retry the provider answered with another job id: both jobs are the operation's
+    known twins (ended here, running there while it waits for a person), never a duplicate
+    the ledger did not see."""
+    op = ws.json("submit", "simulator", "--body", VIOLATION)["operation_id"]
+    stuck = ws.drive(op)
+    assert stuck["state"] == "needs_human"
+    document = ws.json("census", "simulator")
+    assert document["counts"]["second_job"] == 0, document
+    twins = {j["job_id"] for j in document["jobs"] if j["category"] == "ended_here"}
+    assert twins == set(stuck["conflicting_job_ids"])
+    assert all(j["line"].startswith(j["job_id"]) for j in document["jobs"])

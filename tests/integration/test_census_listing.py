@@ -1,0 +1,149 @@
+"""The census against the simulator over loopback: a scanned listing (openai-batch's vendor
+mode) finds every planted job in its category and stops at its cap on a long listing; a
+listing the provider filters (the simulator's own profile) is asked once per operation and
+finds a second job; every census is recorded in the audit log, its credential never."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from jobtrail.core.audit import verify
+from jobtrail.core.census import Category, Sight
+from jobtrail.core.states import State
+from jobtrail.providers.config import parse_provider
+from jobtrail.services.census import Census, take_census
+from vendor_rig import Rig, vendor_rig
+
+from harness import SECRET, Harness
+
+
+async def plant_batch(rig: Rig, marker: str | None) -> str:
+    """A batch made at the provider behind jobtrail's back, with our marker or none."""
+    body: dict[str, Any] = {
+        "input_file_id": "file-x",
+        "endpoint": "/v1/chat/completions",
+        "completion_window": "24h",
+    }
+    if marker is not None:
+        body["metadata"] = {"jobtrail_ref": marker}
+    headers = {"Authorization": f"Bearer {SECRET}"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{rig.h.sim.base_url}/openai/v1/batches", json=body, headers=headers) as r,
+    ):
+        assert r.status == 200, await r.text()
+        return str((await r.json())["id"])
+
+
+async def census_of(h: Harness, **options: Any) -> Census:
+    return await take_census(h.rt.ledger, h.rt.providers, h.spec, actor="person:alice", **options)
+
+
+async def entries(h: Harness, kind: str) -> list[dict[str, Any]]:
+    """The audit log's entries of one kind, as recorded."""
+    rows = [json.loads(r.entry) for r in await h.rt.ledger.audit_rows()]
+    return [r for r in rows if r["kind"] == kind]
+
+
+def ids(census: Census, category: Category) -> set[str]:
+    return {f.job.job_id for f in census.of(category)}
+
+
+async def test_a_scanned_listing_finds_every_planted_job_in_its_category(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Followed, ended here (a result deadline passed while the batch runs), unknown here
+    (a marker no operation holds), a second job (a marker naming an operation that follows
+    another batch) and not ours: each found where it belongs, and nothing else there."""
+    async with vendor_rig("openai-batch", "census", tmp_path, monkeypatch) as rig:
+        ended = await rig.submit(result_deadline=timedelta(seconds=30))
+        ended = await rig.h.until(ended, State.RESULT_TIMED_OUT)
+        assert ended.remote_job_id is not None
+        followed = await rig.h.until(await rig.submit(), State.OBSERVING)
+        unknown = await plant_batch(rig, "op_01JZZZZZZZZZZZZZZZZZZZZZZZ")
+        second = await plant_batch(rig, followed.operation_id)
+        others = {await plant_batch(rig, None) for _ in range(2)}
+
+        census = await census_of(rig.h)
+
+        assert census.sight is Sight.LISTING and census.reach.complete, census.reach
+        assert ids(census, Category.FOLLOWED) == {followed.remote_job_id}
+        assert ids(census, Category.ENDED_HERE) == {ended.remote_job_id}
+        assert ids(census, Category.UNKNOWN_HERE) == {unknown}
+        assert ids(census, Category.SECOND_JOB) == {second}
+        assert ids(census, Category.NOT_OURS) == others
+        taken = await entries(rig.h, "census.taken")
+        assert len(taken) == 1 and taken[0]["actor"] == "person:alice"
+        assert taken[0]["data"]["counts"] == {
+            "followed": 1,
+            "ended_here": 1,
+            "unknown_here": 1,
+            "second_job": 1,
+            "not_ours": 2,
+        }
+        calls = await entries(rig.h, "census.call")
+        assert [c["data"]["request"]["url"] for c in calls] == [
+            f"{rig.h.sim.base_url}/openai/v1/batches?limit=100"
+        ]
+        assert calls[0]["data"]["outcome"] == "found"
+        assert SECRET not in str([r.entry for r in await rig.h.rt.ledger.audit_rows()])
+        assert verify(await rig.h.rt.ledger.audit_rows(), None).ok
+
+
+async def test_a_scanned_listing_stops_at_its_cap_and_says_how_far_it_got(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages of two, a cap of two pages, six batches: the census asks twice, names the four
+    it saw, and says it was cut short at the cap; the oldest orphans stay unseen."""
+    async with vendor_rig("openai-batch", "census-cap", tmp_path, monkeypatch) as rig:
+        doc: dict[str, Any] = dict(rig.h.spec.document)
+        listing = dict(doc["reconcile"]["list"])
+        doc["reconcile"] = {"list": {**listing, "path": "/v1/batches?limit=2", "pages": 2}}
+        rig.h.spec = parse_provider(doc)
+        planted = [await plant_batch(rig, f"op_01JZZZZZZZZZZZZZZZZZZZZZZ{n}") for n in range(6)]
+
+        census = await census_of(rig.h)
+
+        assert not census.reach.complete
+        assert census.reach.requests == 2 and census.reach.listed == 4
+        assert "cap of 2 page(s)" in census.reach.words()
+        assert ids(census, Category.UNKNOWN_HERE) == set(planted[2:])  # newest first
+        assert not census.of(Category.SECOND_JOB)
+
+
+async def plant_report(h: Harness, marker: str) -> str:
+    """A report made at the simulator behind jobtrail's back, under `marker`."""
+    headers = {"Authorization": f"Bearer {SECRET}", "X-Client-Reference": marker}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{h.sim.base_url}/v1/reports", json={"a": 1}, headers=headers) as r,
+    ):
+        assert r.status in (200, 201, 202), await r.text()
+        return str((await r.json())["job_id"])
+
+
+async def test_a_filtered_listing_is_asked_per_operation_and_finds_a_second_job(
+    rig: Harness,
+) -> None:
+    """The simulator filters its listing on one reference: the census asks it once per
+    operation that may have a job, finds the followed job and a duplicate under the same
+    reference, and says it cannot see jobs of operations the ledger does not hold."""
+    followed = await rig.until(await rig.submit({"n": 1}), State.OBSERVING)
+    await rig.submit({"n": 2})  # never sent: nothing to ask about
+    second = await plant_report(rig, followed.operation_id)
+    await plant_report(rig, "op_01JZZZZZZZZZZZZZZZZZZZZZZZ")  # invisible to this census
+
+    census = await census_of(rig)
+
+    assert census.sight is Sight.PER_OPERATION and census.reach.complete
+    assert census.reach.requests == 1
+    assert ids(census, Category.FOLLOWED) == {followed.remote_job_id}
+    assert ids(census, Category.SECOND_JOB) == {second}
+    assert not census.of(Category.UNKNOWN_HERE)
+    assert "never a job this ledger holds no operation for" in census.sees
