@@ -5,54 +5,20 @@ finds a second job; every census is recorded in the audit log, its credential ne
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
+from census_rig import census_of, entries, ids, plant_batch, plant_report
 from jobtrail.core.audit import verify
 from jobtrail.core.census import Category, Sight
 from jobtrail.core.states import State
 from jobtrail.providers.config import parse_provider
-from jobtrail.services.census import Census, take_census
-from vendor_rig import Rig, vendor_rig
+from vendor_rig import vendor_rig
 
 from harness import SECRET, Harness
-
-
-async def plant_batch(rig: Rig, marker: str | None) -> str:
-    """A batch made at the provider behind jobtrail's back, with our marker or none."""
-    body: dict[str, Any] = {
-        "input_file_id": "file-x",
-        "endpoint": "/v1/chat/completions",
-        "completion_window": "24h",
-    }
-    if marker is not None:
-        body["metadata"] = {"jobtrail_ref": marker}
-    headers = {"Authorization": f"Bearer {SECRET}"}
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(f"{rig.h.sim.base_url}/openai/v1/batches", json=body, headers=headers) as r,
-    ):
-        assert r.status == 200, await r.text()
-        return str((await r.json())["id"])
-
-
-async def census_of(h: Harness, **options: Any) -> Census:
-    return await take_census(h.rt.ledger, h.rt.providers, h.spec, actor="person:alice", **options)
-
-
-async def entries(h: Harness, kind: str) -> list[dict[str, Any]]:
-    """The audit log's entries of one kind, as recorded."""
-    rows = [json.loads(r.entry) for r in await h.rt.ledger.audit_rows()]
-    return [r for r in rows if r["kind"] == kind]
-
-
-def ids(census: Census, category: Category) -> set[str]:
-    return {f.job.job_id for f in census.of(category)}
 
 
 async def test_a_scanned_listing_finds_every_planted_job_in_its_category(
@@ -115,17 +81,6 @@ async def test_a_scanned_listing_stops_at_its_cap_and_says_how_far_it_got(
         assert "cap of 2 page(s)" in census.reach.words()
         assert ids(census, Category.UNKNOWN_HERE) == set(planted[2:])  # newest first
         assert not census.of(Category.SECOND_JOB)
-
-
-async def plant_report(h: Harness, marker: str) -> str:
-    """A report made at the simulator behind jobtrail's back, under `marker`."""
-    headers = {"Authorization": f"Bearer {SECRET}", "X-Client-Reference": marker}
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(f"{h.sim.base_url}/v1/reports", json={"a": 1}, headers=headers) as r,
-    ):
-        assert r.status in (200, 201, 202), await r.text()
-        return str((await r.json())["job_id"])
 
 
 async def test_a_filtered_listing_is_asked_per_operation_and_finds_a_second_job(

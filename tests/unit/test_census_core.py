@@ -7,6 +7,8 @@ from datetime import timedelta
 
 import pytest
 
+from jobtrail.core import outcomes as o
+from jobtrail.core.allows import awaiting_adoption
 from jobtrail.core.census import (
     Category,
     Listed,
@@ -18,10 +20,11 @@ from jobtrail.core.census import (
     sight_rule,
     summary,
 )
-from jobtrail.core.model import Capabilities
-from jobtrail.core.states import RemoteStatus, State
+from jobtrail.core.model import Capabilities, Operation
+from jobtrail.core.states import Evidence, RemoteStatus, State
+from jobtrail.errors import ActionRefused
 
-from factories import FULL, T0, make_op
+from factories import FULL, T0, make_op, step
 
 OP = "op_01J7Q5X4D4PA3D"
 
@@ -159,3 +162,41 @@ def test_a_code_provider_census_sees_nothing_yet() -> None:
     caps = Capabilities(list_by_reference=True, scan_pages=5)
     assert sight(caps, code=True) is Sight.NONE
     assert sight_rule(caps, code=True).startswith("nothing yet")
+
+
+def adopt_decision(job_id: str, read: bool = True) -> o.HumanDecision:
+    observed = o.Observed(remote_state="in_progress", remote_status=RemoteStatus.RUNNING)
+    return o.HumanDecision(
+        decision=o.Decision.ADOPT,
+        actor="alice",
+        reason="restored from backup",
+        job_id=job_id,
+        request_id="req_1",
+        read=observed if read else None,
+    )
+
+
+def recorded_for_adoption() -> Operation:
+    return make_op(candidate_job_id="job_9", next_poll_at=None)
+
+
+def test_an_operation_recorded_for_adoption_is_accepted_on_a_person_word() -> None:
+    """The job's status read is its first observation; the worker polls it next."""
+    op = recorded_for_adoption()
+    assert awaiting_adoption(op)
+    applied = step(op, adopt_decision("job_9"), at=T0)
+    assert applied.operation.state is State.ACCEPTED
+    assert applied.operation.remote_job_id == "job_9"
+    assert applied.operation.next_poll_at == T0
+    assert applied.transitions[-1].evidence is Evidence.HUMAN_DECISION
+    assert applied.observations and applied.observations[0].remote_state == "in_progress"
+
+
+def test_adoption_takes_only_the_job_recorded_for_it() -> None:
+    """Another job id is refused; a pending operation that may be sent is never adopted."""
+    with pytest.raises(ActionRefused, match="recorded to adopt 'job_9', not 'job_8'"):
+        step(recorded_for_adoption(), adopt_decision("job_8"), at=T0)
+    pending = make_op()  # an ordinary submit: due, may be sent
+    assert not awaiting_adoption(pending)
+    with pytest.raises(ActionRefused, match="does not apply in state create_pending"):
+        step(pending, adopt_decision("job_9"), at=T0)
