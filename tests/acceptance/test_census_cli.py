@@ -57,3 +57,23 @@ def test_the_twins_of_a_contract_violation_are_never_a_second_job(ws: Workspace)
     twins = {j["job_id"] for j in document["jobs"] if j["category"] == "ended_here"}
     assert twins == set(stuck["conflicting_job_ids"])
     assert all(j["line"].startswith(j["job_id"]) for j in document["jobs"])
+
+
+def test_a_second_job_is_cancelled_by_a_person_never_by_an_agent(ws: Workspace) -> None:
+    """An agent's cancel is refused by the default policy (and audited); a person's is
+    recorded, sent once by the worker, and confirmed by the provider."""
+    op = ws.json("submit", "simulator", "--body", '{"account": "a"}')["operation_id"]
+    ws.drive(op)
+    duplicate = plant(ws, op)
+    refused = ws.run(
+        "census", "simulator", "--cancel", duplicate, "--reason", "dup", "--actor", "agent:x",
+        check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1 and "refused" in refused.stdout
+    asked = ws.json("census", "simulator", "--cancel", duplicate, "--reason", "duplicate")
+    assert asked[0]["state"] == "cancel_requested", asked
+    ws.run("worker", "--until-idle")
+    assert ws.json("status", asked[0]["operation_id"])["state"] == "cancelled"
+    after = ws.json("census", "simulator")
+    assert after["counts"]["second_job"] == 0 and after["counts"]["followed"] == 2
+    ws.run("audit", "verify")

@@ -42,7 +42,24 @@ SECOND_JOB_EXIT = 3  # a census that found a second job: the evidence of a dupli
     type=click.IntRange(1, 100_000),
     help="Lookups a per-operation census makes at most (a listing to scan keeps its own cap).",
 )
-@click.option("--actor", help="Who takes the census. [default: cli:$USER]")
+@click.option(
+    "--adopt",
+    "adopt",
+    multiple=True,
+    metavar="JOB_ID",
+    help="Adopt this job into a new operation (its status read first) instead of taking a "
+    "census. Repeatable. Needs --reason.",
+)
+@click.option(
+    "--cancel",
+    "cancel",
+    multiple=True,
+    metavar="JOB_ID",
+    help="Cancel this job (through the operation that follows it, adopted first when none "
+    "does) instead of taking a census. Repeatable. Needs --reason.",
+)
+@click.option("--reason", help="Why the jobs are adopted or cancelled (recorded).")
+@click.option("--actor", help="Who takes the census or acts. [default: cli:$USER]")
 @json_option
 @pass_settings
 def census(
@@ -51,12 +68,31 @@ def census(
     since: str,
     show_all: bool,
     max_requests: int,
+    adopt: tuple[str, ...],
+    cancel: tuple[str, ...],
+    reason: str | None,
     actor: str | None,
     as_json: bool,
 ) -> None:
     """List PROVIDER's jobs and hold each one carrying jobtrail's marker against the ledger:
     followed, ended here (running there), unknown here, a second job (must be zero), not
-    ours. The census is recorded in the audit log. Exits 3 when it finds a second job."""
+    ours. The census is recorded in the audit log. Exits 3 when it finds a second job.
+
+    With --adopt or --cancel, act on those jobs instead (a person, by the default action
+    policy): each is said on one line; exits 1 when any was refused. `jobtrail docs census`.
+    """
+    if adopt or cancel:
+        if not reason or not reason.strip():
+            raise click.BadParameter("say why (it is recorded)", param_hint="--reason")
+        who = actor or default_actor()
+        acted = run_async(_act)(settings, provider, adopt, cancel, reason, who)
+        if as_json:
+            emit_json(acted)
+        for item in [] if as_json else acted:
+            say(_acted_line(item))
+        if any(a["refused"] for a in acted):
+            sys.exit(1)
+        return
     try:
         window = parse_duration(since)
     except (ValueError, InvalidInput) as exc:
@@ -88,6 +124,49 @@ async def _census(
             return census_json(taken, ledger.now()), bool(taken.of(Category.SECOND_JOB))
     finally:
         await registry.close()
+
+
+async def _act(
+    settings: Settings,
+    provider: str,
+    adopt: tuple[str, ...],
+    cancel: tuple[str, ...],
+    reason: str,
+    actor: str,
+) -> list[dict[str, Any]]:
+    """Each job adopted or cancelled in turn; a refusal is said and the next goes on (as
+    the dashboard's bulk actions do)."""
+    from jobtrail.errors import ActionRefused
+    from jobtrail.providers.config import find_provider_named
+    from jobtrail.providers.registry import ProviderRegistry
+    from jobtrail.services.census_actions import adopt_job, cancel_job
+
+    spec = find_provider_named(provider)
+    registry = ProviderRegistry(connections=4)
+    done: list[dict[str, Any]] = []
+    try:
+        async with opened(settings) as ledger:
+            asked = [("adopt", j, adopt_job) for j in adopt]
+            asked += [("cancel", j, cancel_job) for j in cancel]
+            for action, job_id, act in asked:
+                item: dict[str, Any] = {"action": action, "job_id": job_id, "refused": None}
+                try:
+                    op = await act(ledger, registry, spec, job_id, actor=actor, reason=reason)
+                except ActionRefused as exc:
+                    item["refused"] = str(exc)
+                else:
+                    item |= {"operation_id": op.operation_id, "state": op.state.value}
+                done.append(item)
+    finally:
+        await registry.close()
+    return done
+
+
+def _acted_line(item: dict[str, Any]) -> str:
+    if item["refused"]:
+        return f"{item['action']} {item['job_id']}: refused: {item['refused']}"
+    verb = "adopted" if item["action"] == "adopt" else "cancel asked"
+    return f"{verb} {item['job_id']}: {item['operation_id']} ({item['state']})"
 
 
 def _show(document: dict[str, Any], show_all: bool) -> None:
