@@ -77,3 +77,22 @@ def test_a_second_job_is_cancelled_by_a_person_never_by_an_agent(ws: Workspace) 
     after = ws.json("census", "simulator")
     assert after["counts"]["second_job"] == 0 and after["counts"]["followed"] == 2
     ws.run("audit", "verify")
+
+
+def test_the_running_twins_of_an_operation_waiting_for_a_person_are_cancelled(
+    ws: Workspace,
+) -> None:
+    """Both jobs of a contract violation run on while the operation waits for a person:
+    each cancelled from the census is adopted by a new operation, the cancel sent once and
+    confirmed; the next census finds them followed, ended both sides."""
+    op = ws.json("submit", "simulator", "--body", VIOLATION)["operation_id"]
+    twins = ws.drive(op)["conflicting_job_ids"]
+    cancels = [a for job in twins for a in ("--cancel", job)]
+    asked = ws.json("census", "simulator", *cancels, "--reason", "nobody waits for them")
+    assert [a["state"] for a in asked] == ["cancel_requested", "cancel_requested"], asked
+    ws.run("worker", "--until-idle")
+    assert {ws.json("status", a["operation_id"])["state"] for a in asked} == {"cancelled"}
+    after = ws.json("census", "simulator")
+    assert after["counts"] | {"not_ours": 0} == {
+        "followed": 2, "ended_here": 0, "unknown_here": 0, "second_job": 0, "not_ours": 0,
+    }  # fmt: skip

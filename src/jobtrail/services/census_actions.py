@@ -35,11 +35,12 @@ async def adopt_job(
     reason: str,
 ) -> Operation:
     """A new operation following `job_id` at `spec`'s provider, adopted by `actor` for
-    `reason`; refused when an operation already follows it, or when its status cannot be
-    read (nothing is then recorded)."""
+    `reason`; refused when a live operation already follows it, or when its status cannot
+    be read (nothing is then recorded). A job whose operation ended while it runs (ended
+    here, running there) is adopted by a new operation; the ended one keeps its story."""
     await ledger.permit(Action.RESOLVE, actor, None, subject=job_id)
     held = await ledger.find_by_remote_job(spec.name, job_id)
-    if held is not None:
+    if held is not None and not held.state.ends_automation:
         raise ActionRefused(
             f"{job_id!r} is already followed by {held.operation_id} ({held.state}); nothing "
             "was changed"
@@ -75,17 +76,22 @@ async def cancel_job(
     actor: str,
     reason: str,
 ) -> Operation:
-    """The cancel intent for `job_id`, recorded on the operation that follows it (adopted
-    first when none does); the worker sends the cancel once and awaits its confirmation."""
-    await ledger.permit(Action.CANCEL, actor, None, subject=job_id)
+    """The cancel intent for `job_id`, recorded on the operation that follows it when that
+    one may be cancelled, else on a new operation adopting it (none follows it, or the one
+    that did ended); the worker sends the cancel once and awaits its confirmation. The
+    action policy is the cancel's (on the operation) and, to adopt, the resolve's."""
     held = await ledger.find_by_remote_job(spec.name, job_id)
-    if held is None:
-        held = await adopt_job(
-            ledger, registry, spec, job_id, actor=actor, reason=f"to cancel it: {reason}"
-        )
-    verdict = cancellability(held)
-    if verdict.asked:
-        return held
-    if not verdict.allowed:
-        raise ActionRefused(f"{job_id!r} is followed by {held.operation_id}: {verdict.why}")
-    return await ledger.cancel(held.operation_id, actor=actor, reason=reason)
+    if held is not None:
+        verdict = cancellability(held)
+        if verdict.asked:
+            return held
+        if verdict.allowed:
+            return await ledger.cancel(held.operation_id, actor=actor, reason=reason)
+        if not held.state.ends_automation:
+            raise ActionRefused(f"{job_id!r} is followed by {held.operation_id}: {verdict.why}")
+    adopted = await adopt_job(
+        ledger, registry, spec, job_id, actor=actor, reason=f"to cancel it: {reason}"
+    )
+    if adopted.cancel_intent is not None:
+        return adopted  # asked before
+    return await ledger.cancel(adopted.operation_id, actor=actor, reason=reason)
