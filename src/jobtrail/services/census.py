@@ -32,7 +32,7 @@ from jobtrail.core.census import (
 )
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
-from jobtrail.core.words import iso
+from jobtrail.core.words import counted, iso
 from jobtrail.ledger import Ledger, OperationQuery
 from jobtrail.providers.census import Lister
 from jobtrail.providers.registry import ProviderRegistry
@@ -175,10 +175,8 @@ async def _per_operation(
             )
         jobs += items
     if page.total > len(page.operations):
-        stopped = (
-            f"at the census's cap of {cap} lookups: {page.total - len(page.operations)} older "
-            "operations were not asked about"
-        )
+        left = counted(page.total - len(page.operations), "older operation")
+        stopped = f"at the census's cap of {cap} lookups: {left} not asked about"
         return jobs, Reach(requests=len(calls), listed=len(jobs), complete=False, stopped=stopped)
     return jobs, Reach(requests=len(calls), listed=len(jobs), complete=True)
 
