@@ -4,6 +4,7 @@ census taken by a person, and what the audit log recorded."""
 from __future__ import annotations
 
 import json
+import urllib.request
 from typing import Any
 
 import aiohttp
@@ -56,3 +57,19 @@ async def plant_report(h: Harness, marker: str) -> str:
     ):
         assert r.status in (200, 201, 202), await r.text()
         return str((await r.json())["job_id"])
+
+
+def plant_at(base_url: str, marker: str) -> str:
+    """A report made at the simulator (a thread's, `base_url`) behind jobtrail's back."""
+    request = urllib.request.Request(
+        f"{base_url}/v1/reports",
+        data=b'{"a": 1}',
+        headers={
+            "Authorization": f"Bearer {SECRET}",
+            "X-Client-Reference": marker,
+            "Content-Type": "application/json",
+        },
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return str(json.loads(answer.read())["job_id"])

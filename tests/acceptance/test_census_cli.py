@@ -4,29 +4,16 @@ a second job, and `--json` carries the counts and one line per job."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
+from census_rig import plant_at
 
 from cliutil import Workspace
-from harness import SECRET
 
 VIOLATION = '{"account": "v", "_sim": {"drop_create_answer": true, "different_id_on_retry": true}}'
 
 
 def plant(ws: Workspace, marker: str) -> str:
     """A report made behind jobtrail's back under `marker`."""
-    request = urllib.request.Request(
-        f"{ws.base_url}/v1/reports",
-        data=b'{"a": 1}',
-        headers={
-            "Authorization": f"Bearer {SECRET}",
-            "X-Client-Reference": marker,
-            "Content-Type": "application/json",
-        },
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        return str(json.loads(answer.read())["job_id"])
+    return plant_at(ws.base_url, marker)
 
 
 def test_a_second_job_is_said_loudly_and_exits_3(ws: Workspace) -> None:

@@ -6,12 +6,10 @@ ended-here job from its operation's own page; each cancel is recorded under her 
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import socket
 import subprocess
 import sys
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,6 +19,7 @@ from typing import Any
 import pytest
 
 import jobtrail
+from census_rig import plant_at
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger
 from jobtrail.providers.config import load_provider_file
@@ -75,21 +74,6 @@ async def until_state(stack: Stack, key: str, *states: State) -> None:
         return bool((await _op(stack, key)).state in states)
 
     await until_true_async(reached, 30, f"{key} in {states}")
-
-
-def _plant(sim: str, marker: str) -> str:
-    request = urllib.request.Request(
-        f"{sim}/v1/reports",
-        data=b'{"a": 1}',
-        headers={
-            "Authorization": f"Bearer {SECRET}",
-            "X-Client-Reference": marker,
-            "Content-Type": "application/json",
-        },
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        return str(json.loads(answer.read())["job_id"])
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +140,7 @@ async def test_a_duplicate_is_ticked_and_cancelled_from_the_census_page(
     is cancelled (adopted, the intent recorded under the operator's name)."""
     await until_state(stack, "late-job", State.RESULT_TIMED_OUT)
     await until_state(stack, "done-job", State.SUCCEEDED)
-    duplicate = _plant(stack.sim, stack.ids["done-job"])
+    duplicate = plant_at(stack.sim, stack.ids["done-job"])
     await sign_in(page, stack)
     await page.fill("form.census input[name=provider]", "simulator")
     await page.click("form.census button")
