@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from census_rig import census_of, entries, ids, plant_batch
+from census_rig import census_of, entries, ids, plant_batch, plant_report
 from jobtrail.core.census import Category
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused, NotPermitted
 from jobtrail.services.census_actions import adopt_job, cancel_job
 from vendor_rig import vendor_rig
+
+from harness import Harness
 
 ORPHAN = "op_01JZZZZZZZZZZZZZZZZZZZZZZZ"
 
@@ -102,3 +104,20 @@ async def test_a_job_ended_here_is_cancelled_through_its_own_operation(
         assert done.remote_status is RemoteStatus.CANCELLED, done  # on the provider's word
         assert len([c for c in rig.h.sim.vendors.calls if c.kind == "cancel"]) == 1
         assert not (await census_of(rig.h)).of(Category.ENDED_HERE)
+
+
+async def test_a_duplicate_is_adopted_on_either_store(rig: Harness) -> None:
+    """On SQLite and PostgreSQL: the duplicate under a followed operation's reference is
+    adopted by a new operation, run to its result; both jobs are then followed once."""
+    first = await rig.until(await rig.submit({"n": 1}), State.SUCCEEDED)
+    duplicate = await plant_report(rig, first.operation_id)
+    ledger, providers = rig.rt.ledger, rig.rt.providers
+    op = await adopt_job(ledger, providers, rig.spec, duplicate, actor="alice", reason="keep")
+    assert op.state is State.ACCEPTED and op.key == f"census:simulator:{duplicate}"
+    with pytest.raises(ActionRefused, match="already followed by"):
+        await adopt_job(ledger, providers, rig.spec, duplicate, actor="alice", reason="again")
+    done = await rig.until(op, State.SUCCEEDED)
+    assert done.result is not None and done.result.valid
+    census = await census_of(rig)
+    assert ids(census, Category.FOLLOWED) == {first.remote_job_id, duplicate}
+    assert not census.of(Category.SECOND_JOB)
