@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from census_rig import census_of, entries, ids, plant_batch, plant_report
 from jobtrail.core.audit import verify
@@ -102,3 +103,35 @@ async def test_a_filtered_listing_is_asked_per_operation_and_finds_a_second_job(
     assert ids(census, Category.SECOND_JOB) == {second}
     assert not census.of(Category.UNKNOWN_HERE)
     assert "never a job this ledger holds no operation for" in census.sees
+
+
+async def test_a_listing_that_asks_to_wait_stops_the_census_until_then(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider answering the listing 429 with Retry-After: the census sends nothing
+    more, says it was cut short and why, and records the throttled call."""
+    asked: list[str] = []
+
+    async def throttled(request: web.Request) -> web.Response:
+        asked.append(request.path_qs)
+        return web.json_response({"error": {"message": "slow down"}}, status=429,
+                                 headers={"Retry-After": "120"})  # fmt: skip
+
+    app = web.Application()
+    app.router.add_get("/v1/batches", throttled)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        async with vendor_rig("openai-batch", "census-429", tmp_path, monkeypatch) as rig:
+            doc: dict[str, Any] = dict(rig.h.spec.document)
+            rig.h.spec = parse_provider({**doc, "base_url": f"http://127.0.0.1:{port}"})
+            census = await census_of(rig.h)
+            assert asked == ["/v1/batches?limit=100"]
+            assert not census.reach.complete and "Retry-After 120" in (census.reach.stopped or "")
+            (call,) = await entries(rig.h, "census.call")
+            assert call["data"]["outcome"] == "throttled" and call["data"]["http_status"] == 429
+    finally:
+        await runner.cleanup()

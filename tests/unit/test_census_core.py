@@ -157,6 +157,12 @@ def test_a_cut_short_listing_says_how_far_it_got() -> None:
     )
 
 
+def test_a_census_that_listed_nothing_says_why() -> None:
+    """No request made: no "cut short", only why nothing was listed."""
+    reach = Reach(requests=0, listed=0, complete=False, stopped="no listing to read")
+    assert reach.words() == "nothing was listed: no listing to read"
+
+
 def test_a_code_provider_census_sees_nothing_yet() -> None:
     """A code provider's listing is not read: the census says so, whatever its tier."""
     caps = Capabilities(list_by_reference=True, scan_pages=5)

@@ -196,6 +196,8 @@ class Reach:
     stopped: str | None = None  # why it stopped short, None when complete
 
     def words(self) -> str:
+        if self.requests == 0 and not self.complete:
+            return f"nothing was listed: {self.stopped}"
         done = f"{counted(self.requests, 'listing request')}, {counted(self.listed, 'job')} listed"
         if self.complete:
             return f"{done}: the whole listing asked for"

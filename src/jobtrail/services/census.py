@@ -84,7 +84,8 @@ async def take_census(
     elif seen is Sight.PER_OPERATION:
         jobs, reach = await _per_operation(ledger, lister, spec, cutoff, max_requests, calls)
     else:
-        jobs, reach = [], Reach(requests=0, listed=0, complete=False, stopped="no listing")
+        why = "the provider offers no listing jobtrail can read"
+        jobs, reach = [], Reach(requests=0, listed=0, complete=False, stopped=why)
     unique = list({j.job_id: j for j in jobs if _since(j, cutoff)}.values())
     findings = tuple([await _held(ledger, spec.name, job) for job in unique])
     census = Census(
