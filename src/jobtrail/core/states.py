@@ -150,7 +150,9 @@ _OBSERVING = (S.ACCEPTED, S.OBSERVING)
 _CANCELLING = (S.CANCEL_REQUESTED, S.CANCELLING)
 
 TRANSITIONS: dict[tuple[State, State], frozenset[Evidence]] = {
-    (S.CREATE_PENDING, S.ACCEPTED): frozenset({E.CREATE_ACCEPTED}),
+    # HUMAN_DECISION: a job found at the provider under our marker (a census) and adopted
+    # into an operation recorded for it, on a person's word and a status read of the job
+    (S.CREATE_PENDING, S.ACCEPTED): frozenset({E.CREATE_ACCEPTED, E.HUMAN_DECISION}),
     (S.CREATE_PENDING, S.RESULT_COLLECTING): frozenset({E.SYNC_RESULT}),
     (S.CREATE_PENDING, S.FAILED): frozenset(
         {E.CREATE_REJECTED, E.WITHDRAWN, E.CREATE_DEADLINE_PASSED}
