@@ -52,7 +52,7 @@ def operation_json(
         "result_deadline": iso(op.result_deadline),
         "cancel_deadline": iso(op.cancel_deadline),
         "next_poll_at": iso(op.next_poll_at) if not op.lease_owner else None,
-        "waiting_for": next_step(op, now),
+        "waiting_for": next_step(op, now, attempts or ()),
         "cancel_intent": (
             asdict(op.cancel_intent) | {"requested_at": iso(op.cancel_intent.requested_at)}
             if op.cancel_intent
