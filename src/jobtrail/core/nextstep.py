@@ -11,7 +11,7 @@ from datetime import datetime
 from jobtrail.core.leases import lease_alive
 from jobtrail.core.model import Attempt, Operation, ProviderKind
 from jobtrail.core.plan import Nothing, Wait, plan
-from jobtrail.core.states import State
+from jobtrail.core.states import REMOTE_MAY_RUN, State
 from jobtrail.core.words import iso, relative, when
 
 PERSON = "a person must act: "
@@ -80,6 +80,12 @@ def halted(op: Operation) -> str:
             return "nothing: the provider confirmed the cancel"
         case State.RESULT_UNAVAILABLE:
             return "nothing: the job finished, but its result could not be collected"
+        case State.RESULT_TIMED_OUT if seen_ended(op):
+            return (
+                PERSON + f"the result deadline passed, but the job was seen ended "
+                f"{op.remote_state!r}: extend the result deadline (extend --result-deadline) "
+                "to collect what it left"
+            )
         case State.RESULT_TIMED_OUT:
             return (
                 PERSON + "the result deadline passed and polling stopped; the remote job "
@@ -185,7 +191,20 @@ _ATTENTION = {
 
 def attention_reason(op: Operation) -> str:
     """Why `op` is on the list of operations that need attention, in a few words."""
+    if op.state is State.RESULT_TIMED_OUT and seen_ended(op):
+        return "result deadline passed; the job was seen ended (extend it to collect)"
     return _ATTENTION.get(op.state, op.state.value)
+
+
+def seen_ended(op: Operation) -> bool:
+    """Whether the operation's own record holds a terminal observation of its job."""
+    return op.remote_status is not None and op.remote_status.terminal
+
+
+def remote_may_run(op: Operation) -> bool:
+    """Whether a remote job may still be running under `op`'s name, as far as its record
+    knows: never once the job was seen ended."""
+    return op.state in REMOTE_MAY_RUN and not seen_ended(op)
 
 
 def driver(op: Operation) -> str:

@@ -37,7 +37,7 @@ class Call:
             AttemptKind.STATUS: "poll status",
             AttemptKind.CANCEL: "send cancel",
             AttemptKind.RESULT: "collect result",
-            AttemptKind.RECONCILE: "reconcile by client reference",
+            AttemptKind.RECONCILE: "look the job up (reconcile)",
         }[self.kind]
 
 

@@ -10,7 +10,13 @@ from typing import Any
 
 from jobtrail.core.failure import failure_reason
 from jobtrail.core.model import Attempt, Observation, Operation, ProviderKind, Transition
-from jobtrail.core.nextstep import deadlines_shown, driver, next_step, other_jobs_text
+from jobtrail.core.nextstep import (
+    deadlines_shown,
+    driver,
+    next_step,
+    other_jobs_text,
+    seen_ended,
+)
 from jobtrail.core.order import cancel_order
 from jobtrail.core.states import Evidence, State
 from jobtrail.core.words import iso, progress_text, when
@@ -224,9 +230,14 @@ def _escalation_summary(op: Operation, history: list[Transition]) -> str:
             )
         case State.NEEDS_HUMAN:
             return "The create outcome could not be proven; decide whether a job exists."
+        case State.RESULT_TIMED_OUT if seen_ended(op):
+            return (
+                f"The result deadline passed after job {op.remote_job_id} was seen ended "
+                f"{op.remote_state}; its result was not collected."
+            )
         case State.RESULT_TIMED_OUT:
             return (
-                f"Job {op.remote_job_id} did not finish before the result deadline; it "
+                f"Job {op.remote_job_id} was not seen ended before the result deadline; it "
                 "may still be running."
             )
         case _:

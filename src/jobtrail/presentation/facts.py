@@ -51,7 +51,7 @@ def reconciled_text(op: Operation, history: list[Transition]) -> str | None:
     looked = [t for t in history if t.from_state in _LOOKING]
     if not looked and op.state not in _LOOKING:
         return None
-    tier = op.capabilities.tier
+    tier, looked_up = op.capabilities.tier, op.capabilities.lookup_tier
     end = next((t for t in looked if t.to_state is not State.RECONCILIATION), None)
     if end is None:
         return f"a create answer was lost; {_by(tier)} is looking for the job"
@@ -68,17 +68,41 @@ def reconciled_text(op: Operation, history: list[Transition]) -> str | None:
                 f"{_job(end)}, and the lookup confirmed it"
             )
         case State.ACCEPTED, Evidence.RECONCILED_FOUND:
-            how = f"{_by(tier)}: the lookup found job {_job(end)}"
+            how = f"{_by(looked_up)}: the lookup found job {_job(end)}"
         case State.CREATE_PENDING, Evidence.ABSENCE_PROVEN:
             how = (
-                f"{_by(tier)}: the lookup proved that no job existed, so the create was sent again"
+                f"{_by(looked_up)}: the lookup proved that no job existed, so the create was "
+                "sent again"
             )
         case State.NEEDS_HUMAN, evidence:
             why = _STOPPED.get(evidence, "it could not be settled")
-            return f"a create answer was lost and not resolved: {why}; a person decides"
+            return _decided(history[history.index(end) + 1 :], why)
         case _:
             return f"a create answer was lost; it ended {end.to_state}"
     return f"a create answer was lost; resolved by {how}"
+
+
+def _decided(after: list[Transition], why: str) -> str:
+    """A lost create answer that stopped for a person: not resolved until a person decided,
+    then resolved by that decision (who, when, what), as the history records it."""
+    decision = next(
+        (
+            t
+            for t in after
+            if t.from_state is State.NEEDS_HUMAN and t.evidence is Evidence.HUMAN_DECISION
+        ),
+        None,
+    )
+    if decision is None:
+        return f"a create answer was lost and not resolved: {why}; a person decides"
+    if decision.to_state is State.ACCEPTED:
+        what = f"adopted job {_job(decision)}"
+    else:
+        what = f"ended it {decision.to_state}"
+    return (
+        f"a create answer was lost and could not be settled automatically ({why}); resolved "
+        f"by a person: {decision.actor} {what} at {iso(decision.at)}"
+    )
 
 
 def _by(tier: Tier) -> str:

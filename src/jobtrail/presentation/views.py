@@ -14,8 +14,9 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.allows import cancellability
 from jobtrail.core.failure import failure_reason, provider_said
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
-from jobtrail.core.nextstep import needs_person, next_step, other_jobs
-from jobtrail.core.states import EVIDENCE_MEANING, REMOTE_MAY_RUN
+from jobtrail.core.nextstep import needs_person, next_step, other_jobs, remote_may_run
+from jobtrail.core.proof import lookup_name
+from jobtrail.core.states import EVIDENCE_MEANING
 from jobtrail.core.words import iso, progress_text
 
 
@@ -63,7 +64,7 @@ def operation_json(
         "result": asdict(op.result) if op.result else None,
         "usage": op.usage,
         "remote_deadline_s": op.request.remote_deadline,
-        "remote_may_still_run": op.state in REMOTE_MAY_RUN,
+        "remote_may_still_run": remote_may_run(op),
         "cancellable": cancel.allowed,
         "cancel": cancel.why,
         "needs_person": needs_person(op),
@@ -128,7 +129,7 @@ def timeline(
     for at in attempts:
         if at.kind.value == "status" and at.outcome == o.Observed.word:
             continue  # its observation run tells what it saw
-        events.append((at.started_at, 1, _attempt_line(at)))
+        events.append((at.started_at, 1, _attempt_line(op, at)))
     for ob in observations:
         if ob.source == "webhook":
             events.append((ob.observed_at, 1, f"webhook {ob.event_id}: remote {ob.remote_state}"))
@@ -145,12 +146,12 @@ def timeline(
     return [(at, text) for at, _, text in events]
 
 
-def _attempt_line(at: Attempt) -> str:
+def _attempt_line(op: Operation, at: Attempt) -> str:
     what = {
         "create": "create sent",
         "cancel": "cancel sent",
         "result": "result fetched",
-        "reconcile": "lookup by client reference",
+        "reconcile": lookup_name(op, at.request),
         "status": "status read",
     }[at.kind.value]
     detail = at.detail if isinstance(at.detail, dict) else {}
@@ -160,6 +161,10 @@ def _attempt_line(at: Attempt) -> str:
     if at.outcome is None:
         return f"{what} ({at.attempt_id}): no outcome recorded — the worker stopped mid-call"
     status = f" HTTP {at.http_status}" if at.http_status else ""
+    outcome: str = at.outcome
+    if at.outcome == o.Found.word:  # what it found, never "found HTTP 404"
+        outcome = found_text(detail)
+        status = f" (answered HTTP {at.http_status})" if at.http_status else ""
     request = f", provider request {at.provider_request_id}" if at.provider_request_id else ""
     reason = ""
     if isinstance(at.detail, dict) and at.detail.get("error"):
@@ -174,4 +179,16 @@ def _attempt_line(at: Attempt) -> str:
         reason += f"; {items.get('failed')} failed item(s), first {first.get('ref')}" + (
             f" ({said})" if said else ""
         )
-    return f"{what} ({at.attempt_id}) -> {at.outcome}{status}{reason}{request}"
+    return f"{what} ({at.attempt_id}) -> {outcome}{status}{reason}{request}"
+
+
+def found_text(detail: dict[str, Any]) -> str:
+    """What a lookup found, as its attempt recorded it: "found no job", "found job X",
+    "found jobs X, Y"; a record from before the ids were kept says it does not know."""
+    scanned = detail.get("scanned")
+    found = detail.get("found", scanned.get("found") if isinstance(scanned, dict) else None)
+    if not isinstance(found, list):
+        return "answered (what it found is not recorded)"
+    if not found:
+        return "found no job"
+    return f"found job{'s' if len(found) > 1 else ''} {', '.join(str(i) for i in found)}"
