@@ -33,14 +33,17 @@ async def patient(
         yield h
 
 
-async def _words(rig: Harness, op: Operation) -> tuple[str, str]:
-    """What `status --json` says next, and the `next:` line of `explain`."""
+async def _words(rig: Harness, op: Operation) -> tuple[str, str, str]:
+    """What `status --json` says next, the `next:` line of `explain`, and the line of its
+    timeline that tells the create call."""
     ledger = rig.rt.ledger
     op = await ledger.get(op.operation_id)
     story = await read_story(ledger, op)
     status = operation_json(op, story.now, attempts=story.attempts)["waiting_for"]
-    (told,) = [line for line in story.text().splitlines() if line.startswith("  next:")]
-    return status, told.removeprefix("  next:").strip()
+    lines = story.text().splitlines()
+    (told,) = [line for line in lines if line.startswith("  next:")]
+    (sent,) = [line for line in lines if "  create sent (" in line]
+    return status, told.removeprefix("  next:").strip(), sent
 
 
 async def test_a_call_in_flight_is_in_flight_and_a_lapsed_lease_is_a_crash(
@@ -59,11 +62,12 @@ async def test_a_call_in_flight_is_in_flight_and_a_lapsed_lease_is_a_crash(
     try:
         await until_true_async(sent, 30, "the create call is sent and held open")
         (attempt,) = await rig.rt.ledger.store.attempts(op.operation_id)
-        status, told = await _words(rig, op)
+        status, told, line = await _words(rig, op)
         assert status == told
         assert told.startswith(f"the create call {attempt.attempt_id} is in flight since "), told
         assert told.endswith("(owner worker-1)"), told
         assert "crash" not in told
+        assert line.endswith(": in flight, no answer yet (owner worker-1)"), line
     finally:
         round_.cancel()  # the worker dies mid-call: no outcome is recorded
         with contextlib.suppress(asyncio.CancelledError):
@@ -71,7 +75,8 @@ async def test_a_call_in_flight_is_in_flight_and_a_lapsed_lease_is_a_crash(
     held = await rig.op(op)
     assert held.inflight_attempt is not None and held.lease_expires_at is not None
     rig.clock.advance((held.lease_expires_at - rig.clock.now()).total_seconds() + 1)
-    status, told = await _words(rig, op)
+    status, told, line = await _words(rig, op)
     assert status == told
     assert told.startswith(f"settle the create call {attempt.attempt_id}, sent "), told
     assert "interrupted by a crash: the lease of worker-1 lapsed at " in told
+    assert line.endswith("its owner's lease has lapsed: interrupted"), line

@@ -233,3 +233,13 @@ def test_a_lookup_is_named_by_the_tier_it_used_and_says_what_it_found() -> None:
     assert found_text({"found": ["j1"]}) == "found job j1"
     assert found_text({"scanned": {"pages": 2, "found": ["j1", "j2"]}}) == "found jobs j1, j2"
     assert found_text({"status": 404}) == "answered (what it found is not recorded)"
+
+
+def test_an_ended_operation_claims_no_cause_its_record_lacks() -> None:
+    """A job the provider reports cancelled may have been cancelled by anyone (no cancel of
+    ours is needed for it); a result not collected may never have been tried (its deadline
+    passed first)."""
+    cancelled = halted(make_op(state=S.CANCELLED))
+    assert cancelled == "nothing: the provider reported the job cancelled", cancelled
+    unavailable = halted(make_op(state=S.RESULT_UNAVAILABLE))
+    assert "could not be collected" not in unavailable and "not collected" in unavailable

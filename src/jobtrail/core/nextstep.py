@@ -77,9 +77,9 @@ def halted(op: Operation) -> str:
         case State.FAILED:
             return "nothing: the operation ended failed"
         case State.CANCELLED:
-            return "nothing: the provider confirmed the cancel"
+            return "nothing: the provider reported the job cancelled"
         case State.RESULT_UNAVAILABLE:
-            return "nothing: the job finished, but its result could not be collected"
+            return "nothing: the job finished, but its result was not collected (see the timeline)"
         case State.RESULT_TIMED_OUT if seen_ended(op):
             return (
                 PERSON + f"the result deadline passed, but the job was seen ended "
@@ -183,7 +183,7 @@ _ATTENTION = {
     State.CANCELLATION_UNCONFIRMED: "cancel not confirmed before its deadline; the job may "
     "still run (extend the cancel deadline)",
     State.RESULT_TIMED_OUT: "result deadline passed; the job may still run",
-    State.RESULT_UNAVAILABLE: "finished, but the result could not be collected",
+    State.RESULT_UNAVAILABLE: "finished, but the result was not collected",
     State.RESULT_VALIDATION_FAILED: "the result failed validation (resolve: mark failed, "
     "accept as is or collect again)",
 }

@@ -90,7 +90,7 @@ def attempts_table(attempts: list[Attempt], now: datetime) -> Html:
         took = (
             f"{(at.finished_at - at.started_at).total_seconds() * 1000:.0f} ms"
             if at.finished_at
-            else "no outcome (interrupted)"
+            else "no outcome recorded"
         )
         previous = at.finished_at or at.started_at
         rows.append(
@@ -123,7 +123,7 @@ def story_sections(story: Story, now: datetime) -> Html:
     op = story.op
     lines = join(
         render(Template("<li>$at <span>$text</span></li>"), at=when(at, now), text=text)
-        for at, text in timeline(op, story.history, story.attempts, story.observations)
+        for at, text in timeline(op, story.history, story.attempts, story.observations, now)
     )
     audit = join(_audit_row(entry) for entry in story.audit)
     request = op.request

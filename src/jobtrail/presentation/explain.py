@@ -92,7 +92,7 @@ def explain_text(  # noqa: C901
         lines.append(f"  other jobs: {others}")
     lines.append("")
     lines.append("Timeline")
-    for at, text in timeline(op, history, attempts, observations):
+    for at, text in timeline(op, history, attempts, observations, now):
         lines.append(f"  {at.strftime('%Y-%m-%d %H:%M:%S')}  {text}")
     # each entry is one line of ours: a provider's line break or escape inside it is shown
     return "\n".join(shown(line) for line in lines)

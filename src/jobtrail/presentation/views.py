@@ -13,6 +13,7 @@ from typing import Any
 from jobtrail.core import outcomes as o
 from jobtrail.core.allows import cancellability
 from jobtrail.core.failure import failure_reason, provider_said
+from jobtrail.core.leases import lease_alive
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.nextstep import needs_person, next_step, other_jobs, remote_may_run
 from jobtrail.core.proof import lookup_name
@@ -96,7 +97,7 @@ def attempt_json(at: Attempt) -> dict[str, Any]:
         "fence": at.fence,
         "started_at": iso(at.started_at),
         "finished_at": iso(at.finished_at),
-        "outcome": at.outcome or "no outcome recorded (interrupted)",
+        "outcome": at.outcome or "no outcome recorded",
         "http_status": at.http_status,
         "provider_request_id": at.provider_request_id,
         "request": at.request,
@@ -109,8 +110,10 @@ def timeline(
     history: list[Transition],
     attempts: list[Attempt],
     observations: list[Observation],
+    now: datetime | None = None,
 ) -> list[tuple[datetime, str]]:
-    """Events in time order; each observation run of status reads is one line."""
+    """Events in time order; each observation run of status reads is one line. With `now`,
+    a call still unsettled is told in flight or interrupted by its owner's lease."""
     events: list[tuple[datetime, int, str]] = [
         (
             op.created_at,
@@ -129,7 +132,7 @@ def timeline(
     for at in attempts:
         if at.kind.value == "status" and at.outcome == o.Observed.word:
             continue  # its observation run tells what it saw
-        events.append((at.started_at, 1, _attempt_line(op, at)))
+        events.append((at.started_at, 1, _attempt_line(op, at, now)))
     for ob in observations:
         if ob.source == "webhook":
             events.append((ob.observed_at, 1, f"webhook {ob.event_id}: remote {ob.remote_state}"))
@@ -146,7 +149,7 @@ def timeline(
     return [(at, text) for at, _, text in events]
 
 
-def _attempt_line(op: Operation, at: Attempt) -> str:
+def _attempt_line(op: Operation, at: Attempt, now: datetime | None) -> str:
     what = {
         "create": "create sent",
         "cancel": "cancel sent",
@@ -159,7 +162,7 @@ def _attempt_line(op: Operation, at: Attempt) -> str:
     if detail.get("sent") is False or "nothing was sent" in str(detail.get("error", "")):
         what = f"{at.kind.value} not sent"
     if at.outcome is None:
-        return f"{what} ({at.attempt_id}): no outcome recorded — the worker stopped mid-call"
+        return f"{what} ({at.attempt_id}): {_unsettled(op, at, now)}"
     status = f" HTTP {at.http_status}" if at.http_status else ""
     outcome: str = at.outcome
     if at.outcome == o.Found.word:  # what it found, never "found HTTP 404"
@@ -180,6 +183,19 @@ def _attempt_line(op: Operation, at: Attempt) -> str:
             f" ({said})" if said else ""
         )
     return f"{what} ({at.attempt_id}) -> {outcome}{status}{reason}{request}"
+
+
+def _unsettled(op: Operation, at: Attempt, now: datetime | None) -> str:
+    """An attempt whose outcome is not recorded, said from the record: in flight while its
+    owner's lease holds, interrupted once it lapsed or once the call was settled without it
+    (taken as sent, its answer unknown)."""
+    if at.attempt_id != op.inflight_attempt:
+        return "no outcome recorded: interrupted, settled as sent with its answer unknown"
+    if now is not None and lease_alive(op, now):
+        return f"in flight, no answer yet (owner {op.lease_owner})"
+    if now is not None:
+        return "no outcome recorded, and its owner's lease has lapsed: interrupted"
+    return "no outcome recorded yet (next: says whether it is in flight)"
 
 
 def found_text(detail: dict[str, Any]) -> str:
