@@ -243,3 +243,24 @@ def test_an_ended_operation_claims_no_cause_its_record_lacks() -> None:
     assert cancelled == "nothing: the provider reported the job cancelled", cancelled
     unavailable = halted(make_op(state=S.RESULT_UNAVAILABLE))
     assert "could not be collected" not in unavailable and "not collected" in unavailable
+
+
+def test_a_lost_create_answer_names_the_means_actually_used() -> None:
+    """A provider with a same-token retry and a filtered listing (the simulator's): a job
+    the listing found was found by the listing, not "by the provider's own token"; while
+    looking, the means named is the next call's."""
+    lost = [
+        _step(1, S.CREATE_PENDING, S.CREATE_UNKNOWN, E.CREATE_AMBIGUOUS),
+        _step(2, S.CREATE_UNKNOWN, S.RECONCILIATION, E.RECONCILE_LOOKUP),
+    ]
+    looking = reconciled_text(make_op(state=S.RECONCILIATION), lost)
+    assert looking == (
+        "a create answer was lost; jobtrail is looking for the job by a lookup (a server-side "
+        "filter on our reference)"
+    ), looking
+    found = [*lost, _step(3, S.RECONCILIATION, S.ACCEPTED, E.RECONCILED_FOUND, remote_job_id="j")]
+    told = reconciled_text(make_op(state=S.ACCEPTED), found)
+    assert told == (
+        "a create answer was lost; resolved by a server-side filter on our reference: the "
+        "lookup found job j"
+    ), told

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from jobtrail.core.durations import format_duration
-from jobtrail.core.model import Operation, Tier, Transition
-from jobtrail.core.plan import watched_until
+from jobtrail.core.model import AttemptKind, Operation, Tier, Transition
+from jobtrail.core.plan import Call, call_for, watched_until
 from jobtrail.core.proof import TIER_NAMES
 from jobtrail.core.states import Evidence, State
 
@@ -51,10 +51,10 @@ def reconciled_text(op: Operation, history: list[Transition]) -> str | None:
     looked = [t for t in history if t.from_state in _LOOKING]
     if not looked and op.state not in _LOOKING:
         return None
-    tier, looked_up = op.capabilities.tier, op.capabilities.lookup_tier
+    looked_up = op.capabilities.lookup_tier
     end = next((t for t in looked if t.to_state is not State.RECONCILIATION), None)
     if end is None:
-        return f"a create answer was lost; {_by(tier)} is looking for the job"
+        return f"a create answer was lost; {_looking(op)}"
     retried = any(t.evidence in _ANSWERED for t in looked)
     match end.to_state, end.evidence:
         case (
@@ -103,6 +103,19 @@ def _decided(after: list[Transition], why: str) -> str:
         f"a create answer was lost and could not be settled automatically ({why}); resolved "
         f"by a person: {decision.actor} {what} at {iso(decision.at)}"
     )
+
+
+def _looking(op: Operation) -> str:
+    """The means the next call looking for a lost create's job uses: a retry under the
+    same token, or the lookup (by the tier it uses)."""
+    call = call_for(op)
+    if isinstance(call, Call) and call.kind is AttemptKind.CREATE:
+        return (
+            f"jobtrail is looking for the job by a retry under the same token ({_by(Tier.TOKEN)})"
+        )
+    if isinstance(call, Call) and call.kind is AttemptKind.RECONCILE:
+        return f"jobtrail is looking for the job by a lookup ({_by(op.capabilities.lookup_tier)})"
+    return "the provider declares no way to find the job: a person decides"
 
 
 def _by(tier: Tier) -> str:
