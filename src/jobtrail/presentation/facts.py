@@ -71,8 +71,8 @@ def reconciled_text(op: Operation, history: list[Transition]) -> str | None:
             how = f"{_by(looked_up)}: the lookup found job {_job(end)}"
         case State.CREATE_PENDING, Evidence.ABSENCE_PROVEN:
             how = (
-                f"{_by(looked_up)}: the lookup proved that no job existed, so the create was "
-                "sent again"
+                f"{_by(looked_up)}: the lookup proved that no job existed, so the operation "
+                "went back to create_pending to send the create again"
             )
         case State.NEEDS_HUMAN, evidence:
             why = _STOPPED.get(evidence, "it could not be settled")
