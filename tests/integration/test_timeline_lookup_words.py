@@ -33,10 +33,16 @@ async def by_token(
         yield h
 
 
-async def _timeline(rig: Harness, operation_id: str) -> list[str]:
+async def _told(rig: Harness, operation_id: str) -> tuple[list[str], list[str]]:
+    """`explain`'s facts and its timeline, line by line."""
     op = await rig.rt.ledger.get(operation_id)
     told = (await read_story(rig.rt.ledger, op)).text()
-    return told.split("\nTimeline\n", 1)[1].splitlines()
+    facts, timeline = told.split("\nTimeline\n", 1)
+    return facts.splitlines(), timeline.splitlines()
+
+
+async def _timeline(rig: Harness, operation_id: str) -> list[str]:
+    return (await _told(rig, operation_id))[1]
 
 
 async def test_a_lookup_by_our_token_that_finds_nothing_says_so(by_token: Harness) -> None:
@@ -63,6 +69,9 @@ async def test_a_lookup_by_our_token_that_finds_nothing_says_so(by_token: Harnes
     ]
     assert "client reference" not in line and "found HTTP" not in line, line
     assert f"lookup by our token ({lookup.attempt_id}) -> found no job (answered HTTP 404)" in line
+    facts, _ = await _told(rig, op.operation_id)
+    # the 404 that says "no job" is the lookup's answer, not the reason anything failed
+    assert not [text for text in facts if text.startswith("  why:")], facts
 
 
 async def test_a_filtered_listing_names_the_job_it_found(rig: Harness) -> None:

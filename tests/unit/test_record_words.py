@@ -8,6 +8,7 @@ import json
 from dataclasses import replace
 from datetime import timedelta
 
+from jobtrail.core.failure import failure_reason
 from jobtrail.core.model import (
     Attempt,
     AttemptKind,
@@ -264,3 +265,24 @@ def test_a_lost_create_answer_names_the_means_actually_used() -> None:
         "a create answer was lost; resolved by a server-side filter on our reference: the "
         "lookup found job j"
     ), told
+
+
+def test_a_long_provider_reason_keeps_its_end() -> None:
+    """The provider's failure reason, cut to its bound in the middle: its last words stay."""
+    said = {"code": "invalid", "message": "value " + "x" * 2000 + " must be an integer"}
+    at = Attempt(
+        attempt_id="at_r",
+        operation_id="op_01J7Q5X4D4PA3D",
+        kind=AttemptKind.CREATE,
+        fence=1,
+        actor="w1",
+        started_at=T0,
+        request={},
+        finished_at=T0,
+        outcome="rejected",
+        http_status=422,
+        detail={"provider_error": said},
+    )
+    reason = failure_reason(make_op(state=S.FAILED), [at])
+    assert reason is not None and reason.endswith("must be an integer (create answered HTTP 422)")
+    assert len(reason) < 600, len(reason)
