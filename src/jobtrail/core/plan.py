@@ -56,7 +56,7 @@ class Settle:
             case o.Withdrawn():
                 return "withdraw: cancel requested before any create was sent"
             case o.Interrupted():
-                return "settle an attempt interrupted by a crash"
+                return "settle an interrupted call (its outcome never recorded): taken as sent"
             case o.NoReconciliation():
                 return "escalate: the provider offers no reconciliation"
             case _:
