@@ -161,6 +161,8 @@ class Driving(LedgerBase):
 
         outcome = evolve(outcome, ref=attempt.attempt_id)  # every cause names its attempt
         detail = capped_document(detail)  # what a provider says is stored capped (core/caps)
+        if isinstance(outcome, o.Found):  # what a lookup found, as the timeline tells it
+            detail = {**detail, "found": list(outcome.job_ids)}
         judged_ = judged(outcome, op)  # the core's word on what the answer proves
         if judged_ is not outcome:
             if isinstance(judged_, o.Ambiguous) and "error" not in detail:
