@@ -31,8 +31,8 @@ from jobtrail.agent.shapes import (
     WaitedJob,
 )
 from jobtrail.core.model import Operation, Transition
-from jobtrail.core.nextstep import next_step
-from jobtrail.core.states import REMOTE_MAY_RUN, State
+from jobtrail.core.nextstep import next_step, remote_may_run
+from jobtrail.core.states import State
 from jobtrail.core.words import iso
 from jobtrail.errors import InvalidInput, NotFound
 from jobtrail.ledger import Ledger
@@ -147,7 +147,7 @@ class AgentTools:
             cancel_requested_by=intent.actor,
             cancel_reason=intent.reason,
             requested_at=iso(intent.requested_at),
-            remote_may_still_run=op.state in REMOTE_MAY_RUN,
+            remote_may_still_run=remote_may_run(op),
             next_step=step,
         )
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from jobtrail.core.lookup import MISSING, find
 from jobtrail.core.redact import Redactor, credential_named, looks_like_credential
 from jobtrail.errors import InvalidInput
 
@@ -48,6 +49,18 @@ def check_request(
         _check(headers, body, redactor, {name.lower() for name in own})
     except InvalidInput as exc:  # a refusal names what it refuses, never a secret in it
         raise InvalidInput(redactor.text(str(exc))) from None
+
+
+def check_own_fields(body: Any, places: Mapping[str, str]) -> None:
+    """Raise InvalidInput, in one line naming it, for a body field jobtrail writes itself
+    (`places`: each dotted path and what goes there) that the request already holds: the
+    stored request would keep the caller's value while the wire carries jobtrail's."""
+    for path, what in places.items():
+        if find(body, path, MISSING) is not MISSING:
+            raise InvalidInput(
+                f"the request body's {path} is where jobtrail writes {what} on every create "
+                "attempt, so a value given there would be recorded but never sent: leave it out"
+            )
 
 
 def _check(headers: Mapping[str, str], body: Any, redactor: Redactor, ours: set[str]) -> None:

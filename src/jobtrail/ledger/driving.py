@@ -167,6 +167,8 @@ class Driving(LedgerBase):
             if dropped:
                 outcome = evolve(outcome, usage=usage)
                 detail = {**detail, "usage_dropped": dropped}
+        if isinstance(outcome, o.Found):  # what a lookup found, as the timeline tells it
+            detail = {**detail, "found": list(outcome.job_ids)}
         judged_ = judged(outcome, op)  # the core's word on what the answer proves
         if judged_ is not outcome:
             if isinstance(judged_, o.Ambiguous) and "error" not in detail:

@@ -103,23 +103,31 @@ def error_of(rule: StateRule, document: Any) -> dict[str, Any] | None:
     return None
 
 
+# Where providers put the words of a failure, tried in order (RFC 9457 `detail`, OAuth's
+# `error_description`, and the common short forms)
+_MESSAGE_KEYS = ("message", "detail", "error_description", "description", "msg", "reason")
+
+
 def error_text(value: Any) -> dict[str, Any] | None:
     if isinstance(value, str) and value:
         return {"message": value[:MAX_ERROR_TEXT]}
     if not isinstance(value, Mapping) or not value:
         return None
-    if isinstance(value.get("error"), Mapping):  # {"error": {...}} envelopes, Anthropic's too
-        inner = error_text(value["error"])
-        if inner is not None:
-            return inner
     found: dict[str, Any] = {}
     for key in ("code", "type", "status"):
         code = value.get(key)
         if isinstance(code, str | int) and not isinstance(code, bool) and "code" not in found:
             found["code"] = str(code)[:100]
-    message = value.get("message")
-    if isinstance(message, str) and message:
-        found["message"] = message[:MAX_ERROR_TEXT]
+    for key in _MESSAGE_KEYS:
+        message = value.get(key)
+        if isinstance(message, str) and message:
+            found["message"] = message[:MAX_ERROR_TEXT]
+            break
+    if isinstance(value.get("error"), Mapping):  # {"error": {...}} envelopes, Anthropic's too
+        inner = error_text(value["error"])
+        if inner is not None:
+            # the inner account first; a message beside the envelope is kept where it has none
+            return {**{k: v for k, v in found.items() if k == "message"}, **inner}
     return found or None
 
 
