@@ -86,7 +86,7 @@ inline edge(from, to, evidence) { allowed[from * 16 + to] = evidence }
 inline transition_table() {
 /* BEGIN TRANSITIONS: tests/unit/test_protocol_model.py compares these lines with
    core/states.py's TRANSITIONS (states, edges and evidence, both ways). */
-edge(CREATE_PENDING, ACCEPTED, E(CREATE_ACCEPTED));
+edge(CREATE_PENDING, ACCEPTED, E(CREATE_ACCEPTED) | E(HUMAN_DECISION));
 edge(CREATE_PENDING, RESULT_COLLECTING, E(SYNC_RESULT));
 edge(CREATE_PENDING, FAILED, E(CREATE_REJECTED) | E(WITHDRAWN) | E(CREATE_DEADLINE_PASSED));
 edge(CREATE_PENDING, CREATE_UNKNOWN, E(CREATE_AMBIGUOUS));

@@ -13,7 +13,7 @@ from protocol_model import defines, moves, table
 # provider with a visibility window: no token retry, no synchronous result, no capped scan,
 # no contract violation), and a count of unreadable reads (modelled as refused ones).
 NOT_MODELLED: dict[tuple[State, Evidence], str] = {
-    (State.ACCEPTED, Evidence.HUMAN_DECISION): "a person adopts a job (needs_human)",
+    (State.ACCEPTED, Evidence.HUMAN_DECISION): "a person adopts a job (or one a census found)",
     (State.FAILED, Evidence.HUMAN_DECISION): "a person marks it failed",
     (State.OBSERVING, Evidence.HUMAN_DECISION): "a person extends the result deadline",
     (State.CANCELLING, Evidence.HUMAN_DECISION): "a person extends the cancel deadline",
