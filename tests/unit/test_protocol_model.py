@@ -6,7 +6,7 @@ made by the model or named below as left to other tests."""
 from __future__ import annotations
 
 from jobtrail.core.states import ENDS_AUTOMATION, TRANSITIONS, Evidence, State
-from protocol_model import defines, moves, table
+from protocol_model import MODEL, defines, moves, table
 
 # Edges of the table the model never takes, each with the reason: the people's decisions
 # (human_decision), the answers of providers other than the modelled one (a lookup-only
@@ -78,3 +78,11 @@ def test_every_table_edge_is_modelled_or_named_as_not() -> None:
     assert made & set_aside == set(), "listed as not modelled, yet the model makes them"
     assert allowed - made - set_aside == set(), "edges neither modelled nor set aside"
     assert set_aside - allowed == set(), "set aside, yet not in the table"
+
+
+def test_ci_checks_the_model() -> None:
+    """CI installs spin and makes a skipped SPIN check a failure, so the model is checked
+    on every run (.ci/run)."""
+    ci = (MODEL.parents[1] / ".ci" / "run").read_text(encoding="utf-8")
+    assert "install -y -qq spin" in ci
+    assert "export JOBTRAIL_REQUIRE_SPIN=1" in ci
