@@ -31,6 +31,7 @@ class Answer:
     status: int = 200
     json: Any = None
     headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes | None = None  # a body sent as it is (with its Content-Type in `headers`)
 
 
 # What to do with a request: an Answer, or None to close the connection unanswered.
@@ -107,7 +108,9 @@ async def _read_request(reader: asyncio.StreamReader, connection: int) -> Seen |
 
 
 def _encode(answer: Answer, *, close: bool) -> bytes:
-    body = b"" if answer.json is None else json.dumps(answer.json).encode()
+    body = answer.raw if answer.raw is not None else b""
+    if answer.json is not None:
+        body = json.dumps(answer.json).encode()
     headers = {
         "Content-Type": "application/json",
         "Content-Length": str(len(body)),

@@ -75,3 +75,30 @@ async def test_a_throttled_aws_call_is_one_attempt() -> None:
     assert isinstance(failure, Failure) and failure.throttled, failure
     assert failure.code == "ThrottlingException"
     assert len(server.seen) == 1, server.seen
+
+
+REGION = {"x-amz-bucket-region": "us-west-2", "Content-Type": "application/xml"}
+MALFORMED = (
+    b"<Error><Code>AuthorizationHeaderMalformed</Code><Message>wrong region</Message>"
+    b"<Region>us-west-2</Region></Error>"
+)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Answer(status=301, headers={**REGION, "Location": "/elsewhere"}),
+        Answer(status=307, headers={**REGION, "Location": "/elsewhere"}),
+        Answer(status=400, headers=REGION, raw=MALFORMED),
+    ],
+    ids=["301", "307", "400-region"],
+)
+async def test_an_s3_redirect_is_the_answer_not_a_second_request(answer: Answer) -> None:
+    """A redirect (or botocore's "wrong region" re-send) is never followed: the answer is
+    the call's answer, and one request crossed the wire."""
+    server = DroppingServer(lambda seen: answer)
+    params = {"Bucket": "out", "Key": "j1/result.jsonl"}
+    failure = await call(server, "s3", "GetObject", params)
+    assert isinstance(failure, Failure) and failure.sent is Sent.ANSWERED, failure
+    assert failure.http_status == answer.status
+    assert [s.path for s in server.seen] == ["/out/j1/result.jsonl"], server.seen

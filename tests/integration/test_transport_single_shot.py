@@ -6,9 +6,11 @@ unless told not to: providers/transport.py). Against a real loopback server
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ import pytest
 from dropping import Answer, DroppingServer, Seen
 from jobtrail.clock import VirtualClock
 from jobtrail.core.model import Attempt, AttemptKind, Operation
+from jobtrail.core.proof import tier_rule
 from jobtrail.core.states import State
 from jobtrail.providers.config import ProviderSpec, parse_provider
 from jobtrail.providers.transport import provider_session
@@ -241,3 +244,79 @@ async def test_a_lookup_whose_answer_is_lost_is_sent_once_and_recorded_failed(
         attempts = await rig.attempts(op, AttemptKind.RECONCILE)
         assert [a.outcome for a in attempts] == ["ambiguous"]
         assert (await rig.op(op)).state in (State.CREATE_UNKNOWN, State.RECONCILIATION)
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+async def test_a_redirect_is_recorded_as_the_answer_and_never_followed(
+    tmp_path: Path, code: int
+) -> None:
+    """A status read answered with a redirect: the answer is recorded with its status, and
+    nothing is sent to the Location it names (a provider file declares no redirects)."""
+
+    def script(seen: Seen) -> Answer | None:
+        if seen.method == "GET":
+            return Answer(status=code, headers={"Location": "/v1/elsewhere"})
+        return job("running")
+
+    async with dropping_rig(tmp_path, script, "reused") as rig:
+        op = await rig.submit({"n": 1})
+        await rig.tick()  # create
+        await rig.tick()  # status, redirected
+        assert [s.path for s in rig.server.requests("GET")] == ["/v1/jobs/j1"]
+        assert not rig.server.requests(prefix="/v1/elsewhere")
+        attempts = await rig.attempts(op, AttemptKind.STATUS)
+        assert [a.http_status for a in attempts] == [code]
+
+
+@pytest.mark.parametrize("connection", CONNECTIONS)
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])
+async def test_a_provider_without_reconciliation_never_resends_a_lost_create(
+    tmp_path: Path, method: str, connection: str
+) -> None:
+    """`provider check` says such a create is never resubmitted on its own: true for every
+    method, the HTTP client included; the operation stops for a person after one request."""
+
+    def script(seen: Seen) -> Answer | None:
+        return None if b"lose" in seen.body else job("running")
+
+    async with dropping_rig(tmp_path, script, connection, create=method) as rig:
+        doc = dict(rig.spec.document)
+        doc["create"] = {k: v for k, v in doc["create"].items() if k == "method" or k == "path"}
+        doc["create"] |= {"job_id": "id", "state": "state"}
+        doc.pop("reconcile")
+        bare = parse_provider(doc)
+        assert "never resubmits it on its own" in tier_rule(bare.capabilities, timedelta(1))
+        await rig.rt.ledger.submit(bare, {"n": "warm"}, actor="test-agent")
+        await rig.tick()
+        op = await rig.rt.ledger.submit(bare, {"n": "lose"}, actor="test-agent")
+        for _ in range(10):
+            if not await rig.tick():
+                break
+        lost = [s for s in rig.server.requests(method, "/v1/jobs") if b"lose" in s.body]
+        assert len(lost) == 1, f"{len(lost)} {method} creates on the wire"
+        assert (await rig.op(op)).state is State.NEEDS_HUMAN
+        assert len(await rig.attempts(op, AttemptKind.CREATE)) == 1
+
+
+async def test_the_create_attempt_names_the_fields_jobtrail_wrote(tmp_path: Path) -> None:
+    """The token and the reference written into the body (Ray's `submission_id`, a dotted
+    field) are in the create attempt's recorded request, as they crossed the wire."""
+    async with dropping_rig(tmp_path, lambda seen: job("running"), "reused") as rig:
+        doc = dict(rig.spec.document)
+        doc["create"] = dict(doc["create"])
+        doc["create"]["idempotency"] = {"field": "submission_id"}
+        doc["create"]["client_reference"] = {"field": "meta.ref"}
+        doc["reconcile"] = {"same_token": True}
+        spec = parse_provider(doc)
+        op = await rig.rt.ledger.submit(spec, {"entrypoint": "x"}, actor="test-agent")
+        await rig.tick()
+        [sent] = rig.server.requests("POST")
+        wire = json.loads(sent.body)
+        assert wire["submission_id"] == op.idempotency_token
+        assert wire["meta"] == {"ref": op.operation_id}
+        [create] = await rig.attempts(op, AttemptKind.CREATE)
+        assert create.request["body_fields"] == {
+            "submission_id": op.idempotency_token,
+            "meta.ref": op.operation_id,
+        }
+        assert op.request.body == {"entrypoint": "x"}  # the caller's, as submitted

@@ -235,11 +235,12 @@ def _own_headers(provider: ProviderSpec | CodeSpec) -> list[str]:
 
 
 def _own_fields(provider: ProviderSpec | CodeSpec) -> dict[str, str]:
-    """The body fields a provider file has jobtrail write at each create, and what."""
+    """The body fields jobtrail (or the code provider) writes at each create, and what."""
     from jobtrail.providers.config import ProviderSpec
 
     if not isinstance(provider, ProviderSpec):
-        return {}
+        what = f"its own value (the code provider {provider.name}'s)"
+        return dict.fromkeys(provider.own_fields, what)
     places = (
         (provider.idempotency, "the operation's idempotency token"),
         (provider.client_reference, "the client reference (the operation id)"),

@@ -22,7 +22,7 @@ from jobtrail.providers import parse, pathvalues, reading
 from jobtrail.providers.authorize import Authorizer
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.cookies import OperationCookies
-from jobtrail.providers.placement import place, reference_value
+from jobtrail.providers.placement import place, reference_value, written_fields
 from jobtrail.providers.spec import Cookies, SourceKind
 from jobtrail.randomness import PooledSystemRandom
 
@@ -216,11 +216,18 @@ class HttpRequests:
         headers = dict(prepared.headers)
         if self.spec.auth:
             headers[self.spec.auth.header] = "[redacted]"
-        return {
+        described: dict[str, Any] = {
             "method": prepared.method,
             "url": prepared.url,
             "headers": self._redactor().header_map(headers),
         }
+        if kind is AttemptKind.CREATE:
+            # what jobtrail wrote into the body (the stored request holds none of it): the
+            # attempt says what was sent, field by field, beside the operation's own body
+            written = written_fields(self.spec, op)
+            if written:
+                described["body_fields"] = self._redactor().json(written)
+        return described
 
     # -- making calls -----------------------------------------------------------------
 

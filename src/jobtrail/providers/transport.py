@@ -11,10 +11,10 @@ refuses to build one (`TransportUnsafe`, at start: `check_transport`) when an ai
 release no longer has it, rather than let it re-send silently again.
 
 The rest of the transport's promise lives where the requests are made: redirects are never
-followed (`allow_redirects=False`, providers/http.py), and botocore's own retries are off
-(`total_max_attempts=1`, providers/aws/calls.py), with aiobotocore's aiohttp session passed
-through `single_shot` too (`aws_session_class`). A retry is always the core's decision and
-a new recorded attempt (docs/guarantees/transport.md).
+followed (`allow_redirects=False`, providers/http.py); botocore's own retries and its S3
+region re-send are off (providers/aws/calls.py), and aiobotocore's aiohttp sessions pass
+through `single_shot` too, never following a redirect (`aws_session_class`). A retry is
+always the core's decision and a new recorded attempt (docs/guarantees/transport.md).
 """
 
 from __future__ import annotations
@@ -75,8 +75,20 @@ def aws_session_class() -> type[Any]:
         )
 
     class SingleShotSession(AIOHTTPSession):  # type: ignore[misc]
-        async def _get_session(self, proxy_url: Any) -> aiohttp.ClientSession:
+        async def _get_session(self, proxy_url: Any) -> _NoRedirects:
             session = await super()._get_session(proxy_url)
-            return single_shot(session)
+            return _NoRedirects(single_shot(session))
 
     return SingleShotSession
+
+
+class _NoRedirects:
+    """An aiohttp session as aiobotocore sends on it (`request` only), without following a
+    redirect: aiobotocore leaves aiohttp's default, which follows up to ten, each a request
+    the ledger never hears of (and a 307 re-sends the body elsewhere)."""
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self._session = session
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        return self._session.request(*args, **{**kwargs, "allow_redirects": False})

@@ -311,11 +311,21 @@ class AwsCalls:
             )
         )
         client.meta.events.register("before-send", _add_traceparent)
+        client.meta.events.register("before-call.s3", _no_region_redirect)
         return client
 
     async def close(self) -> None:
         await self._stack.aclose()
         self._client = None
+
+
+def _no_region_redirect(context: dict[str, Any], **_: Any) -> None:
+    """botocore re-sends an S3 request answered "wrong region" (301, 307, 400) to the region
+    named; marked as already redirected, the answer stays the call's answer (one request)."""
+    redirect = context.get("s3_redirect")
+    if isinstance(redirect, dict):
+        redirect["redirected"] = True
+    context["s3_redirected"] = True
 
 
 def _add_traceparent(request: Any, **_: Any) -> None:
