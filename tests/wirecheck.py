@@ -172,9 +172,16 @@ def sqlite_file_records(path: Path) -> list[Record]:
 KNOWN_GAPS: dict[str, re.Pattern[str]] = {
     "an adoption refused after reading an unseen job id records no attempt of that read "
     "(services/adoption.py: the read is stored only with an accepted decision)": re.compile(
-        # the job ids test_cli_decisions.py and test_resolve_adopt.py adopt and are refused
-        r"#\d+ GET /v1/jobs/job_(other|0{16}) \(.*\) crossed the wire; the ledger has no attempt"
+        # the job ids test_cli_decisions.py, test_resolve_adopt.py and test_census_actions.py
+        # adopt and are refused
+        r"#\d+ GET \S*/(job_other|job_0{16}|batch_nope) \(.*\) crossed the wire; the ledger "
+        r"has no attempt"
     ),
+}
+# Tests whose subject is requests made behind the ledger's back on purpose: not compared.
+UNCHECKED = {
+    "tests/integration/test_census_vendors.py": "plants jobs through the provider object, "
+    "recorded nowhere, for the census to find",
 }
 GAPS_SEEN: list[str] = []  # "test id: gap" lines, for the run's summary
 
