@@ -182,6 +182,8 @@ KNOWN_GAPS: dict[str, re.Pattern[str]] = {
 UNCHECKED = {
     "tests/integration/test_census_vendors.py": "plants jobs through the provider object, "
     "recorded nowhere, for the census to find",
+    "tests/acceptance/test_census_restore.py": "restores an older backup: the operations "
+    "made since are lost from the record on purpose, for the census to find",
 }
 GAPS_SEEN: list[str] = []  # "test id: gap" lines, for the run's summary
 
