@@ -215,10 +215,14 @@ async def _page(client: TestClient[Any, Any], operation_id: str) -> Words:
 
 
 async def _tools(ws: Workspace, ids: dict[State | str, str]) -> dict[State | str, Words]:
+    # The operations were submitted by people: this agent reads them under a policy that
+    # lets it read any operation (by default an agent reads only what it submitted).
+    policy = Path(ws.root) / "read-any.toml"
+    policy.write_text('[actors."agent:surfaces"]\nread = "any"\n', encoding="utf-8")
     params = StdioServerParameters(
         command=JOBTRAIL,
-        args=["--db", str(ws.db), "mcp", "--no-worker"],
-        env=ws.env(),
+        args=["--db", str(ws.db), "mcp", "--no-worker", "--actor", "surfaces"],
+        env=ws.env() | {"JOBTRAIL_POLICY": str(policy)},
         cwd=Path(ws.root),
     )
     seen = {}
