@@ -190,3 +190,31 @@ class _Behind:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_a_worker_ahead_ends_no_deadline_early(
+    kind: str, tmp_path: Path, simulator: SimulatorThread
+) -> None:
+    """Operations with a 50 s create deadline, driven by one `worker --until-idle` whose
+    clock is 60 s ahead: on the ledger's clock their deadline is still ahead, so each is
+    created and ends succeeded, none `failed` by a deadline read on the worker's clock."""
+    doc = tomllib.loads((ROOT / "providers" / "simulator.toml").read_text())
+    doc |= {"base_url": simulator.base_url, "poll": {"initial": "200ms", "cap": "500ms"}}
+    doc["deadlines"] = {"create": "50s", "result": "10m", "cancel": "10m"}
+    async with fresh_ledger(kind, tmp_path) as db:
+        store = await open_store(db.url)
+        try:
+            ledger, spec = Ledger(store), parse_provider(doc)
+            ids = [(await ledger.submit(spec, {"n": n}, actor="t")).operation_id for n in range(4)]
+        finally:
+            await store.close()
+        fake = _fake(_faketime_library(), tmp_path / "faketime", "+60s")
+        env = {"PATH": "/usr/bin:/bin", "REPORTS_API_TOKEN": SECRET} | fake
+        args = ["--db", db.url, "--data-dir", str(tmp_path / "data"), "worker", "--until-idle"]
+        done = subprocess.run([JOBTRAIL, *args], env=env, capture_output=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        states = await _states(db.url, ids)
+        assert states == [State.SUCCEEDED] * len(ids), states
+        jobs = Counter(job.client_reference for job in simulator.jobs.values())
+        assert [jobs[i] for i in ids] == [1] * len(ids)
