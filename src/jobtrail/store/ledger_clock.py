@@ -12,8 +12,9 @@ to every step of every operation, so a process keeps the server's last reading a
 the machine's boot clock stood when it arrived, and reckons the server's time from there
 (the boot clock runs at the same rate, is never stepped and no time faker reaches it). A
 reading comes free with every claim that claims something (the new lease's end, less its
-length, read by the claim's own statement); it is asked for on its own at open and when the
-last is older than RESYNC seconds (an idle worker: one small query every RESYNC s). The
+length, read by the claim's own statement); it is asked for on its own at open, and before
+a claim or a write when the last is older than RESYNC seconds (an idle worker: one small
+query every RESYNC s; a process that only writes, such as the webhook receiver, likewise). The
 reckoning trails the server's clock by at most the round trip that brought the reading
 (milliseconds), the side on which a deadline ends late, never early.
 """

@@ -183,6 +183,8 @@ class PostgresStore(EngineStore):
 
     async def _write(self, work: Work[T], *, sync: bool = True) -> T:
         await self._agree()
+        if self._clock.stale():  # a process that writes without claiming (webhooks, people)
+            await self._read_clock()
 
         async def run(conn: Conn) -> T:
             if not sync:
