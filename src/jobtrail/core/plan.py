@@ -170,9 +170,9 @@ def lookup_owed(op: Operation, now: datetime) -> bool:
     """Whether `op`, past its create deadline at `now`, is owed one lookup before a person is
     asked: a create was sent and its outcome is unknown (create_unknown: no lookup has
     answered since, as any answer moves it on), and the provider declares a lookup, which
-    may find the job in one call that creates nothing. A worker that died mid-create is taken over only when
-    the call's lease ends (twice the call timeout at least), which may be past a short
-    create deadline; the lookup is made then, never a resend."""
+    may find the job in one call that creates nothing. A worker that died mid-create is
+    taken over only when the call's lease ends (twice the call timeout at least), which may
+    be past a short create deadline; the lookup is made then, never a resend."""
     return op.state is State.CREATE_UNKNOWN and op.capabilities.lookup and now >= op.create_deadline
 
 
