@@ -88,7 +88,6 @@ CASES = {
         lambda sim, _: f"{sim}/gemini",
         {
             "batch": {
-                "displayName": "mine",
                 "inputConfig": {
                     "requests": {
                         "requests": [

@@ -67,6 +67,15 @@ def test_the_place_is_jobtrails() -> None:
     assert unplaced(REPLICATE, {}, {"cancel-after": "60s", "A": "b"}).headers == {"A": "b"}
 
 
+def test_the_header_place_is_jobtrails_too() -> None:
+    """A header of the deadline's name (in any case) holding another value is refused,
+    naming it; the same value is accepted and sent once, under the provider's spelling."""
+    with pytest.raises(InvalidInput, match="request header Cancel-After is written by"):
+        place(REPLICATE, {}, {"cancel-after": "9999s"}, timedelta(minutes=5))
+    same = place(REPLICATE, {}, {"cancel-after": "300s", "A": "b"}, timedelta(minutes=5))
+    assert same.headers == {"A": "b", "Cancel-After": "300s"}
+
+
 def test_nothing_is_written_when_nothing_fits() -> None:
     """A deadline the provider cannot take leaves the request as it was."""
     placed = place(BEDROCK, {"modelId": "m"}, {}, timedelta(hours=6))

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import signal
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from aiohttp import web
 
 from jobtrail.cli.context import (
     Settings,
+    allow_origin_option,
     concurrency_option,
     pass_settings,
     provider_module_option,
@@ -27,7 +29,8 @@ from jobtrail.dashboard.access import Access, agents_from_env, operators_from_en
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.errors import JobtrailError, ProviderConfigError
 from jobtrail.ledger import shown_url, url_passwords
-from jobtrail.providers.config import load_provider_file
+from jobtrail.providers.config import find_provider_named, load_provider_file
+from jobtrail.services.census_rounds import census_rounds
 from jobtrail.services.logs import install_json_logging
 from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
@@ -90,6 +93,17 @@ class Health:
     help="How long the worker's claim holds an operation before others may take it over.",
 )
 @provider_module_option
+@allow_origin_option
+@click.option(
+    "--census",
+    "census",
+    multiple=True,
+    metavar="PROVIDER",
+    help="Take a census of PROVIDER (a provider file's name) at start and every "
+    "--census-every, logged and recorded; off unless named. Repeatable. `jobtrail docs census`.",
+)
+@click.option("--census-every", default="24h", show_default=True, metavar="DURATION")
+@click.option("--census-since", default="7d", show_default=True, metavar="DURATION")
 @pass_settings
 def serve(
     settings: Settings,
@@ -99,6 +113,10 @@ def serve(
     worker_id: str | None,
     lease: str,
     provider_modules: tuple[str, ...],
+    origins: tuple[str, ...],
+    census: tuple[str, ...],
+    census_every: str,
+    census_since: str,
 ) -> None:
     """Run the worker, the webhook receiver (POST /webhooks/PROVIDER, GET /healthz), the
     dashboard (GET /, for operators named in JOBTRAIL_OPERATOR_TOKENS) and the MCP tools over
@@ -109,6 +127,7 @@ def serve(
     install_json_logging(secrets_redactor(folder, settings.db))
     try:
         access = Access(operators_from_env())
+        rounds = Rounds(census, parse_duration(census_every), parse_duration(census_since))
         asyncio.run(
             _serve(
                 settings,
@@ -120,6 +139,8 @@ def serve(
                 access,
                 provider_modules=provider_modules,
                 lease_for=parse_duration(lease),
+                origins=origins,
+                rounds=rounds,
             )
         )
     except (JobtrailError, OSError) as exc:
@@ -139,8 +160,11 @@ async def _serve(
     with_worker: bool = True,
     provider_modules: tuple[str, ...] = (),
     lease_for: timedelta = timedelta(seconds=60),
+    origins: tuple[str, ...] = (),
+    rounds: Rounds | None = None,
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
+    specs = [find_provider_named(name) for name in rounds.providers] if rounds else []
     stop = asyncio.Event()
     stack = contextlib.AsyncExitStack()
     loop = asyncio.get_running_loop()
@@ -163,7 +187,7 @@ async def _serve(
             WebhookReceiver(rt.ledger, folder, on_recorded=rt.worker.wake).add_routes(app)
             app.router.add_get("/healthz", health.handle)
         Dashboard(rt.ledger, rt.results, rt.providers, access).add_routes(app)
-        mcp = _mcp_endpoint(rt, settings, host) if with_worker else None
+        mcp = _mcp_endpoint(rt, settings, host, origins) if with_worker else None
         if mcp is not None:
             mcp.add_routes(app)
         server = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=10)
@@ -177,6 +201,16 @@ async def _serve(
             if with_worker:
                 health.worker = worker = asyncio.create_task(rt.worker.run())
                 running.append(worker)
+            if specs and rounds is not None:
+                censuses = census_rounds(
+                    rt.ledger,
+                    rt.providers,
+                    specs,
+                    every=rounds.every,
+                    since=rounds.since,
+                    stop=stop,
+                )
+                stack.push_async_callback(_cancelled, asyncio.create_task(censuses))
             log.info(
                 "serving on http://%s:%d",
                 bound_host,
@@ -203,7 +237,24 @@ async def _serve(
     )
 
 
-def _mcp_endpoint(rt: Runtime, settings: Settings, host: str) -> McpHttp | None:
+@dataclass(frozen=True)
+class Rounds:
+    """`serve`'s scheduled census: which providers, how often, how far back."""
+
+    providers: tuple[str, ...]
+    every: timedelta
+    since: timedelta
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def _mcp_endpoint(
+    rt: Runtime, settings: Settings, host: str, origins: tuple[str, ...]
+) -> McpHttp | None:
     """/mcp for the agents of JOBTRAIL_AGENT_TOKENS / JOBTRAIL_AGENT_FILE; the MCP SDK is
     imported here, only by `serve` (None, with a warning, when it is not installed)."""
     try:
@@ -219,7 +270,7 @@ def _mcp_endpoint(rt: Runtime, settings: Settings, host: str) -> McpHttp | None:
     if not agents:
         log.warning("/mcp refuses every call: no JOBTRAIL_AGENT_TOKENS or JOBTRAIL_AGENT_FILE")
     tools = agent_tools(rt, run_worker=True, data_dir=settings.data_dir)
-    return McpHttp(build_server(tools, Identity(None)), agents, host=host)
+    return McpHttp(build_server(tools, Identity(None)), agents, host=host, origins=origins)
 
 
 @click.command()

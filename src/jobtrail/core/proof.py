@@ -5,11 +5,12 @@ work stops by itself at the deadline."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from jobtrail.core.durations import format_duration
 from jobtrail.core.leases import effect_lease
-from jobtrail.core.model import Capabilities, Idempotency, Tier
+from jobtrail.core.model import Capabilities, Idempotency, Json, Operation, Tier
 from jobtrail.core.remote_deadline import RemoteDeadline
 
 
@@ -22,7 +23,7 @@ def at_most_once_rule(caps: Capabilities, means: list[str]) -> str:
             "cannot be proven: this provider offers no reconciliation (no idempotency token "
             "it honours, no lookup by a reference it keeps). A create whose answer is lost "
             "stops for a human (needs_human) instead of being retried: jobtrail never "
-            "resubmits it on its own"
+            "resubmits it on its own, whatever its method (its HTTP client re-sends nothing)"
         )
     how = " and ".join(means) or "the provider's own token"
     only_token = caps.same_token_retry and not caps.lookup
@@ -127,7 +128,8 @@ def tier_rule(caps: Capabilities, create_deadline: timedelta) -> str:
     if tier is Tier.NONE:
         return (
             f"{TIER_NAMES[tier]}: nothing can find a job whose create answer was lost, so the "
-            "operation stops for a person (needs_human); jobtrail never resubmits it on its own"
+            "operation stops for a person (needs_human); jobtrail never resubmits it on its own, "
+            "whatever its method (its HTTP client re-sends nothing)"
         )
     window = (
         "never, so a miss goes to a person at the create deadline"
@@ -178,3 +180,22 @@ def token_outlived(caps: Capabilities, create_deadline: timedelta) -> str | None
         f"remembers a create token ({format_duration(_seconds(kept))}): a retry after that "
         "could make a second job; give a shorter create deadline"
     )
+
+
+def lookup_name(op: Operation, request: Json) -> str:
+    """What one lookup call of `op` was, named by the tier it used and, for a GET by our key,
+    by the key its recorded `request` holds: "lookup by our token", "lookup by a
+    server-side filter on our reference", "scan of a listing for our reference"."""
+    match op.capabilities.lookup_tier:
+        case Tier.TOKEN:
+            sent = request if isinstance(request, str) else json.dumps(request, default=str)
+            if op.idempotency_token in sent:
+                return "lookup by our token"
+            if op.operation_id in sent:
+                return "lookup by our operation id"
+            return "lookup by our key"
+        case Tier.FILTER:
+            return f"lookup by {TIER_NAMES[Tier.FILTER]}"
+        case Tier.SCAN:
+            return "scan of a listing for our reference"
+    return "lookup"

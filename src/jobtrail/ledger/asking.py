@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from jobtrail.core.admission import check_request
+from jobtrail.core.admission import check_own_fields, check_request
 from jobtrail.core.audit import AuditEntry
 from jobtrail.core.canonical import canonical_json, fingerprint
 from jobtrail.core.ids import idempotency_token, operation_id, trace_id
@@ -186,6 +186,7 @@ def prepare_submission(
         (redactors or Redactors()).extended(provider.redactor, in_use),
         own=_own_headers(provider),
     )
+    check_own_fields(body, _own_fields(provider))
     values = checked(provider.create_placeholders, path)
     if any(s in value for s in in_use if s for value in values.values()):
         raise InvalidInput("a path value holds a secret in use; credentials go in `auth`")
@@ -231,6 +232,20 @@ def _own_headers(provider: ProviderSpec | CodeSpec) -> list[str]:
     # every call of the operation instead of a fresh UUID (providers/http.py)
     names += [h for h in (provider.trace_header,) if h]
     return [*names, "traceparent"]
+
+
+def _own_fields(provider: ProviderSpec | CodeSpec) -> dict[str, str]:
+    """The body fields jobtrail (or the code provider) writes at each create, and what."""
+    from jobtrail.providers.config import ProviderSpec
+
+    if not isinstance(provider, ProviderSpec):
+        what = f"its own value (the code provider {provider.name}'s)"
+        return dict.fromkeys(provider.own_fields, what)
+    places = (
+        (provider.idempotency, "the operation's idempotency token"),
+        (provider.client_reference, "the client reference (the operation id)"),
+    )
+    return {p.field: what for p, what in places if p is not None and p.field}
 
 
 def _check_key(key: str) -> None:

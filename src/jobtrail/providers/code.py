@@ -104,6 +104,8 @@ class CodeSpec:
     redact_fields: tuple[str, ...] = ()
     # where the provider takes a deadline of its own (a body field), written at submit
     remote_deadline: RemoteDeadline | None = None
+    # top-level body fields the provider writes itself (its token): refused at submit
+    own_fields: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:
@@ -183,6 +185,7 @@ def _declared(provider: CodeProvider, settings: Mapping[str, Any]) -> CodeSpec:
         timeout=timeout,
         secret_env=_names(getattr(provider, "secret_env", ()), "secret_env"),
         redact_fields=_names(getattr(provider, "redact_fields", ()), "redact_fields"),
+        own_fields=_names(getattr(provider, "own_fields", ()), "own_fields"),
     )
 
 

@@ -150,7 +150,11 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         known = ", ".join(sorted(cv.LIST_KEYS))
         raise ProviderConfigError(f"unknown key {unknown!r} in reconcile.list; known keys: {known}")
     lookup = sections.reconcile_lookup(
-        reconcile.doc if reconcile else {}, listing, idempotency, client_reference
+        reconcile.doc if reconcile else {},
+        listing,
+        idempotency,
+        client_reference,
+        create.text("path"),
     )
     status_rule = cv.status_rule(status.doc)
     create_rule = cv.create_rule(create.doc, status_rule.ignore_case)
@@ -196,7 +200,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         status_updated_at=status.text("updated_at", None),
         status_error=status_rule.error[0],
         identity=cv.identity(create.doc),
-        status_from=cv.status_from(create.doc),
+        status_from=cv.status_from(create.doc, status.text("path", None)),
         create_rule=create_rule,
         status_rule=status_rule,
         status_by_header=cv.status_by_header(status.doc, status_rule),

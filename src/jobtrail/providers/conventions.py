@@ -39,11 +39,13 @@ IDENTITY_KINDS = frozenset(SourceKind)
 STATUS_KINDS = frozenset({SourceKind.FIELD, SourceKind.HEADER, SourceKind.REQUEST})
 
 
-def sources(value: Any, where: str, kinds: frozenset[SourceKind]) -> tuple[Source, ...]:
+def sources(
+    value: Any, where: str, kinds: frozenset[SourceKind], *, may_be_empty: bool = False
+) -> tuple[Source, ...]:
     """`["header:Azure-AsyncOperation", "field:id", "request"]`: places tried in order."""
     if isinstance(value, str):
         value = [value]
-    if not isinstance(value, list) or not value:
+    if not isinstance(value, list) or (not value and not may_be_empty):
         raise ProviderConfigError(f'{where} must be a list such as ["header:Location"]')
     found = []
     for item in value:
@@ -342,11 +344,24 @@ def identity(create: dict[str, Any]) -> tuple[Source, ...]:
     return (Source(kind=SourceKind.FIELD, name=str(create.get("job_id", "job_id"))),)
 
 
-def status_from(create: dict[str, Any]) -> tuple[Source, ...]:
+def status_from(create: dict[str, Any], status_path: str | None) -> tuple[Source, ...]:
+    """Where a create answer may name the job's status URL, in order. A declared `[status]
+    path` is the status URL unless the file lists places in the answer that override it
+    (`status_from`): an answer header never silently replaces what the file says."""
     if "status_from" in create:
         if "status_url" in create:
             raise ProviderConfigError("give create.status_from or create.status_url, not both")
-        return sources(create["status_from"], "create.status_from", STATUS_KINDS)
+        found = sources(
+            create["status_from"], "create.status_from", STATUS_KINDS, may_be_empty=True
+        )
+        if not found and status_path is None:
+            raise ProviderConfigError(
+                "create.status_from = [] takes the status URL from no answer: declare "
+                '[status] path (such as "/jobs/{job_id}") so that jobtrail knows where to ask'
+            )
+        return found
+    if status_path is not None and "status_url" not in create:
+        return ()
     headers = (Source(kind=SourceKind.HEADER, name=h) for h in ("Operation-Location", "Location"))
     field = create.get("status_url", "status_url")
     if not isinstance(field, str):

@@ -22,7 +22,7 @@ from jobtrail.providers import parse, pathvalues, reading
 from jobtrail.providers.authorize import Authorizer
 from jobtrail.providers.config import ProviderSpec
 from jobtrail.providers.cookies import OperationCookies
-from jobtrail.providers.placement import place, reference_value
+from jobtrail.providers.placement import place, reference_value, written_fields
 from jobtrail.providers.spec import Cookies, SourceKind
 from jobtrail.randomness import PooledSystemRandom
 
@@ -33,6 +33,7 @@ _KEEP_HEADERS = (
     "content-length",
     "location",
     "operation-location",
+    "azure-asyncoperation",
     "retry-after",
     "x-request-id",
     "request-id",
@@ -48,6 +49,15 @@ class Prepared:
     url: str
     headers: dict[str, str]
     body: bytes | None = None
+
+
+def _acted_on(spec: ProviderSpec) -> frozenset[str]:
+    """The answer headers the provider file has jobtrail act on (a status URL or the job
+    named by a header, a monitor's own rule), lowercased: each is kept with the answer, so
+    the record shows what was followed."""
+    sources = (*spec.status_from, *spec.identity)
+    named = {s.name.lower() for s in sources if s.kind is SourceKind.HEADER}
+    return frozenset(named | {name.lower() for name in spec.status_by_header})
 
 
 class HttpRequests:
@@ -67,7 +77,7 @@ class HttpRequests:
         self._cookies = OperationCookies() if spec.cookies is Cookies.PER_OPERATION else None
         # answer headers kept in the record: the usual ones and those naming request ids
         named = (*spec.request_id_headers, spec.client_request_id_header or "")
-        self._keep = frozenset(_KEEP_HEADERS) | {n.lower() for n in named if n}
+        self._keep = frozenset(_KEEP_HEADERS) | {n.lower() for n in named if n} | _acted_on(spec)
 
     def _redactor(self) -> Redactor:
         """Secrets are read from the environment on every call (they may be rotated); the
@@ -206,11 +216,18 @@ class HttpRequests:
         headers = dict(prepared.headers)
         if self.spec.auth:
             headers[self.spec.auth.header] = "[redacted]"
-        return {
+        described: dict[str, Any] = {
             "method": prepared.method,
             "url": prepared.url,
             "headers": self._redactor().header_map(headers),
         }
+        if kind is AttemptKind.CREATE:
+            # what jobtrail wrote into the body (the stored request holds none of it): the
+            # attempt says what was sent, field by field, beside the operation's own body
+            written = written_fields(self.spec, op)
+            if written:
+                described["body_fields"] = self._redactor().json(written)
+        return described
 
     # -- making calls -----------------------------------------------------------------
 

@@ -39,6 +39,18 @@ def place(
     return document, query
 
 
+def written_fields(spec: ProviderSpec, op: Operation) -> dict[str, str]:
+    """The body fields (dotted paths) a create of `op` gets from jobtrail, with their values."""
+    written = {}
+    for placement, value in (
+        (spec.idempotency, op.idempotency_token),
+        (spec.client_reference, op.operation_id),
+    ):
+        if placement is not None and placement.field and not placement.natural:
+            written[placement.field] = uuid_of(value) if placement.uuid else value
+    return written
+
+
 def uuid_of(value: str) -> str:
     """A UUID (version 4 form) derived from `value`: the same token always gives the same
     UUID, so a retry carries the same one (AIP-155 `requestId` is a UUID4)."""

@@ -9,19 +9,15 @@ import os
 from jobtrail.core.durations import format_duration
 from jobtrail.providers.spec import ProviderSpec, Reading, Source, SourceKind, StateRule
 
-_DEFAULT_STATUS_FROM = ("header:Operation-Location", "header:Location")
-
 
 # C901: one line per convention the file declares beyond the defaults
-def convention_lines(spec: ProviderSpec) -> list[tuple[str, str]]:  # noqa: C901
+def convention_lines(spec: ProviderSpec) -> list[tuple[str, str]]:
     """One (topic, text) line per convention the file declares beyond the defaults."""
     lines: list[tuple[str, str]] = []
     identity = spec.identity
     if identity != (Source(kind=SourceKind.FIELD, name=spec.create_job_id),):
         lines.append(("job identity", _first_of(identity)))
-    status_from = tuple(str(s) for s in spec.status_from)
-    if status_from[:2] != _DEFAULT_STATUS_FROM or len(status_from) != 3:
-        lines.append(("status URL", _first_of(spec.status_from)))
+    lines.append(("status URL", status_url_order(spec)))
     if spec.create_rule.codes:
         lines.append(("create answers", _codes(spec.create_rule) + _defaults(spec.create_rule)))
     rule = spec.status_rule
@@ -47,6 +43,17 @@ def convention_lines(spec: ProviderSpec) -> list[tuple[str, str]]:  # noqa: C901
             text += f"; a fresh UUID of ours in {spec.client_request_id_header} on every call"
         lines.append(("request ids", text))
     return lines
+
+
+def status_url_order(spec: ProviderSpec) -> str:
+    """The effective order in which a job's status URL is chosen, as `provider check` says it."""
+    path = f"[status] path {spec.status_path}" if spec.status_path else None
+    if not spec.status_from:
+        return f"{path} (no answer header or field replaces it)"
+    named = _first_of(spec.status_from) + " in the create answer"
+    if path is None:
+        return f"{named}; an answer that names none leaves the job without a status URL"
+    return f"{named}, else {path}"
 
 
 def _first_of(sources: tuple[Source, ...]) -> str:

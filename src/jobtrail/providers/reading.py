@@ -9,7 +9,6 @@ to; a failure carries the provider's own code and message.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -22,7 +21,6 @@ from jobtrail.core.states import RemoteStatus
 from jobtrail.providers.spec import Reading, Source, SourceKind, StateRule
 
 MAX_ERROR_TEXT = 500
-_MAX_USAGE = 1e18  # larger numbers are no count anyone bills
 _NUMBER = re.compile(r"-?\d{1,18}(\.\d{1,9})?")
 _READ: dict[Reading, RemoteStatus] = {
     Reading.RUNNING: RemoteStatus.RUNNING,
@@ -105,23 +103,31 @@ def error_of(rule: StateRule, document: Any) -> dict[str, Any] | None:
     return None
 
 
+# Where providers put the words of a failure, tried in order (RFC 9457 `detail`, OAuth's
+# `error_description`, and the common short forms)
+_MESSAGE_KEYS = ("message", "detail", "error_description", "description", "msg", "reason")
+
+
 def error_text(value: Any) -> dict[str, Any] | None:
     if isinstance(value, str) and value:
         return {"message": value[:MAX_ERROR_TEXT]}
     if not isinstance(value, Mapping) or not value:
         return None
-    if isinstance(value.get("error"), Mapping):  # {"error": {...}} envelopes, Anthropic's too
-        inner = error_text(value["error"])
-        if inner is not None:
-            return inner
     found: dict[str, Any] = {}
     for key in ("code", "type", "status"):
         code = value.get(key)
         if isinstance(code, str | int) and not isinstance(code, bool) and "code" not in found:
             found["code"] = str(code)[:100]
-    message = value.get("message")
-    if isinstance(message, str) and message:
-        found["message"] = message[:MAX_ERROR_TEXT]
+    for key in _MESSAGE_KEYS:
+        message = value.get(key)
+        if isinstance(message, str) and message:
+            found["message"] = message[:MAX_ERROR_TEXT]
+            break
+    if isinstance(value.get("error"), Mapping):  # {"error": {...}} envelopes, Anthropic's too
+        inner = error_text(value["error"])
+        if inner is not None:
+            # the inner account first; a message beside the envelope is kept where it has none
+            return {**{k: v for k, v in found.items() if k == "message"}, **inner}
     return found or None
 
 
@@ -219,7 +225,9 @@ def item_errors(
 
 def read_usage(paths: Mapping[str, str], document: Any) -> dict[str, float] | None:
     """The work done and billed an answer reports (`[status] usage`): the number at each
-    declared path, by name; None when it holds none of them."""
+    declared path, by name; None when it holds none of them. Whether a number is a usable
+    count (not negative, finite) is the core's to judge (core/usage.py), which records why
+    it drops one."""
     if not paths:
         return None
     found: dict[str, float] = {}
@@ -229,6 +237,5 @@ def read_usage(paths: Mapping[str, str], document: Any) -> dict[str, float] | No
             value = float(value) if "." in value else int(value)  # proto3 JSON's int64
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
-        if math.isfinite(value) and abs(value) < _MAX_USAGE:
-            found[name] = value
+        found[name] = value
     return found or None

@@ -18,10 +18,12 @@ from jobtrail.providers.http import HttpProvider
 from jobtrail.providers.plugins import Plugins
 from jobtrail.providers.protocol import Provider
 from jobtrail.providers.spec import DEFAULT_TIMEOUT, ResultSpec
+from jobtrail.providers.transport import check_transport, provider_session
 
 
 class ProviderRegistry:
     def __init__(self, *, connections: int = 100, plugins: Plugins | None = None) -> None:
+        check_transport()  # at start: an aiohttp that would re-send on its own is refused
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
         self._built: dict[str, Provider] = {}
@@ -40,13 +42,10 @@ class ProviderRegistry:
         return frozenset(self.plugins) | frozenset(self._code)
 
     def session(self) -> aiohttp.ClientSession:
+        """The one session of every HTTP provider call: it sends each request once
+        (providers/transport.py)."""
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._connections, limit_per_host=0)
-            # One session serves every operation: a shared jar would carry one operation's
-            # cookies into another's calls. Providers that need them get a jar per operation.
-            self._session = aiohttp.ClientSession(
-                connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar()
-            )
+            self._session = provider_session(self._connections)
         return self._session
 
     def spec(self, op: Operation) -> ProviderSpec:

@@ -104,10 +104,14 @@ def cancel_body(cancel: dict[str, Any] | None, method: str) -> Any:
     return body
 
 
-def lookup(table: Any, *, idempotency: bool, client_reference: bool) -> LookupSpec:
+def lookup(
+    table: Any, *, idempotency: bool, client_reference: bool, create_path: str = ""
+) -> LookupSpec:
     """`[reconcile] lookup = { path, job_id, absent }`: GET `path`, which names the job by
     our idempotency token or operation id; a 2xx answer names the job at `job_id`, a code
-    in `absent` (default [404]) says there is none."""
+    in `absent` (default [404]) says there is none. A key the create path itself holds (a
+    client-chosen resource, `PUT /things/{operation_id}`) is sent by the create, so it may
+    name the job too."""
     if not isinstance(table, dict):
         raise ProviderConfigError(
             'reconcile.lookup must be a table: { path = ".../{idempotency_token}", job_id = ... }'
@@ -122,15 +126,18 @@ def lookup(table: Any, *, idempotency: bool, client_reference: bool) -> LookupSp
     if not isinstance(path, str) or not isinstance(job_id, str) or not job_id:
         raise ProviderConfigError("reconcile.lookup needs `path` (and `job_id`) as text")
     names = set(_PLACEHOLDER.findall(path))
-    if "idempotency_token" in names and not idempotency:
+    in_path = set(_PLACEHOLDER.findall(create_path))
+    if "idempotency_token" in names and not (idempotency or "idempotency_token" in in_path):
         raise ProviderConfigError(
             "reconcile.lookup: {idempotency_token} names the job only if the create sends the "
-            "token: declare create.idempotency"
+            "token: declare create.idempotency, or put {idempotency_token} in create.path"
         )
-    if "operation_id" in names and not ("idempotency_token" in names or client_reference):
+    sent = client_reference or names & in_path & {"idempotency_token", "operation_id"}
+    if "operation_id" in names and not ("idempotency_token" in names or sent):
         raise ProviderConfigError(
             "reconcile.lookup: {operation_id} names the job only if the create sends it: "
-            "declare create.client_reference"
+            "declare create.client_reference, or put {operation_id} in create.path (a "
+            "client-chosen resource such as PUT /things/{operation_id})"
         )
     if not names & set(_KEYS):
         raise ProviderConfigError(
@@ -164,6 +171,7 @@ def reconcile_lookup(
     listing: dict[str, Any],
     idempotency: Placement | None,
     client_reference: Placement | None,
+    create_path: str = "",
 ) -> LookupSpec | None:
     """The [reconcile] table's `lookup`, if declared (one lookup at most)."""
     if "lookup" not in reconcile:
@@ -174,6 +182,7 @@ def reconcile_lookup(
         reconcile["lookup"],
         idempotency=idempotency is not None and not idempotency.natural,
         client_reference=client_reference is not None,
+        create_path=create_path,
     )
 
 

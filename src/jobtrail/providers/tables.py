@@ -22,6 +22,7 @@ def result_table(r: Reader | None, inline_field: str | None) -> ResultSpec:
     if r is None:
         return ResultSpec(inline_field=inline_field)
     items = r.table("items")
+    _countable(r)
     return ResultSpec(
         path=r.text("path", None),
         content_type=r.text("content_type", None),
@@ -41,6 +42,20 @@ def result_table(r: Reader | None, inline_field: str | None) -> ResultSpec:
         expected_items_from_request=r.text("expected_items_from_request", None),
         inline_field=inline_field,
         **cv.result_keys(r.doc),
+    )
+
+
+def _countable(r: Reader) -> None:
+    """A declared record count is checked, or the file is refused: jobtrail counts the
+    records of JSON, CSV and JSON Lines results only."""
+    media = (r.text("content_type", None) or "").split(";")[0].strip().lower()
+    if r.text("count_header", None) is None or not media or r.doc.get("format") == "jsonl":
+        return
+    if media in ("application/json", "text/csv", "application/csv") or media.endswith("+json"):
+        return
+    raise ProviderConfigError(
+        f"result.count_header: a {media} result cannot be counted, so the stated count could "
+        'never be checked; jobtrail counts JSON arrays, CSV and JSON Lines (format = "jsonl")'
     )
 
 

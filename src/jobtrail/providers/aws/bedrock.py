@@ -108,6 +108,7 @@ class BedrockBatchProvider(AwsProvider):
     deadlines: Mapping[str, str | timedelta] = {"create": "10m", "result": "72h", "cancel": "1h"}
     poll: Mapping[str, Any] = {"initial": "1m", "cap": "10m"}
     secret_env = SECRET_ENV
+    own_fields = ("clientRequestToken",)  # the operation's token, written at every create
     remote_deadline = RemoteDeadline(field="timeoutDurationInHours", unit="h", least=24, most=168)
     result = ResultSpec(
         jsonl=True,
