@@ -152,3 +152,17 @@ def test_an_answer_that_rules_our_job_out_is_proof_at_once() -> None:
     absent = step(lost(), ruled, at=T0 + timedelta(seconds=2))
     assert absent.operation.state is State.CREATE_PENDING
     assert absent.transitions[-1].evidence is Evidence.ABSENCE_PROVEN
+
+
+def test_a_miss_read_before_the_window_ended_proves_nothing_when_recorded_after() -> None:
+    """The listing was asked for 1 s before the window's end and its answer recorded 5 s
+    after: it shows the listing as it was when read, so it proves nothing (the SPIN model's
+    JUDGED_AT_ANSWER counterexample: a second job), and the next lookup is made."""
+    op = step(lost(), MISS, at=T0 + timedelta(seconds=2)).operation
+    late = replace(MISS, ref="at_4", asked_at=T0 + timedelta(seconds=59))
+    applied = step(op, late, at=T0 + timedelta(seconds=65))
+    assert applied.operation.state is State.RECONCILIATION
+    assert Evidence.ABSENCE_PROVEN not in [t.evidence for t in applied.transitions]
+    after = replace(MISS, ref="at_5", asked_at=T0 + timedelta(seconds=61))
+    proven = step(applied.operation, after, at=T0 + timedelta(seconds=66)).operation
+    assert proven.state is State.CREATE_PENDING

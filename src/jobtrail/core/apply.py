@@ -280,7 +280,8 @@ def _on_found(draft: Draft, out: o.Outcome) -> None:
         draft.move(State.NEEDS_HUMAN, Evidence.LOOKUP_CAPPED, cause)
     else:
         proven_at = draft.now if out.ruled_out else absence_provable_at(draft.op)
-        if proven_at is not None and draft.now >= proven_at:
+        asked_at = out.asked_at or draft.now  # the listing as it was when it was read
+        if proven_at is not None and (out.ruled_out or asked_at >= proven_at):
             draft.move(State.CREATE_PENDING, Evidence.ABSENCE_PROVEN, cause)
             draft.now_next()
             return
