@@ -27,6 +27,7 @@ MODULES = (
     "ledgerfile",
     "retention",
     "docs",
+    "notifying",
 )
 HOME = {
     **dict.fromkeys(("submit", "list", "history", "explain", "cancel"), "ops"),
@@ -42,6 +43,7 @@ HOME = {
     "prune": "retention",
     "archive": "retention",
     "docs": "docs",
+    "notify": "notifying",
 }
 
 

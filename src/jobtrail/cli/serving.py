@@ -21,6 +21,7 @@ from jobtrail.cli.context import (
     provider_module_option,
     worker_id_option,
 )
+from jobtrail.cli.notifying import notify_option, notifying
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.redact import Redactor
 from jobtrail.dashboard.access import Access, agents_from_env, operators_from_env
@@ -43,6 +44,7 @@ def secrets_redactor(folder: Path, db: str = "") -> Redactor:
     """A redactor holding every secret the provider files in `folder` name, the audit key,
     the dashboard's operator tokens and the ledger URL's password: read once, at start."""
     values = [os.environ.get("JOBTRAIL_AUDIT_KEY", ""), *url_passwords(db)]
+    values.append(os.environ.get("JOBTRAIL_NOTIFY_SECRET", ""))  # a notifier's signing key
     for variable in ("JOBTRAIL_OPERATOR_TOKENS", "JOBTRAIL_VIEWER_TOKENS", "JOBTRAIL_AGENT_TOKENS"):
         pairs = os.environ.get(variable, "").split(",")
         values.extend(pair.partition(":")[2].strip() for pair in pairs)
@@ -90,6 +92,7 @@ class Health:
     help="How long the worker's claim holds an operation before others may take it over.",
 )
 @provider_module_option
+@notify_option
 @pass_settings
 def serve(
     settings: Settings,
@@ -99,6 +102,7 @@ def serve(
     worker_id: str | None,
     lease: str,
     provider_modules: tuple[str, ...],
+    notify: tuple[str, ...],
 ) -> None:
     """Run the worker, the webhook receiver (POST /webhooks/PROVIDER, GET /healthz), the
     dashboard (GET /, for operators named in JOBTRAIL_OPERATOR_TOKENS) and the MCP tools over
@@ -120,6 +124,7 @@ def serve(
                 access,
                 provider_modules=provider_modules,
                 lease_for=parse_duration(lease),
+                notify=notify,
             )
         )
     except (JobtrailError, OSError) as exc:
@@ -139,6 +144,7 @@ async def _serve(
     with_worker: bool = True,
     provider_modules: tuple[str, ...] = (),
     lease_for: timedelta = timedelta(seconds=60),
+    notify: tuple[str, ...] = (),
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
     stop = asyncio.Event()
@@ -171,6 +177,8 @@ async def _serve(
         worker = None
         try:
             await stack.enter_async_context(mcp.running() if mcp else contextlib.nullcontext())
+            if with_worker:
+                await stack.enter_async_context(notifying(rt.ledger, notify))
             await web.TCPSite(server, host, port).start()
             bound_host, bound_port = server.addresses[0][:2]
             running: list[asyncio.Task[Any]] = [asyncio.create_task(stop.wait())]

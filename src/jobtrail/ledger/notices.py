@@ -1,0 +1,39 @@
+"""Notices to people (core/notices.py) through the ledger: raised with the change that
+causes them, and the outbox verbs the notifier (services/notify.py) and the census use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
+
+from jobtrail.core.notices import DeliveryAttempt, Notice, Outboxed
+from jobtrail.core.redact import Redactor
+from jobtrail.ledger.base import LedgerBase
+
+
+class Noticing(LedgerBase):
+    async def raise_notice(self, notice: Notice) -> None:
+        """Put `notice` into the outbox on its own (the census' findings: core/notices.py
+        `census_notice`), its data through the redaction chokepoint; raising one event id
+        twice changes nothing."""
+        await self.store.add_notice(replace(notice, data=Redactor().json(dict(notice.data))))
+
+    async def claim_notices(self, limit: int, hold: timedelta) -> list[Outboxed]:
+        """Notices due now, each held for `hold` by the caller (due again after, should it
+        die before finishing the round)."""
+        now = self.now()
+        return await self.store.claim_notices(now, now + hold, limit)
+
+    async def finish_notice(self, box: Outboxed, attempts: Sequence[DeliveryAttempt]) -> bool:
+        return await self.store.finish_notice(box, attempts)
+
+    async def notices(self, operation_id: str | None = None) -> list[Outboxed]:
+        """The outbox's notices (of one operation), oldest first, with their delivery state."""
+        return await self.store.notices(operation_id)
+
+    async def delivery_attempts(self, event_id: str) -> list[DeliveryAttempt]:
+        return await self.store.delivery_attempts(event_id)
+
+    async def notice_backlog(self) -> int:
+        return await self.store.notice_backlog()
