@@ -23,6 +23,7 @@ from aiohttp import web
 
 from jobtrail.agent.tools import AgentTools
 from jobtrail.clock import VirtualClock
+from jobtrail.core.metrics import render
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger
 from jobtrail.providers.config import ProviderSpec, parse_provider
@@ -223,6 +224,7 @@ async def test_an_echoed_bearer_token_is_in_nothing_stored_or_shown(
             "files while open": database_files(r.db),
             "agent tools": await agent_answers(AgentTools(ledger, worker_running=False), ids),
             "notices posted": posted,
+            "metrics": render(await ledger.metric_counts()).encode(),
         }
     shown |= {
         "files after close": database_files(r.db),

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import signal
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,8 +26,9 @@ from jobtrail.cli.notifying import notify_option, notifying
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.redact import Redactor
 from jobtrail.dashboard.access import Access, agents_from_env, operators_from_env
+from jobtrail.dashboard.metrics import Metrics
 from jobtrail.dashboard.web import Dashboard
-from jobtrail.errors import JobtrailError, ProviderConfigError
+from jobtrail.errors import InvalidInput, JobtrailError, ProviderConfigError
 from jobtrail.ledger import shown_url, url_passwords
 from jobtrail.providers.config import load_provider_file
 from jobtrail.services.logs import install_json_logging
@@ -93,6 +95,12 @@ class Health:
 )
 @provider_module_option
 @notify_option
+@click.option(
+    "--metrics-listen",
+    metavar="HOST:PORT",
+    help="Also serve GET /metrics, unguarded, on this address (on serve's own address it "
+    "needs an operator's bearer token; see `jobtrail docs dashboard`).",
+)
 @pass_settings
 def serve(
     settings: Settings,
@@ -103,6 +111,7 @@ def serve(
     lease: str,
     provider_modules: tuple[str, ...],
     notify: tuple[str, ...],
+    metrics_listen: str | None,
 ) -> None:
     """Run the worker, the webhook receiver (POST /webhooks/PROVIDER, GET /healthz), the
     dashboard (GET /, for operators named in JOBTRAIL_OPERATOR_TOKENS) and the MCP tools over
@@ -125,6 +134,7 @@ def serve(
                 provider_modules=provider_modules,
                 lease_for=parse_duration(lease),
                 notify=notify,
+                metrics_listen=metrics_listen,
             )
         )
     except (JobtrailError, OSError) as exc:
@@ -145,6 +155,7 @@ async def _serve(
     provider_modules: tuple[str, ...] = (),
     lease_for: timedelta = timedelta(seconds=60),
     notify: tuple[str, ...] = (),
+    metrics_listen: str | None = None,
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
     stop = asyncio.Event()
@@ -169,6 +180,7 @@ async def _serve(
             WebhookReceiver(rt.ledger, folder, on_recorded=rt.worker.wake).add_routes(app)
             app.router.add_get("/healthz", health.handle)
         Dashboard(rt.ledger, rt.results, rt.providers, access).add_routes(app)
+        Metrics(rt.ledger, access).add_routes(app)
         mcp = _mcp_endpoint(rt, settings, host) if with_worker else None
         if mcp is not None:
             mcp.add_routes(app)
@@ -180,6 +192,8 @@ async def _serve(
             if with_worker:
                 await stack.enter_async_context(notifying(rt.ledger, notify))
             await web.TCPSite(server, host, port).start()
+            if metrics_listen:
+                await stack.enter_async_context(metrics_site(rt, metrics_listen))
             bound_host, bound_port = server.addresses[0][:2]
             running: list[asyncio.Task[Any]] = [asyncio.create_task(stop.wait())]
             if with_worker:
@@ -209,6 +223,25 @@ async def _serve(
         "stopped",
         extra={"claimed": stats.claimed, "finished": stats.finished, "lost": stats.lost},
     )
+
+
+@contextlib.asynccontextmanager
+async def metrics_site(rt: Runtime, listen: str) -> AsyncIterator[None]:
+    """GET /metrics alone, unguarded, on `listen` (HOST:PORT)."""
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit():
+        raise InvalidInput(f"--metrics-listen: {listen!r} is not HOST:PORT")
+    app = web.Application()
+    Metrics(rt.ledger, None).add_routes(app)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, host, int(port)).start()
+    bound = runner.addresses[0][:2]
+    log.info("metrics on http://%s:%d/metrics", *bound, extra={"metrics_port": bound[1]})
+    try:
+        yield
+    finally:
+        await runner.cleanup()
 
 
 def _mcp_endpoint(rt: Runtime, settings: Settings, host: str) -> McpHttp | None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 
+from jobtrail.core.metrics import LedgerCounts
 from jobtrail.core.notices import DeliveryAttempt, Notice, Outboxed
 from jobtrail.core.redact import Redactor
 from jobtrail.ledger.base import LedgerBase
@@ -37,3 +38,18 @@ class Noticing(LedgerBase):
 
     async def notice_backlog(self) -> int:
         return await self.store.notice_backlog()
+
+    async def metric_counts(self) -> LedgerCounts:
+        """The ledger's counts for the metrics, now (core/metrics.py renders them)."""
+        rows = await self.store.metric_rows()
+        next_due = await self.store.next_due()
+        return LedgerCounts(
+            now=self.now(),
+            operations={(r["state"], r["provider"]): r["n"] for r in rows["metric_operations"]},
+            attempts={
+                (r["kind"], r["provider"], r["outcome"]): r["n"] for r in rows["metric_attempts"]
+            },
+            folded_reads={r["provider"]: int(r["n"]) for r in rows["metric_folded_reads"]},
+            next_due=next_due,
+            notice_backlog=int(rows["notice_backlog"][0]["n"]),
+        )

@@ -6,7 +6,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jobtrail.core.audit import AuditEntry, AuditRow
 from jobtrail.core.bulk import BulkRecord
@@ -315,6 +315,10 @@ class Store(Protocol):
     ) -> list[Outboxed]: ...
 
     async def delivery_attempts(self, event_id: str) -> list[DeliveryAttempt]: ...
+
+    async def metric_rows(self) -> dict[str, list[Any]]:
+        """The rows behind the metrics, by query name (store/notices.py), one transaction."""
+        ...
 
     async def notice_backlog(self) -> int:
         """How many notices wait for delivery."""

@@ -156,6 +156,16 @@ class NoticeVerbs:
         found: list[DeliveryAttempt] = await self._read(run)
         return found
 
+    async def metric_rows(self) -> dict[str, list[Any]]:
+        """The rows behind the metrics (core/metrics.py), read in one transaction."""
+        names = ("metric_operations", "metric_attempts", "metric_folded_reads", "notice_backlog")
+
+        async def run(conn: Conn) -> dict[str, list[Any]]:
+            return {name: [dict(row) for row in await conn.rows(self.Q[name])] for name in names}
+
+        found: dict[str, list[Any]] = await self._read(run)
+        return found
+
     async def notice_backlog(self) -> int:
         async def run(conn: Conn) -> int:
             (row,) = await conn.rows(self.Q["notice_backlog"])
