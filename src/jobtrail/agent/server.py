@@ -32,6 +32,7 @@ from jobtrail.agent.shapes import (
 )
 from jobtrail.agent.tasks import DEFAULT_TTL, LedgerTasks, listen_guard
 from jobtrail.agent.tools import WAIT_CAP_SECONDS, AgentTools
+from jobtrail.agent.waiting import WAIT_DEFAULT_SECONDS
 from jobtrail.core.states import State
 from jobtrail.errors import JobtrailError
 from jobtrail.providers.resolve import resolve_provider
@@ -153,17 +154,24 @@ def build_server(
 
     @server.tool(
         description=f"Wait until the operation's state changes or its automation ends, at "
-        f"most timeout_seconds (capped at {WAIT_CAP_SECONDS:.0f} s; call again to keep "
-        "waiting). Returns what get_job returns plus `changed`.",
+        f"most timeout_seconds (default {WAIT_DEFAULT_SECONDS:.0f} s, below common clients' "
+        f"call timeouts; capped at {WAIT_CAP_SECONDS:.0f} s). Returns what get_job returns "
+        "plus `changed`, `call_again` and `instruction`: while `call_again` is true, call "
+        "wait_job again. Sends progress notifications while it waits when asked to.",
         annotations=READ_ONLY,
     )
     async def wait_job(
         operation_id: OperationId,
+        ctx: Context[Any, Any],
         timeout_seconds: Annotated[
-            float, Field(description=f"At most this long (capped at {WAIT_CAP_SECONDS:.0f}).")
-        ] = 60.0,
+            float,
+            Field(
+                description=f"At most this long (default {WAIT_DEFAULT_SECONDS:.0f}, capped "
+                f"at {WAIT_CAP_SECONDS:.0f}); keep it below your client's call timeout."
+            ),
+        ] = WAIT_DEFAULT_SECONDS,
     ) -> WaitedJob:
-        return await _guard(tools.wait_job(operation_id, timeout_seconds))
+        return await _guard(tools.wait_job(operation_id, timeout_seconds, ctx.report_progress))
 
     @server.tool(
         description="Record the intent to stop an operation. This does not stop anything by "

@@ -1,0 +1,99 @@
+"""MCP that outlives a client's timeout: an agent on the official SDK client (a 60-second
+request timeout, no Tasks) follows a job longer than its waits through repeated bounded
+`wait_job` calls, told to call again each time, with progress notifications while each call
+waits, across a SIGKILL of the server: the operation id is the same handle throughout."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import Implementation
+
+from jobtrail.simulator import SimulatorThread
+
+from mcptasks import SECRET, provider_folder, stdio_server, submit
+
+BOUND = 2.0  # seconds each wait may take: short, so the test does not take minutes
+
+
+@pytest.fixture
+def sim(tmp_path: Path) -> Iterator[SimulatorThread]:
+    with SimulatorThread(token=SECRET) as simulator:
+        provider_folder(tmp_path / "providers", simulator.base_url)
+        yield simulator
+
+
+def client(tmp_path: Path) -> Client:
+    return Client(
+        stdio_server(tmp_path, tmp_path / "providers", "--lease", "2s"),
+        client_info=Implementation(name="plain-agent", version="1"),
+        read_timeout_seconds=60,
+    )
+
+
+class Waits:
+    """Repeated wait_job calls, each with a progress callback; what they answered."""
+
+    def __init__(self) -> None:
+        self.progress: list[tuple[float, float | None, str | None]] = []
+        self.answers: list[dict[str, Any]] = []
+
+    async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.progress.append((progress, total, message))
+
+    async def once(self, c: Client, op_id: str) -> dict[str, Any]:
+        result = await c.call_tool(
+            "wait_job",
+            {"operation_id": op_id, "timeout_seconds": BOUND},
+            progress_callback=self.on_progress,
+        )
+        assert not result.is_error, result.content
+        answer = result.structured_content
+        assert answer is not None and SECRET not in str(answer)
+        self.answers.append(answer)
+        return answer
+
+
+@pytest.mark.slow
+async def test_a_long_job_is_followed_through_bounded_waits_across_a_sigkill(
+    tmp_path: Path, sim: SimulatorThread
+) -> None:
+    """Each wait answers within its bound with call_again and an instruction naming the
+    operation; progress notifications arrive while it waits; after the server is killed and
+    started again, the same operation id is waited on to its result; one job was made."""
+    waits = Waits()
+    with pytest.raises(BaseException):  # noqa: B017 - the session dies with its server
+        async with client(tmp_path) as c:
+            sent = await c.call_tool("submit_job", submit({"account": "w1", "_sim": {
+                "duration_seconds": 12}}, "long-wait"))  # fmt: skip
+            assert sent.structured_content is not None
+            op_id = sent.structured_content["operation_id"]
+            while waits.answers[-1:] == [] or waits.answers[-1]["remote_job_id"] is None:
+                await waits.once(c, op_id)
+            os.kill(int((tmp_path / "server.pid").read_text()), signal.SIGKILL)
+            await waits.once(c, op_id)
+    before = len(waits.answers)
+    async with client(tmp_path) as c:
+        for _ in range(60):
+            answer = await waits.once(c, op_id)
+            if not answer["call_again"]:
+                break
+        result = await c.call_tool("get_result", {"operation_id": op_id})
+    assert answer["state"] == "succeeded" and answer["instruction"].startswith("automation has")
+    assert len(waits.answers) - before >= 2  # the job outlived waits after the restart too
+    going = [a for a in waits.answers if a["call_again"]]
+    assert going and all(
+        "call wait_job again" in a["instruction"] and op_id in a["instruction"] for a in going
+    )
+    assert all(a["waited_seconds"] <= BOUND + 1.5 for a in waits.answers)
+    assert waits.progress and all(total == BOUND for _, total, _ in waits.progress)
+    assert any(message and "next:" in message for _, _, message in waits.progress)
+    assert result.structured_content is not None and result.structured_content["valid"]
+    assert len(sim.jobs) == 1
+    assert len([call for call in sim.calls if call.kind == "create"]) == 1
