@@ -1,10 +1,12 @@
 """MCP that outlives a client's timeout: an agent on the official SDK client (a 60-second
 request timeout, no Tasks) follows a job longer than its waits through repeated bounded
 `wait_job` calls, told to call again each time, with progress notifications while each call
-waits, across a SIGKILL of the server: the operation id is the same handle throughout."""
+waits, across a SIGKILL of the server: the operation id, and the resource
+jobtrail://operations/{id}, are the same handle throughout."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Iterator
@@ -60,6 +62,15 @@ class Waits:
         return answer
 
 
+async def resource(c: Client, op_id: str) -> dict[str, Any]:
+    """The operation read as the resource jobtrail://operations/{id}."""
+    read = await c.read_resource(f"jobtrail://operations/{op_id}")
+    (content,) = read.contents
+    document: dict[str, Any] = json.loads(getattr(content, "text", ""))
+    assert SECRET not in str(document)
+    return document
+
+
 @pytest.mark.slow
 async def test_a_long_job_is_followed_through_bounded_waits_across_a_sigkill(
     tmp_path: Path, sim: SimulatorThread
@@ -76,6 +87,7 @@ async def test_a_long_job_is_followed_through_bounded_waits_across_a_sigkill(
             op_id = sent.structured_content["operation_id"]
             while waits.answers[-1:] == [] or waits.answers[-1]["remote_job_id"] is None:
                 await waits.once(c, op_id)
+            before_kill = await resource(c, op_id)
             os.kill(int((tmp_path / "server.pid").read_text()), signal.SIGKILL)
             await waits.once(c, op_id)
     before = len(waits.answers)
@@ -85,6 +97,8 @@ async def test_a_long_job_is_followed_through_bounded_waits_across_a_sigkill(
             if not answer["call_again"]:
                 break
         result = await c.call_tool("get_result", {"operation_id": op_id})
+        after = await resource(c, op_id)
+        templates = await c.list_resource_templates()
     assert answer["state"] == "succeeded" and answer["instruction"].startswith("automation has")
     assert len(waits.answers) - before >= 2  # the job outlived waits after the restart too
     going = [a for a in waits.answers if a["call_again"]]
@@ -96,4 +110,11 @@ async def test_a_long_job_is_followed_through_bounded_waits_across_a_sigkill(
     assert any(message and "next:" in message for _, _, message in waits.progress)
     assert result.structured_content is not None and result.structured_content["valid"]
     assert len(sim.jobs) == 1
+    # the same operation, as a resource, under the same address before and after the kill
+    assert [t.uri_template for t in templates.resource_templates] == [
+        "jobtrail://operations/{operation_id}"
+    ]
+    assert before_kill["operation_id"] == after["operation_id"] == op_id
+    assert before_kill["remote_job_id"] == after["remote_job_id"] is not None
+    assert after["state"] == "succeeded" and after["has_result"]
     assert len([call for call in sim.calls if call.kind == "create"]) == 1

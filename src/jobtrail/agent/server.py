@@ -4,11 +4,13 @@ in-process worker unless told otherwise. A thin surface: parse, call `AgentTools
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
 import sys
 from collections.abc import Awaitable, Sequence
+from dataclasses import asdict
 from datetime import timedelta
 from importlib.metadata import version
 from pathlib import Path
@@ -16,7 +18,12 @@ from typing import Annotated, Any, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+    UnexpectedToolError,
+)
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -34,7 +41,7 @@ from jobtrail.agent.tasks import DEFAULT_TTL, LedgerTasks, listen_guard
 from jobtrail.agent.tools import WAIT_CAP_SECONDS, AgentTools
 from jobtrail.agent.waiting import WAIT_DEFAULT_SECONDS
 from jobtrail.core.states import State
-from jobtrail.errors import JobtrailError
+from jobtrail.errors import JobtrailError, NotFound
 from jobtrail.providers.resolve import resolve_provider
 from jobtrail.services.runtime import Runtime, runtime
 
@@ -54,6 +61,7 @@ Credentials stay in this server's environment and are never shown."""
 
 OperationId = Annotated[str, Field(description="The operation id returned by submit_job.")]
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+OPERATION_URI = "jobtrail://operations/{operation_id}"  # each operation, as a resource
 
 
 class _Server(MCPServer[Any]):
@@ -109,6 +117,8 @@ def build_server(
 
     def who(ctx: Context[Any, Any]) -> str:
         return identity.of(ctx.request_context.request)
+
+    add_operation_resource(server, tools)
 
     @server.tool(
         description="Record a job for a provider (by name) and return its operation id. "
@@ -213,6 +223,26 @@ def build_server(
         return await _guard(tools.explain_job(operation_id))
 
     return server
+
+
+def add_operation_resource(server: MCPServer[Any], tools: AgentTools) -> None:
+    """`jobtrail://operations/{id}`: each operation, readable as a resource."""
+
+    @server.resource(
+        OPERATION_URI,
+        name="operation",
+        mime_type="application/json",
+        description="One operation as get_job shows it, by its operation id: the same handle "
+        "as the tools' operation_id and a task's operation, unchanged by a server restart.",
+    )
+    async def operation(operation_id: str) -> str:
+        try:
+            view = await tools.get_job(operation_id)
+        except NotFound as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+        except JobtrailError as exc:
+            raise ResourceError(str(exc)) from None
+        return json.dumps(asdict(view), ensure_ascii=False)
 
 
 async def _guard(call: Awaitable[T]) -> T:
