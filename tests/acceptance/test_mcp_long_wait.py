@@ -6,6 +6,7 @@ jobtrail://operations/{id}, are the same handle throughout."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ from mcp.types import Implementation
 from jobtrail.simulator import SimulatorThread
 
 from mcptasks import SECRET, provider_folder, stdio_server, submit
+from waits import until_true_async
 
 BOUND = 2.0  # seconds each wait may take: short, so the test does not take minutes
 
@@ -62,6 +64,14 @@ class Waits:
         return answer
 
 
+async def collect(c: Client, uri: str, into: list[Any], listening: asyncio.Event) -> None:
+    """The updates of `uri` heard on a `subscriptions/listen` stream, until cancelled."""
+    async with c.listen(resource_subscriptions=[uri]) as stream:
+        listening.set()
+        async for event in stream:
+            into.append(event)
+
+
 async def resource(c: Client, op_id: str) -> dict[str, Any]:
     """The operation read as the resource jobtrail://operations/{id}."""
     read = await c.read_resource(f"jobtrail://operations/{op_id}")
@@ -91,11 +101,19 @@ async def test_a_long_job_is_followed_through_bounded_waits_across_a_sigkill(
             os.kill(int((tmp_path / "server.pid").read_text()), signal.SIGKILL)
             await waits.once(c, op_id)
     before = len(waits.answers)
+    uri = f"jobtrail://operations/{op_id}"
+    updates: list[Any] = []
     async with client(tmp_path) as c:
+        listening = asyncio.Event()
+        listener = asyncio.create_task(collect(c, uri, updates, listening))
+        await asyncio.wait_for(listening.wait(), 30)
+        state_then = (await resource(c, op_id))["state"]
         for _ in range(60):
             answer = await waits.once(c, op_id)
             if not answer["call_again"]:
                 break
+        await until_true_async(lambda: len(updates) >= 1, 10, "a resource update")
+        listener.cancel()
         result = await c.call_tool("get_result", {"operation_id": op_id})
         after = await resource(c, op_id)
         templates = await c.list_resource_templates()
@@ -117,4 +135,8 @@ async def test_a_long_job_is_followed_through_bounded_waits_across_a_sigkill(
     assert before_kill["operation_id"] == after["operation_id"] == op_id
     assert before_kill["remote_job_id"] == after["remote_job_id"] is not None
     assert after["state"] == "succeeded" and after["has_result"]
+    # updates of this resource only, at most one per state change since the listen began
+    assert all(getattr(u, "uri", None) == uri for u in updates)
+    changes = [t for t in after["recent_transitions"] if t["from_state"] != "create_pending"]
+    assert state_then != "succeeded" and 1 <= len(updates) <= len(changes)
     assert len([call for call in sim.calls if call.kind == "create"]) == 1

@@ -24,6 +24,7 @@ from mcp.server.mcpserver.exceptions import (
     ToolError,
     UnexpectedToolError,
 )
+from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -40,6 +41,7 @@ from jobtrail.agent.shapes import (
 from jobtrail.agent.tasks import DEFAULT_TTL, LedgerTasks, listen_guard
 from jobtrail.agent.tools import WAIT_CAP_SECONDS, AgentTools
 from jobtrail.agent.waiting import WAIT_DEFAULT_SECONDS
+from jobtrail.agent.watch import OPERATION_URI, watch_operations
 from jobtrail.core.states import State
 from jobtrail.errors import JobtrailError, NotFound
 from jobtrail.providers.resolve import resolve_provider
@@ -61,7 +63,6 @@ Credentials stay in this server's environment and are never shown."""
 
 OperationId = Annotated[str, Field(description="The operation id returned by submit_job.")]
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-OPERATION_URI = "jobtrail://operations/{operation_id}"  # each operation, as a resource
 
 
 class _Server(MCPServer[Any]):
@@ -99,7 +100,11 @@ def _arguments_sentence(tool: str, error: ValidationError) -> str:
 
 
 def build_server(
-    tools: AgentTools, identity: Identity, *, task_ttl: timedelta | None = DEFAULT_TTL
+    tools: AgentTools,
+    identity: Identity,
+    *,
+    task_ttl: timedelta | None = DEFAULT_TTL,
+    bus: SubscriptionBus | None = None,
 ) -> MCPServer[Any]:
     """The MCP server exposing `tools`, with the Tasks extension served from the ledger
     (agent/tasks.py; `task_ttl` is each task's time to live, None: unlimited). Every
@@ -113,6 +118,7 @@ def build_server(
         log_level="WARNING",
         extensions=[LedgerTasks(tools, identity, ttl=task_ttl)],
         middleware=[listen_guard],
+        subscriptions=bus,
     )
 
     def who(ctx: Context[Any, Any]) -> str:
@@ -307,12 +313,17 @@ async def serve(
         rt.worker.grace = SHUTDOWN_GRACE
         tools = agent_tools(rt, run_worker=run_worker, data_dir=data_dir)
         identity = Identity(None) if http else Identity.configured(actor)
-        server = build_server(tools, identity, task_ttl=task_ttl)
+        bus = InMemorySubscriptionBus()  # resource updates: agent/watch.py
+        server = build_server(tools, identity, task_ttl=task_ttl, bus=bus)
+        unwatched = asyncio.Event()
+        watching = asyncio.create_task(watch_operations(rt.ledger, bus, unwatched))
         worker = asyncio.create_task(rt.worker.run()) if run_worker else None
         if worker is not None:
             worker.add_done_callback(report_worker_end)
         if http is not None:
             await _serve_http(server, http, worker)
+            unwatched.set()
+            await watching
             rt.worker.stop.set()
             if worker is not None:
                 await asyncio.wait([worker])
@@ -332,6 +343,8 @@ async def serve(
             await asyncio.wait([serving, stopping], return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopping.cancel()
+            unwatched.set()
+            await watching
             rt.worker.stop.set()
             if worker is not None:
                 await asyncio.wait([worker])
