@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 from standardwebhooks import Webhook
 
+from census_rig import census_of, plant_report
 from jobtrail.core.nextstep import next_step
 from jobtrail.core.notices import census_notice
 from jobtrail.core.states import State
@@ -207,3 +208,22 @@ async def test_the_slack_form_posts_text(rig: Harness, receiver: Receiver) -> No
     assert (
         "may still be running" in body["text"] and f"https://d/operations/{op_id}" in body["text"]
     )
+
+
+async def test_a_census_finding_a_second_job_tells_a_person_once(
+    rig: Harness, receiver: Receiver
+) -> None:
+    """A census that finds a second job carrying an operation's marker raises one notice
+    (census.finding, second_job), delivered; a census taken again raises none more."""
+    followed = await rig.until(await rig.submit({"n": 1}), S.OBSERVING)
+    second = await plant_report(rig, followed.operation_id)
+    await census_of(rig)
+    await census_of(rig)
+    boxes = [b for b in await rig.rt.ledger.notices() if b.notice.type == "census.finding"]
+    assert len(boxes) == 1
+    data = boxes[0].notice.data
+    assert data["finding"] == "second_job" and data["remote_job_id"] == second
+    assert data["operation_id"] == followed.operation_id
+    async with notifier(rig, receiver) as n:
+        assert await n.deliver_due() == 1
+    assert verified(*receiver.got[0])["data"]["remote_job_id"] == second

@@ -27,6 +27,7 @@ MODULES = (
     "ledgerfile",
     "retention",
     "docs",
+    "census",
     "notifying",
 )
 HOME = {
@@ -43,6 +44,7 @@ HOME = {
     "prune": "retention",
     "archive": "retention",
     "docs": "docs",
+    "census": "census",
     "notify": "notifying",
 }
 

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from aiohttp import web
 
 from jobtrail.cli.context import (
     Settings,
+    allow_origin_option,
     concurrency_option,
     pass_settings,
     provider_module_option,
@@ -30,7 +32,8 @@ from jobtrail.dashboard.metrics import Metrics
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.errors import InvalidInput, JobtrailError, ProviderConfigError
 from jobtrail.ledger import shown_url, url_passwords
-from jobtrail.providers.config import load_provider_file
+from jobtrail.providers.config import find_provider_named, load_provider_file
+from jobtrail.services.census_rounds import census_rounds
 from jobtrail.services.logs import install_json_logging
 from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
@@ -101,6 +104,17 @@ class Health:
     help="Also serve GET /metrics, unguarded, on this address (on serve's own address it "
     "needs an operator's bearer token; see `jobtrail docs dashboard`).",
 )
+@allow_origin_option
+@click.option(
+    "--census",
+    "census",
+    multiple=True,
+    metavar="PROVIDER",
+    help="Take a census of PROVIDER (a provider file's name) at start and every "
+    "--census-every, logged and recorded; off unless named. Repeatable. `jobtrail docs census`.",
+)
+@click.option("--census-every", default="24h", show_default=True, metavar="DURATION")
+@click.option("--census-since", default="7d", show_default=True, metavar="DURATION")
 @pass_settings
 def serve(
     settings: Settings,
@@ -112,6 +126,10 @@ def serve(
     provider_modules: tuple[str, ...],
     notify: tuple[str, ...],
     metrics_listen: str | None,
+    origins: tuple[str, ...],
+    census: tuple[str, ...],
+    census_every: str,
+    census_since: str,
 ) -> None:
     """Run the worker, the webhook receiver (POST /webhooks/PROVIDER, GET /healthz), the
     dashboard (GET /, for operators named in JOBTRAIL_OPERATOR_TOKENS) and the MCP tools over
@@ -122,6 +140,7 @@ def serve(
     install_json_logging(secrets_redactor(folder, settings.db))
     try:
         access = Access(operators_from_env())
+        rounds = Rounds(census, parse_duration(census_every), parse_duration(census_since))
         asyncio.run(
             _serve(
                 settings,
@@ -135,6 +154,8 @@ def serve(
                 lease_for=parse_duration(lease),
                 notify=notify,
                 metrics_listen=metrics_listen,
+                origins=origins,
+                rounds=rounds,
             )
         )
     except (JobtrailError, OSError) as exc:
@@ -156,8 +177,11 @@ async def _serve(
     lease_for: timedelta = timedelta(seconds=60),
     notify: tuple[str, ...] = (),
     metrics_listen: str | None = None,
+    origins: tuple[str, ...] = (),
+    rounds: Rounds | None = None,
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
+    specs = [find_provider_named(name) for name in rounds.providers] if rounds else []
     stop = asyncio.Event()
     stack = contextlib.AsyncExitStack()
     loop = asyncio.get_running_loop()
@@ -181,7 +205,7 @@ async def _serve(
             app.router.add_get("/healthz", health.handle)
         Dashboard(rt.ledger, rt.results, rt.providers, access).add_routes(app)
         Metrics(rt.ledger, access).add_routes(app)
-        mcp = _mcp_endpoint(rt, settings, host) if with_worker else None
+        mcp = _mcp_endpoint(rt, settings, host, origins) if with_worker else None
         if mcp is not None:
             mcp.add_routes(app)
         server = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=10)
@@ -199,6 +223,16 @@ async def _serve(
             if with_worker:
                 health.worker = worker = asyncio.create_task(rt.worker.run())
                 running.append(worker)
+            if specs and rounds is not None:
+                censuses = census_rounds(
+                    rt.ledger,
+                    rt.providers,
+                    specs,
+                    every=rounds.every,
+                    since=rounds.since,
+                    stop=stop,
+                )
+                stack.push_async_callback(_cancelled, asyncio.create_task(censuses))
             log.info(
                 "serving on http://%s:%d",
                 bound_host,
@@ -244,7 +278,24 @@ async def metrics_site(rt: Runtime, listen: str) -> AsyncIterator[None]:
         await runner.cleanup()
 
 
-def _mcp_endpoint(rt: Runtime, settings: Settings, host: str) -> McpHttp | None:
+@dataclass(frozen=True)
+class Rounds:
+    """`serve`'s scheduled census: which providers, how often, how far back."""
+
+    providers: tuple[str, ...]
+    every: timedelta
+    since: timedelta
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def _mcp_endpoint(
+    rt: Runtime, settings: Settings, host: str, origins: tuple[str, ...]
+) -> McpHttp | None:
     """/mcp for the agents of JOBTRAIL_AGENT_TOKENS / JOBTRAIL_AGENT_FILE; the MCP SDK is
     imported here, only by `serve` (None, with a warning, when it is not installed)."""
     try:
@@ -260,7 +311,7 @@ def _mcp_endpoint(rt: Runtime, settings: Settings, host: str) -> McpHttp | None:
     if not agents:
         log.warning("/mcp refuses every call: no JOBTRAIL_AGENT_TOKENS or JOBTRAIL_AGENT_FILE")
     tools = agent_tools(rt, run_worker=True, data_dir=settings.data_dir)
-    return McpHttp(build_server(tools, Identity(None)), agents, host=host)
+    return McpHttp(build_server(tools, Identity(None)), agents, host=host, origins=origins)
 
 
 @click.command()

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from jobtrail.core.model import Operation, Transition
-from jobtrail.core.nextstep import PERSON_STATES, next_step
+from jobtrail.core.nextstep import PERSON_STATES, next_step, seen_ended
 from jobtrail.core.schedule import Backoff
 from jobtrail.core.states import Evidence, State
 
@@ -147,9 +147,14 @@ def escalation_summary(op: Operation, stop: Evidence | None) -> str:
             )
         case State.NEEDS_HUMAN:
             return "The create outcome could not be proven; decide whether a job exists."
+        case State.RESULT_TIMED_OUT if seen_ended(op):
+            return (
+                f"The result deadline passed after job {op.remote_job_id} was seen ended "
+                f"{op.remote_state}; its result was not collected."
+            )
         case State.RESULT_TIMED_OUT:
             return (
-                f"Job {op.remote_job_id} did not finish before the result deadline; it "
+                f"Job {op.remote_job_id} was not seen ended before the result deadline; it "
                 "may still be running."
             )
         case State.RESULT_VALIDATION_FAILED:

@@ -14,11 +14,12 @@ from jobtrail.ledger.base import LedgerBase
 
 
 class Noticing(LedgerBase):
-    async def raise_notice(self, notice: Notice) -> None:
+    async def raise_notice(self, notice: Notice, redactor: Redactor | None = None) -> None:
         """Put `notice` into the outbox on its own (the census' findings: core/notices.py
-        `census_notice`), its data through the redaction chokepoint; raising one event id
-        twice changes nothing."""
-        await self.store.add_notice(replace(notice, data=Redactor().json(dict(notice.data))))
+        `census_notice`), its data through the redaction chokepoint (`redactor`: the
+        provider's, when it names one); raising one event id twice changes nothing."""
+        clean = (redactor or Redactor()).json(dict(notice.data))
+        await self.store.add_notice(replace(notice, data=clean))
 
     async def claim_notices(self, limit: int, hold: timedelta) -> list[Outboxed]:
         """Notices due now, each held for `hold` by the caller (due again after, should it

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from jobtrail.core.census import sight_rule
 from jobtrail.core.durations import format_duration, parse_duration
 from jobtrail.core.model import Capabilities
 from jobtrail.core.proof import deadline_rule, tier_rule
@@ -163,6 +164,7 @@ def declared_lines(
         reported = "none declared ([status] usage)"
     return [
         ("reconciliation tier", tier_rule(caps, create_deadline)),
+        ("census sees", sight_rule(caps, code=usage_paths is None)),
         ("remote deadline", deadline_rule(deadline)),
         ("usage", reported + "; kept with the final observation, summed by `list --json`"),
     ]
