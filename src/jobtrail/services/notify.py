@@ -140,13 +140,15 @@ class Notifier:
             await self._session.close()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Deliver due notices until `stop` is set; a failing ledger read is logged and
-        tried again, never raised (the worker beside it goes on)."""
+        """Deliver due notices until `stop` is set; a failing round is logged and tried
+        again, never raised (the worker beside it goes on)."""
         while not stop.is_set():
             try:
                 await self.deliver_due()
             except JobtrailError as exc:
                 log.warning("notices not delivered this round: %s", exc)
+            except Exception:  # a notifier's defect must not stop the worker beside it
+                log.exception("notices not delivered this round")
             self.wake.clear()
             sleeping = [asyncio.create_task(e.wait()) for e in (stop, self.wake)]
             await asyncio.wait(sleeping, timeout=self.interval, return_when="FIRST_COMPLETED")
