@@ -21,6 +21,7 @@ from jobtrail.errors import (
     NotPermitted,
 )
 from jobtrail.ledger.bindings import bind
+from jobtrail.ledger.escalating import with_notices
 from jobtrail.ledger.histories import (
     COLLECTED,
 )
@@ -114,6 +115,7 @@ class LedgerBase:
 
     async def _commit(self, change: Change) -> CommitResult:
         change = bind(self.scrub(change))  # attempt entries bind the redacted rows by hash
+        change = with_notices(change, self._redactors.for_operation(change.operation))
         if self._group is not None:
             return await self._group.commit(change)
         (result,) = await self.store.commit([change])

@@ -31,6 +31,7 @@ from jobtrail.core.census import (
     sight_rule,
 )
 from jobtrail.core.model import Operation
+from jobtrail.core.notices import census_notice
 from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso
 from jobtrail.ledger import Ledger, OperationQuery
@@ -61,6 +62,11 @@ class Census:
 
     def of(self, category: Category) -> list[Finding]:
         return [f for f in self.findings if f.category is category]
+
+
+# The findings a person is told of (docs/dashboard.md, "Notices to people"): each raises one
+# notice, once per job and kind, however many censuses find it again.
+TOLD = frozenset({Category.ENDED_HERE, Category.UNKNOWN_HERE, Category.SECOND_JOB})
 
 
 async def take_census(
@@ -100,6 +106,16 @@ async def take_census(
     )
     entries = [("census.call", call) for call in calls] + [("census.taken", _taken(census))]
     await ledger.record_census(actor, entries, lister.redactor_now())
+    for finding in findings:
+        if finding.category in TOLD:  # a person decides: adopt or cancel (issue 34)
+            notice = census_notice(
+                provider=spec.name, remote_job_id=finding.job.job_id,
+                finding=finding.category.value, at=now,
+                summary=f"The census of {spec.name} found job {finding.job.job_id}: "
+                f"{finding.category.words} ({finding.knows}). Adopt it or cancel it.",
+                operation_id=finding.operation_id, remote_state=finding.job.state,
+            )  # fmt: skip
+            await ledger.raise_notice(notice, lister.redactor_now())
     return census
 
 

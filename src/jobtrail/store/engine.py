@@ -35,6 +35,7 @@ from jobtrail.store.conn import Conn, Work, first
 from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.group import Grouped
 from jobtrail.store.leases import CLOCK_FIELDS, Lease
+from jobtrail.store.notices import NoticeVerbs
 from jobtrail.store.prune import prune
 from jobtrail.store.retention import Bind, Keep, Pruned
 from jobtrail.store.tasks import task_handle, task_row
@@ -63,7 +64,7 @@ HOOKS = frozenset(
 )
 
 
-class EngineStore:
+class EngineStore(NoticeVerbs):
     # Set by each dialect: its queries (one dict, the same names in both; prune's apart),
     # codec, and the placeholder of a positional parameter.
     Q: ClassVar[dict[str, str]]

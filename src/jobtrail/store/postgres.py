@@ -69,6 +69,7 @@ Q = {
     for name, sql in _RAW.items()
 }
 Q |= load_queries("postgres", "tasks.sql") | load_queries("postgres", "bulk.sql")
+Q |= load_queries("postgres", "notices.sql") | load_queries("postgres", "metrics.sql")
 _ONE = {"only": "operation_id = %(only)s AND "}
 _DRIVES = {"drives": "(provider_kind = 'http' OR provider = ANY(%(code)s::text[])) AND "}
 _NONE = {"only": "", "drives": ""}

@@ -53,6 +53,7 @@ Q = load_queries(
     },
 )
 Q |= load_queries("sqlite", "tasks.sql") | load_queries("sqlite", "bulk.sql")
+Q |= load_queries("sqlite", "notices.sql") | load_queries("sqlite", "metrics.sql")
 _UPDATES: dict[tuple[Any, ...], str] = {}  # update_operation, per shape of change
 
 
