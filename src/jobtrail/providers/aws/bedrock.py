@@ -22,6 +22,9 @@ output: collected, marked partial, the operation `failed`), one that never began
                GetModelInvocationJob says Stopped
     result     the output file `<output s3Uri>/<job id>/<input file>.out` (S3 GetObject),
                JSON Lines of records by `recordId`, a record with an `error` a failed item
+    census     ListModelInvocationJobs(nameContains "jobtrail-", newest first): a job name
+               jobtrail built (`jobtrail-op-…`) names its operation; a name the body set
+               carries no marker
 
 The request body is CreateModelInvocationJob's parameters (`modelId`, `inputDataConfig`,
 `outputDataConfig`, optionally `jobName`, `roleArn`, `tags`, `vpcConfig`); `roleArn` may be
@@ -54,7 +57,8 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
-from jobtrail.providers.code import Factory
+from jobtrail.providers.aws.listings import invocation_job_listed, listed_page
+from jobtrail.providers.code import Factory, Listing
 from jobtrail.providers.protocol import Fetched, Reply
 from jobtrail.providers.spec import ItemsRule, ResultSpec
 
@@ -143,6 +147,21 @@ class BedrockBatchProvider(AwsProvider):
             case _:
                 what |= {"action": "GetModelInvocationJob", "jobIdentifier": op.remote_job_id}
         return what
+
+    census_sees = (
+        "every batch inference job named by jobtrail (ListModelInvocationJobs, nameContains "
+        "jobtrail-, newest first), the operation read from the job name; a job whose name the "
+        "request set is not seen"
+    )
+    list_page = 100  # jobs per ListModelInvocationJobs page (AWS allows up to 1000)
+
+    async def list_jobs(self, cursor: str | None) -> Listing:
+        """One ListModelInvocationJobs page (providers/aws/listings.py reads it)."""
+        params: dict[str, Any] = {"nameContains": "jobtrail-", "maxResults": self.list_page}
+        params |= {"sortBy": "CreationTime", "sortOrder": "Descending"}
+        return await listed_page(
+            self.calls, "ListModelInvocationJobs", params, cursor, invocation_job_listed
+        )
 
     async def close(self) -> None:
         await self.calls.close()
