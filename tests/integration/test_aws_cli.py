@@ -173,3 +173,42 @@ def test_a_worker_without_the_aws_extra_never_claims_aws_operations(
     assert "jobtrail[aws]" in ran.stderr
     status = ws.json("status", op)
     assert status["state"] == State.CREATE_PENDING
+
+
+def test_the_stock_cli_takes_a_census_of_a_step_functions_provider_file(
+    tmp_path: Path, aws_env: str
+) -> None:
+    """`census NAME` of a code provider's settings file reads ListExecutions: an execution
+    planted under our token's shape is unknown here, another name not ours; `provider
+    check` says what the census sees."""
+    sfn = boto3.client("stepfunctions", endpoint_url=aws_env)
+    arn = sfn.create_state_machine(name="cli-census", definition=json.dumps(ECHO), roleArn=ROLE)[
+        "stateMachineArn"
+    ]
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "providers" / "nightly.toml").write_text(
+        f'code = "aws-stepfunctions"\n[settings]\nstate_machine_arn = "{arn}"\n'
+        f'endpoint_url = "{aws_env}"\n',
+        encoding="utf-8",
+    )
+    month = '{"month": "2026-02"}'
+    unknown = sfn.start_execution(stateMachineArn=arn, name="idem_" + "Z" * 32, input=month)
+    other = sfn.start_execution(stateMachineArn=arn, name="by-hand", input=month)
+    ws = Workspace(root=tmp_path, base_url=aws_env)
+    ours = ws.json("submit", "nightly", "--body", month, "--key", "feb")["operation_id"]
+    assert ws.run("run", ours, check=False).returncode == 0
+
+    census = ws.json("census", "nightly", "--all")
+
+    assert census["sight"] == "listing" and census["reach"]["complete"]
+    assert census["sees"].startswith("every execution of the state machine (ListExecutions")
+    jobs = {job["job_id"]: (job["category"], job["operation_id"]) for job in census["jobs"]}
+    followed = ws.json("status", ours)["remote_job_id"]
+    assert jobs == {
+        followed: ("followed", ours),
+        unknown["executionArn"]: ("unknown_here", "idem_" + "Z" * 32),
+        other["executionArn"]: ("not_ours", None),
+    }
+    checked = ws.run("provider", "check", "nightly", check=False)
+    assert "every execution of the state machine" in checked.stdout, checked.stderr
+    assert ENV["AWS_SECRET_ACCESS_KEY"].encode() not in ws.db.read_bytes()

@@ -18,6 +18,7 @@ from jobtrail.core.census import Category, Sight
 from jobtrail.core.states import State
 from jobtrail.providers.aws import stepfunctions
 from jobtrail.services.census import Census, take_census
+from jobtrail.services.census_actions import adopt_job
 
 __all__ = ["aws_env", "moto_endpoint"]  # fixtures used by name below
 
@@ -82,6 +83,26 @@ async def test_every_planted_execution_is_found_in_its_category(
         assert [c["request"]["action"] for c in calls] == ["ListExecutions"]
         assert calls[0]["outcome"] == "found" and calls[0]["request"]["stateMachineArn"] == here
         assert ENV["AWS_SECRET_ACCESS_KEY"] not in json.dumps(rows)
+
+
+async def test_an_unknown_execution_adopted_from_the_census_is_followed(
+    tmp_path: Path, sfn: Any, aws_env: str, request: pytest.FixtureRequest
+) -> None:
+    """Adopting an unknown-here execution reads its status through the code provider and
+    records an operation for it: the next census calls it followed, by that operation."""
+    arn = machine(sfn, f"adopt-{abs(hash(request.node.nodeid)) % 10**8}")
+    async with rig(tmp_path, stepfunctions.factory, sfn_settings(aws_env, arn)) as r:
+        unknown = plant(sfn, arn, UNKNOWN)
+        assert ids(await census_of(r), Category.UNKNOWN_HERE) == {unknown}
+
+        op = await adopt_job(
+            r.rt.ledger, r.rt.providers, r.spec, unknown, actor="person:alice", reason="restored"
+        )
+
+        assert op.remote_job_id == unknown and op.state is State.ACCEPTED, op.state
+        census = await census_of(r)
+        assert ids(census, Category.FOLLOWED) == {unknown}
+        assert {f.operation_id for f in census.findings} == {op.operation_id}
 
 
 async def test_followed_executions_are_never_a_second_job(

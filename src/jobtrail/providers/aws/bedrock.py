@@ -42,6 +42,7 @@ from datetime import timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.census import Listed
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation, ResultMode
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.states import RemoteStatus
@@ -57,7 +58,7 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
-from jobtrail.providers.aws.listings import invocation_job_listed, listed_page
+from jobtrail.providers.aws.listings import listed, listed_page, operation_marker
 from jobtrail.providers.code import Factory, Listing
 from jobtrail.providers.protocol import Fetched, Reply
 from jobtrail.providers.spec import ItemsRule, ResultSpec
@@ -159,9 +160,7 @@ class BedrockBatchProvider(AwsProvider):
         """One ListModelInvocationJobs page (providers/aws/listings.py reads it)."""
         params: dict[str, Any] = {"nameContains": "jobtrail-", "maxResults": self.list_page}
         params |= {"sortBy": "CreationTime", "sortOrder": "Descending"}
-        return await listed_page(
-            self.calls, "ListModelInvocationJobs", params, cursor, invocation_job_listed
-        )
+        return await listed_page(self.calls, "ListModelInvocationJobs", params, cursor, _summary)
 
     async def close(self) -> None:
         await self.calls.close()
@@ -304,6 +303,12 @@ def _missing(failure: Failure) -> o.CallOutcome:
     if isinstance(outcome, o.Rejected):
         return o.ResultMissing(reason=outcome.reason, http_status=failure.http_status)
     return outcome
+
+
+def _summary(item: dict[str, Any]) -> Listed | None:
+    """A ListModelInvocationJobs summary: a job name jobtrail built names its operation."""
+    ours = operation_marker(item.get("jobName"))
+    return listed(item, arn_key="jobArn", marker=ours, created_key="submitTime", states=STATES)
 
 
 def factory(settings: Mapping[str, Any]) -> BedrockBatchProvider:

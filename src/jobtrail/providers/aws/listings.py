@@ -5,7 +5,7 @@ it, the page's request described as an attempt records it (never a credential)."
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -44,34 +44,27 @@ async def listed_page(
     )
 
 
-def execution_listed(item: dict[str, Any]) -> Listed | None:
-    """A ListExecutions item: its name is our marker when it has our token's shape."""
-    from jobtrail.providers.aws.stepfunctions import STATES
-
-    name = item.get("name")
-    ours = name if isinstance(name, str) and TOKEN_NAME.fullmatch(name) else None
-    return _listed(item, "executionArn", ours, "status", "startDate", STATES)
+def token_marker(name: Any) -> str | None:
+    """An execution name that has our token's shape is our marker (the token itself)."""
+    return name if isinstance(name, str) and TOKEN_NAME.fullmatch(name) else None
 
 
-def invocation_job_listed(item: dict[str, Any]) -> Listed | None:
-    """A ListModelInvocationJobs summary: a job name jobtrail built names its operation."""
-    from jobtrail.providers.aws.bedrock import STATES
-
-    name = item.get("jobName")
+def operation_marker(name: Any) -> str | None:
+    """A job name jobtrail built from an operation id names that operation."""
     built = BEDROCK_NAME.fullmatch(name) if isinstance(name, str) else None
-    ours = f"op_{built.group(1)}" if built else None
-    return _listed(item, "jobArn", ours, "status", "submitTime", STATES)
+    return f"op_{built.group(1)}" if built else None
 
 
-def _listed(
+def listed(
     item: dict[str, Any],
+    *,
     arn_key: str,
     marker: str | None,
-    state_key: str,
     created_key: str,
-    states: dict[str, RemoteStatus],
+    states: Mapping[str, RemoteStatus],
 ) -> Listed | None:
-    arn, state, created = item.get(arn_key), item.get(state_key), item.get(created_key)
+    """A listed item (its `status` read through `states`); None: one without an ARN."""
+    arn, state, created = item.get(arn_key), item.get("status"), item.get(created_key)
     if not isinstance(arn, str) or not arn:
         return None
     word = state if isinstance(state, str) else None

@@ -40,6 +40,7 @@ from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.canonical import canonical_json
+from jobtrail.core.census import Listed
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation, ResultMode
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
@@ -54,7 +55,7 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
-from jobtrail.providers.aws.listings import execution_listed, listed_page
+from jobtrail.providers.aws.listings import listed, listed_page, token_marker
 from jobtrail.providers.code import Factory, Listing, Marker
 from jobtrail.providers.protocol import Fetched, Reply
 from jobtrail.providers.spec import ResultSpec
@@ -325,7 +326,7 @@ class StepFunctionsProvider(AwsProvider):
     async def list_jobs(self, cursor: str | None) -> Listing:
         """One ListExecutions page (providers/aws/listings.py reads it)."""
         params = {"stateMachineArn": self.state_machine_arn, "maxResults": self.list_page}
-        return await listed_page(self.calls, "ListExecutions", params, cursor, execution_listed)
+        return await listed_page(self.calls, "ListExecutions", params, cursor, _execution)
 
     async def _describe(self, arn: str | None) -> Answer | Failure:
         return await self.calls.invoke("DescribeExecution", {"executionArn": arn or ""})
@@ -348,6 +349,12 @@ CHECKED: Factory = factory  # mypy proves the provider follows the CodeProvider 
 def _status(state: Any) -> RemoteStatus:
     known = STATES.get(state) if isinstance(state, str) else None
     return known or RemoteStatus.UNKNOWN
+
+
+def _execution(item: dict[str, Any]) -> Listed | None:
+    """A ListExecutions item: its name is our marker when it has our token's shape."""
+    ours = token_marker(item.get("name"))
+    return listed(item, arn_key="executionArn", marker=ours, created_key="startDate", states=STATES)
 
 
 def _why(body: dict[str, Any]) -> dict[str, Any] | None:
