@@ -212,8 +212,11 @@ async def _per_operation(
 
 
 def _may_have_a_job(op: Operation) -> bool:
-    """An operation whose create may have reached the provider (one never sent has no job)."""
-    return not (op.state is State.CREATE_PENDING and op.create_attempts == 0)
+    """An operation whose create may have reached the provider: one never sent has no job,
+    but one whose create intent is recorded with no outcome (a worker that died right after
+    sending) may have one."""
+    never_sent = op.create_attempts == 0 and op.inflight_attempt is None
+    return not (op.state is State.CREATE_PENDING and never_sent)
 
 
 _stopped = stopped_by
