@@ -21,7 +21,7 @@ from jobtrail.cli.context import (
 from jobtrail.core.census import Category, summary
 from jobtrail.core.durations import parse_duration
 from jobtrail.errors import InvalidInput
-from jobtrail.providers.code import NAME, CodeSpec
+from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.spec import ProviderSpec
 
 if TYPE_CHECKING:
@@ -164,15 +164,12 @@ async def _act(
 def _provider(name: str) -> tuple[ProviderSpec | CodeSpec, ProviderRegistry]:
     """The provider NAME names (a NAME.toml, a code provider's settings file included; an
     installed code provider; a shipped profile), and a registry with the code providers."""
-    from jobtrail.providers.config import find_provider_named
     from jobtrail.providers.plugins import load_plugins
     from jobtrail.providers.registry import ProviderRegistry
-    from jobtrail.providers.resolve import resolve_provider
+    from jobtrail.providers.resolve import resolve_named
 
-    if not NAME.fullmatch(name):
-        find_provider_named(name)  # a name only (never a path): says why it is not one
     plugins = load_plugins()
-    return resolve_provider(name, plugins), ProviderRegistry(connections=4, plugins=plugins)
+    return resolve_named(name, plugins), ProviderRegistry(connections=4, plugins=plugins)
 
 
 def _acted_line(item: dict[str, Any]) -> str:
