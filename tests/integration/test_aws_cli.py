@@ -4,12 +4,15 @@ only `code = "aws-stepfunctions"` and its settings, `jobtrail submit` by that fi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import boto3
 from aws_rig import ENV, ROLE, aws_env, moto_endpoint
@@ -17,9 +20,11 @@ from aws_rig import ENV, ROLE, aws_env, moto_endpoint
 import jobtrail
 from jobtrail.cli.exits import RunExit
 from jobtrail.core.states import State
+from jobtrail.store import open_store
 
-from cliutil import Workspace
+from cliutil import Workspace, until_healthy
 from harness import ROOT
+from waits import until_true
 
 __all__ = ["aws_env", "moto_endpoint"]  # fixtures used by name below
 
@@ -212,3 +217,59 @@ def test_the_stock_cli_takes_a_census_of_a_step_functions_provider_file(
     checked = ws.run("provider", "check", "nightly", check=False)
     assert "every execution of the state machine" in checked.stdout, checked.stderr
     assert ENV["AWS_SECRET_ACCESS_KEY"].encode() not in ws.db.read_bytes()
+
+
+def census_entries(db: Path) -> list[dict[str, Any]]:
+    """The census.taken entries of the ledger's audit log."""
+
+    async def read() -> list[dict[str, Any]]:
+        store = await open_store(str(db), create=False)
+        try:
+            rows = [json.loads(r.entry) for r in await store.audit_rows()]
+        finally:
+            await store.close()
+        return [r for r in rows if r["kind"] == "census.taken"]
+
+    return asyncio.run(read())
+
+
+def test_serve_takes_a_census_of_a_step_functions_provider_file(
+    tmp_path: Path, aws_env: str
+) -> None:
+    """`serve --census NAME` resolves a code provider's settings file by name and records
+    its census under worker:census: an execution under our token's shape is unknown here."""
+    sfn = boto3.client("stepfunctions", endpoint_url=aws_env)
+    arn = sfn.create_state_machine(name="serve-census", definition=json.dumps(ECHO), roleArn=ROLE)[
+        "stateMachineArn"
+    ]
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "providers" / "nightly.toml").write_text(
+        f'code = "aws-stepfunctions"\n[settings]\nstate_machine_arn = "{arn}"\n'
+        f'endpoint_url = "{aws_env}"\n',
+        encoding="utf-8",
+    )
+    sfn.start_execution(stateMachineArn=arn, name="idem_" + "Y" * 32, input='{"month": "x"}')
+    ws = Workspace(root=tmp_path, base_url=aws_env)
+    ws.json("submit", "nightly", "--body", '{"month": "2026-02"}')  # the ledger, one op
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    src = str(Path(jobtrail.__file__).resolve().parents[1])
+    log = tmp_path / "serve.log"
+    args = ["serve", "--port", str(port), "--census", "nightly"]
+    with open(log, "wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from jobtrail.cli.main import main; main()", *args],
+            stderr=stderr,
+            env=ws.env(PYTHONPATH=src),
+            cwd=tmp_path,
+        )
+    try:
+        until_healthy(f"http://127.0.0.1:{port}", proc, log)
+        until_true(lambda: bool(census_entries(ws.db)), 30, "a census recorded by serve")
+        (taken,) = census_entries(ws.db)
+        assert taken["actor"] == "worker:census", taken
+        assert isinstance(taken["data"], dict) and taken["data"]["counts"]["unknown_here"] == 1
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
