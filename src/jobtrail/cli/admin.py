@@ -20,7 +20,7 @@ from jobtrail.cli.context import (
 )
 from jobtrail.core.audit import ChainReport, verify
 from jobtrail.core.durations import format_duration
-from jobtrail.core.proof import absence_rule, at_most_once_rule
+from jobtrail.core.proof import absence_rule, at_most_once_rule, takeover_rule
 from jobtrail.providers import baseurl, promises
 from jobtrail.providers.code import CodeSpec
 from jobtrail.providers.config import ProviderSpec
@@ -172,6 +172,8 @@ def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:  # noqa: C901
     absence = absence_rule(caps, spec.deadlines["create"])
     if caps.at_most_once_provable and absence is not None:
         lines.append(("proof of absence", absence))
+    if (takeover := takeover_rule(caps, spec.deadlines["create"], spec.timeout)) is not None:
+        lines.append(("takeover", takeover))
     lines.append(("cancel", promises.cancel_line(spec)))
     result = spec.result
     special = promises.result_line(spec)

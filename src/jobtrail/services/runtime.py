@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from jobtrail.clock import Clock, SystemClock
+from jobtrail.clock import Clock
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger, open_ledger
 from jobtrail.ledger.policy import ActionPolicy, policy_from_env
@@ -86,11 +86,11 @@ async def runtime(
             name=given.name, factory=_always(given), origin="a provider object given to it"
         )
     actions = actions or policy_from_env()
-    clock = clock or SystemClock()
     stored = open_results(results, data_dir=data_dir, ledger=db)  # a bad URL fails here first
     ledger = await open_ledger(
         db, audit_key=audit_key, create=create, clock=clock, group_commit=True, actions=actions
     )
+    clock = ledger.clock  # the ledger's clock unless one was given (a test's)
     registry = ProviderRegistry(connections=max(10, concurrency), plugins=plugins)
     try:
         runner = Runner(

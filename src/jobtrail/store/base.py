@@ -214,6 +214,13 @@ class Store(Protocol):
         status run is also closed when the change ends automation for the operation."""
         ...
 
+    def ledger_now(self) -> datetime:
+        """The time on the ledger's clock (store/ledger_clock.py): PostgreSQL's server clock,
+        or on SQLite the machine's wall clock as every process on it reads it alike. Every
+        judgment of time that decides safety or an end is made on it, never on a worker's
+        own clock."""
+        ...
+
     async def claim_due(
         self,
         owner: str,

@@ -54,6 +54,7 @@ HOOKS = frozenset(
         "_write",
         "array",
         "lease_clock",
+        "ledger_now",
         "update_statement",
         "claim_due",
         "renew",
@@ -88,6 +89,11 @@ class EngineStore:
 
     def lease_clock(self) -> float | None:
         """The lease clock's reading as a parameter, or None when the SQL reads the clock."""
+        raise NotImplementedError
+
+    def ledger_now(self) -> datetime:
+        """The time on the ledger's clock (store/ledger_clock.py), which every judgment of
+        time that decides safety or an end is made on."""
         raise NotImplementedError
 
     def update_statement(self, change: Change) -> tuple[str, Any]:
