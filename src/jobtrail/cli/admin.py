@@ -291,7 +291,7 @@ def code_guarantees(spec: CodeSpec) -> list[tuple[str, str]]:
         ),
         ("poll", ", ".join(f"{k} {v}" for k, v in sorted(spec.poll.items())) or "defaults"),
         ("call timeout", format_duration(spec.timeout)),
-        *declared_lines(caps, spec.deadlines["create"], spec.remote_deadline, None),
+        *declared_lines(caps, spec.deadlines["create"], spec.remote_deadline, None, spec.census),
     ]
 
 

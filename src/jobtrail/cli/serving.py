@@ -32,7 +32,7 @@ from jobtrail.dashboard.metrics import Metrics
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.errors import InvalidInput, JobtrailError, ProviderConfigError
 from jobtrail.ledger import shown_url, url_passwords
-from jobtrail.providers.config import find_provider_named, load_provider_file
+from jobtrail.providers.config import load_provider_file
 from jobtrail.services.census_rounds import census_rounds
 from jobtrail.services.logs import install_json_logging
 from jobtrail.services.runtime import Runtime, runtime
@@ -181,7 +181,13 @@ async def _serve(
     rounds: Rounds | None = None,
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
-    specs = [find_provider_named(name) for name in rounds.providers] if rounds else []
+    specs = []
+    if rounds is not None:
+        from jobtrail.providers.plugins import load_plugins
+        from jobtrail.providers.resolve import resolve_named
+
+        plugins = load_plugins(provider_modules)  # a census of a code provider needs it
+        specs = [resolve_named(name, plugins) for name in rounds.providers]
     stop = asyncio.Event()
     stack = contextlib.AsyncExitStack()
     loop = asyncio.get_running_loop()

@@ -33,8 +33,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any, ClassVar, Protocol
 
+from jobtrail.core import outcomes as o
+from jobtrail.core.census import Listed
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Capabilities, Operation, ProviderKind
 from jobtrail.core.redact import Redactor
@@ -68,6 +71,13 @@ class CodeProvider(Provider, Protocol):
     must never be recorded, however the provider echoes them), `redact_fields` (more field
     names whose values are always redacted) and `result` (a `ResultSpec`: the content type,
     schema, item rules jobtrail validates a fetched result against).
+
+    Optional, for the census (docs/census.md): `async def list_jobs(self, cursor: str |
+    None) -> Listing`, one page of the provider's jobs, newest first (`cursor`: None for the
+    first page, then the page's `cursor`), each job with the marker jobtrail placed on it;
+    `census_marker` (a `Marker`: whether that marker is the operation id or the operation's
+    idempotency token) and `census_sees` (one sentence: what that listing shows). A
+    provider without `list_jobs` is one whose census sees nothing.
     """
 
     # Read-only to jobtrail: a plain class attribute (`deadlines = {"create": "2m"}`) fits.
@@ -82,6 +92,29 @@ class CodeProvider(Provider, Protocol):
 
 
 Factory = Callable[[Mapping[str, Any]], CodeProvider]
+
+
+class Marker(StrEnum):
+    """What the marker a code provider's listing reads on a job (`Listed.marker`) is."""
+
+    OPERATION = "operation_id"  # the operation's id (a job name built from it, say)
+    TOKEN = "idempotency_token"  # the operation's idempotency token (an execution name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listing:
+    """One page of a code provider's listing (`list_jobs`), as a census records it.
+
+    `outcome`: `Found` when the page was read (its `job_ids` need not be filled); a
+    `Throttled` (with `retry_after` when the provider said one), `Rejected` or `Ambiguous`
+    when it was not, which stops the census there. `request`: what was sent, as `describe`
+    says it (never a credential); `detail`: the answer's metadata (request id, timing)."""
+
+    outcome: o.CallOutcome
+    jobs: tuple[Listed, ...] = ()
+    cursor: str | None = None  # the next page's; None: the listing ends here
+    request: Mapping[str, Any] = field(default_factory=dict)
+    detail: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +139,9 @@ class CodeSpec:
     remote_deadline: RemoteDeadline | None = None
     # top-level body fields the provider writes itself (its token): refused at submit
     own_fields: tuple[str, ...] = ()
+    # what its census sees (its `census_sees`), None: it has no `list_jobs`
+    census: str | None = None
+    census_marker: Marker = Marker.OPERATION
 
     @property
     def target(self) -> str:
@@ -186,7 +222,23 @@ def _declared(provider: CodeProvider, settings: Mapping[str, Any]) -> CodeSpec:
         secret_env=_names(getattr(provider, "secret_env", ()), "secret_env"),
         redact_fields=_names(getattr(provider, "redact_fields", ()), "redact_fields"),
         own_fields=_names(getattr(provider, "own_fields", ()), "own_fields"),
+        **_census(provider, name),
     )
+
+
+def _census(provider: CodeProvider, name: str) -> dict[str, Any]:
+    """What the provider's census sees, and what its marker is (no `list_jobs`: nothing)."""
+    if not callable(getattr(provider, "list_jobs", None)):
+        return {}
+    marker = getattr(provider, "census_marker", Marker.OPERATION)
+    if not isinstance(marker, Marker):
+        raise InvalidInput(f"{name!r}: `census_marker` must be a Marker")
+    sees = getattr(provider, "census_sees", None) or (
+        "every job of its own listing, newest first, our marker read on each"
+    )
+    if not isinstance(sees, str):
+        raise InvalidInput(f"{name!r}: `census_sees` must be one sentence (a string)")
+    return {"census": sees, "census_marker": marker}
 
 
 def deadlines(table: Mapping[str, Any]) -> dict[str, timedelta]:

@@ -151,9 +151,11 @@ def declared_lines(
     create_deadline: timedelta,
     deadline: RemoteDeadline | None,
     usage_paths: Mapping[str, str] | None,
+    census: str | None = None,
 ) -> list[tuple[str, str]]:
     """What `provider check` says of the tier, the remote deadline and the usage, for a
-    provider file and a code provider alike (the sentences are core/proof.py's)."""
+    provider file and a code provider alike (the sentences are core/proof.py's; `census`:
+    what a code provider's own listing shows)."""
     if usage_paths is None:
         reported = "as the provider's code reads it"
     elif usage_paths:
@@ -164,7 +166,7 @@ def declared_lines(
         reported = "none declared ([status] usage)"
     return [
         ("reconciliation tier", tier_rule(caps, create_deadline)),
-        ("census sees", sight_rule(caps, code=usage_paths is None)),
+        ("census sees", sight_rule(caps, code=usage_paths is None, listing=census)),
         ("remote deadline", deadline_rule(deadline)),
         ("usage", reported + "; kept with the final observation, summed by `list --json`"),
     ]

@@ -61,6 +61,16 @@ def resolve_provider(
         raise ProviderConfigError(f"the shipped profile {provider!r} is broken: {exc}") from None
 
 
+def resolve_named(name: str, plugins: Mapping[str, Plugin]) -> ProviderSpec | CodeSpec:
+    """A provider by NAME only, never a path (a census, a dashboard form): NAME.toml (a code
+    provider's settings file included), an installed code provider, a shipped profile."""
+    if not _NAME.fullmatch(name):
+        from jobtrail.providers.config import find_provider_named
+
+        find_provider_named(name)  # says why it is not a name
+    return resolve_provider(name, plugins)
+
+
 def _from_file(path: Path, plugins: Mapping[str, Plugin]) -> ProviderSpec | CodeSpec:
     doc = _code_document(path)
     if doc is None:

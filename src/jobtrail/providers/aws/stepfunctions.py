@@ -23,6 +23,8 @@ only return the existing execution or `ExecutionAlreadyExists` (resolved as abov
                DescribeExecution that says ABORTED
     result     DescribeExecution's `output`  -> fetched JSON, validated by jobtrail
     reconcile  DescribeExecution at the ARN built from the name  -> Found
+    census     ListExecutions on the state machine, newest first: each execution's name is
+               our marker when it has the shape of our token (`idem_` + 32 characters)
 
 A failed, timed-out or aborted execution's `error` and `cause` are kept on the status read as
 the provider's error, which `explain` shows.
@@ -38,6 +40,7 @@ from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.canonical import canonical_json
+from jobtrail.core.census import Listed
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation, ResultMode
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
@@ -52,7 +55,8 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
-from jobtrail.providers.code import Factory
+from jobtrail.providers.aws.listings import listed, listed_page, token_marker
+from jobtrail.providers.code import Factory, Listing, Marker
 from jobtrail.providers.protocol import Fetched, Reply
 from jobtrail.providers.spec import ResultSpec
 
@@ -122,6 +126,12 @@ class StepFunctionsProvider(AwsProvider):
     poll: Mapping[str, Any] = {"initial": "2s", "cap": "1m"}
     secret_env = SECRET_ENV
     result = ResultSpec(content_type="application/json")
+    census_marker = Marker.TOKEN
+    census_sees = (
+        "every execution of the state machine (ListExecutions, newest first), the execution "
+        "name read as our token"
+    )
+    list_page = 100  # executions per ListExecutions page (AWS allows up to 1000)
 
     def __init__(self, *, state_machine_arn: str, aws: AwsSettings, name: str = NAME) -> None:
         if not _STATE_MACHINE.match(state_machine_arn):
@@ -313,6 +323,11 @@ class StepFunctionsProvider(AwsProvider):
         detail["error"] = reason
         return Reply(outcome=o.Rejected(reason=reason), detail=detail)
 
+    async def list_jobs(self, cursor: str | None) -> Listing:
+        """One ListExecutions page (providers/aws/listings.py reads it)."""
+        params = {"stateMachineArn": self.state_machine_arn, "maxResults": self.list_page}
+        return await listed_page(self.calls, "ListExecutions", params, cursor, _execution)
+
     async def _describe(self, arn: str | None) -> Answer | Failure:
         return await self.calls.invoke("DescribeExecution", {"executionArn": arn or ""})
 
@@ -334,6 +349,12 @@ CHECKED: Factory = factory  # mypy proves the provider follows the CodeProvider 
 def _status(state: Any) -> RemoteStatus:
     known = STATES.get(state) if isinstance(state, str) else None
     return known or RemoteStatus.UNKNOWN
+
+
+def _execution(item: dict[str, Any]) -> Listed | None:
+    """A ListExecutions item: its name is our marker when it has our token's shape."""
+    ours = token_marker(item.get("name"))
+    return listed(item, arn_key="executionArn", marker=ours, created_key="startDate", states=STATES)
 
 
 def _why(body: dict[str, Any]) -> dict[str, Any] | None:
