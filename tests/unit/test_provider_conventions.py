@@ -76,8 +76,8 @@ def test_every_convention_example_loads() -> None:
         ("create", {"missing": {"201": "maybe"}}, "create.missing.201 must be running"),
         ("create", {"missing": {"404": "failed"}}, "create.missing: '404' is not a 2xx"),
         ("status", {"ignore_case": "yes"}, "ignore_case must be true or false"),
-        ("status", {"follow": [1]}, "status.follow must name a header"),
-        ("result", {"from": "somewhere"}, "result.from must be one of"),
+        ("status", {"follow": [1]}, "status.follow must be a header, or a list of headers"),
+        ("result", {"from": "somewhere"}, 'result.from must be "path" or "status"'),
         ("result", {"format": "xml"}, "result.format must be"),
         ("result", {"link": "x", "merge": True, "format": "jsonl"}, "result.merge must be"),
         ("result", {"partial": True}, "result.partial must be true or false, and needs"),
@@ -434,8 +434,8 @@ def test_a_list_of_resource_names_is_read_when_jobs_are_named_so() -> None:
 def test_provider_check_names_request_ids_path_values_and_partial_results() -> None:
     """`provider check` tells the request ids, the path values asked at submit, the merged
     and partial batch results, and a cancelled count."""
-    from jobtrail.cli.admin import guarantees
     from jobtrail.profiles import shipped_profile
+    from jobtrail.cli.admin import guarantees
     from jobtrail.providers.config import load_provider_text
 
     def said(name: str, edit: tuple[str, str] = ("", "")) -> dict[str, str]:

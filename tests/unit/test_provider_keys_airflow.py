@@ -68,8 +68,8 @@ def _changed(change: Any) -> dict[str, Any]:
             r"reconcile.lookup.path: \{job_id\}",
         ),
         # the cancel's body
-        (lambda d: d["cancel"].update(body="failed"), r"\[cancel\] body must be a table"),
-        (lambda d: d["cancel"].update(body={}), r"\[cancel\] body must be a table"),
+        (lambda d: d["cancel"].update(body="failed"), r"cancel.body must be a table"),
+        (lambda d: d["cancel"].update(body={}), r"cancel.body must be a table"),
         (lambda d: d["cancel"].update(method="GET"), "body cannot go with method GET"),
         # the lookup
         (lambda d: d["reconcile"]["lookup"].update(path="/x/{dag_id}"), "must hold"),

@@ -42,8 +42,9 @@ from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.providers.config import DEFAULT_DEADLINES, poll_rules
 from jobtrail.providers.declared import remote_deadline
-from jobtrail.providers.keys import POLL_KEYS
+from jobtrail.providers.keys import PollKeys
 from jobtrail.providers.protocol import Provider
+from jobtrail.providers.schema import keys_of
 from jobtrail.providers.spec import DEFAULT_TIMEOUT, ResultSpec
 
 ENTRY_POINT_GROUP = "jobtrail.providers"
@@ -205,7 +206,7 @@ def checked_poll(table: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(table, Mapping):
         raise InvalidInput("`poll` must be a table of the provider file's [poll] keys")
     poll = {str(k): v for k, v in table.items()}
-    unknown = set(poll) - POLL_KEYS
+    unknown = set(poll) - set(keys_of(PollKeys))
     if unknown:
         raise InvalidInput(f"unknown [poll] key {sorted(unknown)[0]!r}")
     poll_rules(poll)

@@ -231,13 +231,9 @@ class ProviderSpec:
     idempotency: Placement | None = None
     client_reference: Placement | None = None
     create_job_id: str = "job_id"
-    create_state: str | None = "state"
-    create_status_url: str | None = "status_url"
     status_path: str | None = None
-    status_state: str = "state"
     status_progress: str | None = "progress"
     status_updated_at: str | None = "updated_at"
-    status_error: str | None = "error"
     identity: tuple[Source, ...] = (Source(kind=SourceKind.FIELD, name="job_id"),)
     status_from: tuple[Source, ...] = (
         Source(kind=SourceKind.HEADER, name="Operation-Location"),

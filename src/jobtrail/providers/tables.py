@@ -1,55 +1,44 @@
-"""The [result] and [webhooks] tables of a provider file, read and checked, and the sizes
-written like 512KB or 10MB that they (and max_response_bytes) take."""
+"""The [result] and [webhooks] tables of a provider file, as the records the provider runs on."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from jobtrail.core.durations import parse_duration
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers import conventions as cv
-from jobtrail.providers.reader import Reader
+from jobtrail.providers.keys import ResultKeys, WebhookKeys
 from jobtrail.providers.spec import (
     ItemsRule,
     ResultSpec,
     WebhookSpec,
 )
 
-SIZE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2}
 
-
-def result_table(r: Reader | None, inline_field: str | None) -> ResultSpec:
+def result_table(r: ResultKeys | None, inline_field: str | None) -> ResultSpec:
     if r is None:
         return ResultSpec(inline_field=inline_field)
-    items = r.table("items")
     _countable(r)
+    items = r.items
     return ResultSpec(
-        path=r.text("path", None),
-        content_type=r.text("content_type", None),
-        checksum_header=r.text("checksum_header", None),
-        checksum_field=r.text("checksum_field", None),
-        count_header=r.text("count_header", None),
-        max_bytes=size(r.doc.get("max_bytes", "100MB")),
-        schema=r.doc.get("schema"),
-        items=ItemsRule(
-            path=items.get("path"),
-            status=str(items.get("status", "status")),
-            ref=refs(items.get("ref", "id")),
-            success=tuple(items.get("success", ("succeeded", "success", "ok"))),
-        )
+        path=r.path,
+        content_type=r.content_type,
+        checksum_header=r.checksum_header,
+        checksum_field=r.checksum_field,
+        count_header=r.count_header,
+        max_bytes=r.max_bytes,
+        schema=r.schema,
+        items=ItemsRule(path=items.path, status=items.status, ref=items.ref, success=items.success)
         if items
         else None,
-        expected_items_from_request=r.text("expected_items_from_request", None),
+        expected_items_from_request=r.expected_items_from_request,
         inline_field=inline_field,
-        **cv.result_keys(r.doc),
+        **cv.result_keys(r),
     )
 
 
-def _countable(r: Reader) -> None:
+def _countable(r: ResultKeys) -> None:
     """A declared record count is checked, or the file is refused: jobtrail counts the
     records of JSON, CSV and JSON Lines results only."""
-    media = (r.text("content_type", None) or "").split(";")[0].strip().lower()
-    if r.text("count_header", None) is None or not media or r.doc.get("format") == "jsonl":
+    media = (r.content_type or "").split(";")[0].strip().lower()
+    if r.count_header is None or not media or r.format == "jsonl":
         return
     if media in ("application/json", "text/csv", "application/csv") or media.endswith("+json"):
         return
@@ -59,22 +48,9 @@ def _countable(r: Reader) -> None:
     )
 
 
-def refs(value: Any) -> tuple[str, ...]:
-    """`ref = "custom_id"`, or a list tried in order (`["metadata.key", "key"]`)."""
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-        raise ProviderConfigError("result.items.ref must name a field, or a list of them")
-    return tuple(names)
-
-
-def webhooks_table(table: dict[str, Any]) -> WebhookSpec:
-    signing = table.get("signing", "standard")
-    if signing not in ("standard", "hmac"):
-        raise ProviderConfigError('webhooks.signing must be "standard" or "hmac"')
-    if "secret_env" not in table:
-        raise ProviderConfigError("webhooks.secret_env must name the variable holding the secret")
-    extra = {
-        k: str(table[k])
+def webhooks_table(w: WebhookKeys) -> WebhookSpec:
+    given = {
+        k: getattr(w, k)
         for k in (
             "job_id",
             "state",
@@ -84,21 +60,6 @@ def webhooks_table(table: dict[str, Any]) -> WebhookSpec:
             "id_header",
             "timestamp_header",
         )
-        if k in table
+        if getattr(w, k) is not None
     }
-    return WebhookSpec(
-        signing=signing,
-        secret_env=str(table["secret_env"]),
-        tolerance=parse_duration(table.get("tolerance", "5m")),
-        **extra,
-    )
-
-
-def size(value: Any) -> int:
-    if isinstance(value, int) and value > 0:
-        return value
-    text = str(value).strip().lower().replace(" ", "")
-    for unit in sorted(SIZE_UNITS, key=len, reverse=True):
-        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
-            return int(float(text[: -len(unit)]) * SIZE_UNITS[unit])
-    raise ProviderConfigError(f"cannot read the size {value!r}; write it like 512KB or 10MB")
+    return WebhookSpec(signing=w.signing, secret_env=w.secret_env, tolerance=w.tolerance, **given)
