@@ -314,7 +314,7 @@ def test_json_lines_results_count_items_by_custom_id() -> None:
 def test_provider_check_names_the_conventions_and_what_they_promise() -> None:
     """`provider check` says which conventions a file uses and why at-most-once is (or is
     not) provable with them."""
-    from jobtrail.cli.admin import guarantees
+    from jobtrail.providers.check import check_lines as guarantees
 
     arm = dict(guarantees(spec("azure-arm-put")))
     assert arm["job identity"] == "the URL the create was sent to"
@@ -435,7 +435,7 @@ def test_provider_check_names_request_ids_path_values_and_partial_results() -> N
     """`provider check` tells the request ids, the path values asked at submit, the merged
     and partial batch results, and a cancelled count."""
     from jobtrail.profiles import shipped_profile
-    from jobtrail.cli.admin import guarantees
+    from jobtrail.providers.check import check_lines as guarantees
     from jobtrail.providers.config import load_provider_text
 
     def said(name: str, edit: tuple[str, str] = ("", "")) -> dict[str, str]:

@@ -123,32 +123,6 @@ class AthenaProvider(AwsProvider):
                 what |= {"action": "GetQueryExecution", "QueryExecutionId": op.remote_job_id}
         return what
 
-    def guarantees(self) -> list[tuple[str, str]]:
-        """What `provider check` can say about this provider, in plain words."""
-        return [
-            ("create", f"StartQueryExecution in work group {self.work_group}"),
-            (
-                "idempotency",
-                "token sent as ClientRequestToken (how long AWS keeps it: undocumented)",
-            ),
-            ("reconciliation", "same-token retry only"),
-            (
-                "lookup",
-                "none: Athena cannot be asked which query holds a token, so after a lost "
-                "create answer a refused or unanswered retry stops for a human (needs_human); "
-                "nothing can prove that no query ran",
-            ),
-            (
-                "at-most-once create",
-                "provable while AWS remembers the token: a retry returns the first "
-                "QueryExecutionId; never a new token",
-            ),
-            ("cancel", "StopQueryExecution; cancelled only when Athena says CANCELLED"),
-            ("result", f"GetQueryResults as JSON (columns, rows), at most {self.max_rows} rows"),
-            ("credentials", "the standard AWS chain (environment, ~/.aws, roles); never stored"),
-            ("library retries", "off: every call the ledger did not record is never sent"),
-        ]
-
     # -- calls ---------------------------------------------------------------------------
 
     def _start_params(self, op: Operation) -> dict[str, Any] | str:

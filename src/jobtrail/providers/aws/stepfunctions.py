@@ -152,26 +152,6 @@ class StepFunctionsProvider(AwsProvider):
                 what |= {"action": "DescribeExecution", "executionArn": op.remote_job_id}
         return what
 
-    def guarantees(self) -> list[tuple[str, str]]:
-        """What `provider check` can say about this provider, in plain words."""
-        return [
-            ("create", f"StartExecution on {self.state_machine_arn}"),
-            ("idempotency", "execution name = the operation's token (unique for 90 days)"),
-            (
-                "reconciliation",
-                "same-name retry, and DescribeExecution at the ARN built from the name",
-            ),
-            (
-                "at-most-once create",
-                "provable: a second execution under one name cannot exist; a closed one is "
-                "told apart from another's by comparing its input",
-            ),
-            ("cancel", "StopExecution; cancelled only when DescribeExecution says ABORTED"),
-            ("result", "the execution's output (JSON); error and cause of a failed one"),
-            ("credentials", "the standard AWS chain (environment, ~/.aws, roles); never stored"),
-            ("library retries", "off: every call the ledger did not record is never sent"),
-        ]
-
     # -- calls ---------------------------------------------------------------------------
 
     async def _start(self, op: Operation) -> Reply:
