@@ -17,7 +17,7 @@ from jobtrail.core.model import AttemptKind, JobRequest
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.aws import athena, stepfunctions
 from jobtrail.providers.check import check_lines
-from jobtrail.providers.plugins import load_plugins
+from jobtrail.providers.code.plugins import load_plugins
 
 from factories import make_op
 
@@ -73,7 +73,7 @@ def test_without_aiobotocore_the_aws_providers_are_set_aside_naming_the_extra() 
         "import sys\n"
         "sys.modules['aiobotocore'] = None\n"
         "sys.modules['botocore'] = None\n"
-        "from jobtrail.providers.plugins import load_plugins\n"
+        "from jobtrail.providers.code.plugins import load_plugins\n"
         "plugins = load_plugins()\n"
         "print('aws-athena' in plugins)\n"
         "print(plugins.broken['aws-athena'])\n"

@@ -23,7 +23,7 @@ import pytest
 from jobtrail.agent.tools import AgentTools
 from jobtrail.clock import VirtualClock
 from jobtrail.core.states import State
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.simulator import Simulator
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from jobtrail.providers import keys as k
-from jobtrail.providers.schema import keys_of
+from jobtrail.providers.file import keys as k
+from jobtrail.providers.file.schema import keys_of
 
 DOC = Path(__file__).parents[2] / "docs" / "providers.md"
 

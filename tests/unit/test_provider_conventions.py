@@ -20,9 +20,9 @@ from jobtrail.core.states import RemoteStatus
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ProviderConfigError
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import ProviderSpec, parse_provider
-from jobtrail.providers.lookup import parse_list
-from jobtrail.providers.parse import parse_create, parse_status, provider_error
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
+from jobtrail.providers.http.lookup import parse_list
+from jobtrail.providers.http.parse import parse_create, parse_status, provider_error
 
 ROOT = Path(__file__).resolve().parents[2]
 ARM = "https://management.azure.com"
@@ -436,7 +436,7 @@ def test_provider_check_names_request_ids_path_values_and_partial_results() -> N
     and partial batch results, and a cancelled count."""
     from jobtrail.profiles import shipped_profile
     from jobtrail.providers.check import check_lines as guarantees
-    from jobtrail.providers.config import load_provider_text
+    from jobtrail.providers.file.config import load_provider_text
 
     def said(name: str, edit: tuple[str, str] = ("", "")) -> dict[str, str]:
         profile = shipped_profile(name)
@@ -557,7 +557,7 @@ def test_missing_by_code_reads_each_code_its_own_way() -> None:
     table has no default (a 2xx of no state states nothing)."""
     from jobtrail.core.outcomes import Basis
     from jobtrail.core.states import RemoteStatus
-    from jobtrail.providers.reading import read_state
+    from jobtrail.providers.http.reading import read_state
 
     spec = parse_provider(examples()["azure-arm-put"])
     rule, body = spec.create_rule, {"id": "/x", "properties": {}}

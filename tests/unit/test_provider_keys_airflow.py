@@ -17,10 +17,10 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import parse_provider
-from jobtrail.providers.lookup import parse_lookup
-from jobtrail.providers.parse import parse_create, parse_status
-from jobtrail.providers.spec import ProviderSpec
+from jobtrail.providers.file.config import parse_provider
+from jobtrail.providers.file.spec import ProviderSpec
+from jobtrail.providers.http.lookup import parse_lookup
+from jobtrail.providers.http.parse import parse_create, parse_status
 
 
 def airflow() -> dict[str, Any]:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jobtrail.providers.spec import Auth
-from jobtrail.providers.tokens import (
+from jobtrail.providers.file.spec import Auth
+from jobtrail.providers.http.tokens import (
     DEFAULT_LIFETIME,
     TokenSource,
     TokenUnavailable,

@@ -20,7 +20,7 @@ from jobtrail.cli.context import (
 )
 from jobtrail.core.audit import ChainReport, verify
 from jobtrail.providers.check import check_lines
-from jobtrail.providers.code import CodeSpec
+from jobtrail.providers.code.contract import CodeSpec
 
 if TYPE_CHECKING:
     from jobtrail.ledger.histories import Forgery
@@ -136,7 +136,7 @@ def provider_check(file: str, as_json: bool, provider_modules: tuple[str, ...]) 
     """Load a provider file (or a code provider, by name) and say in plain words what
     jobtrail can guarantee with it."""
     from jobtrail.errors import JobtrailError
-    from jobtrail.providers.plugins import load_plugins
+    from jobtrail.providers.code.plugins import load_plugins
     from jobtrail.providers.resolve import resolve_provider
 
     try:

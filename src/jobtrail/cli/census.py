@@ -110,7 +110,7 @@ def census(
 async def _census(
     settings: Settings, provider: str, since: Any, max_requests: int, actor: str
 ) -> tuple[dict[str, Any], bool]:
-    from jobtrail.providers.config import find_provider_named
+    from jobtrail.providers.file.config import find_provider_named
     from jobtrail.providers.registry import ProviderRegistry
     from jobtrail.services.census import census_json, take_census
 
@@ -137,7 +137,7 @@ async def _act(
     """Each job adopted or cancelled in turn; a refusal is said and the next goes on (as
     the dashboard's bulk actions do)."""
     from jobtrail.errors import ActionRefused
-    from jobtrail.providers.config import find_provider_named
+    from jobtrail.providers.file.config import find_provider_named
     from jobtrail.providers.registry import ProviderRegistry
     from jobtrail.services.census_actions import adopt_job, cancel_job
 

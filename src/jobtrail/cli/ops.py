@@ -95,8 +95,8 @@ async def submit(
     (`jobtrail worker`, or `jobtrail run OPERATION_ID`) sends it.
     """
     from jobtrail.ledger import prepare_submission
+    from jobtrail.providers.code.plugins import load_plugins
     from jobtrail.providers.credentials import unset_credentials
-    from jobtrail.providers.plugins import load_plugins
     from jobtrail.providers.resolve import resolve_provider
 
     spec = resolve_provider(provider, load_plugins(provider_modules))

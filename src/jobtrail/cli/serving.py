@@ -28,7 +28,7 @@ from jobtrail.dashboard.access import Access, agents_from_env, operators_from_en
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.errors import JobtrailError, ProviderConfigError
 from jobtrail.ledger import shown_url, url_passwords
-from jobtrail.providers.config import find_provider_named, load_provider_file
+from jobtrail.providers.file.config import find_provider_named, load_provider_file
 from jobtrail.services.census_rounds import census_rounds
 from jobtrail.services.logs import install_json_logging
 from jobtrail.services.runtime import Runtime, runtime

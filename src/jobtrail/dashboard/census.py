@@ -20,7 +20,7 @@ from jobtrail.core.words import relative
 from jobtrail.dashboard.access import Principal
 from jobtrail.dashboard.html import Html, join, page, query, render
 from jobtrail.errors import InvalidInput, JobtrailError
-from jobtrail.providers.config import find_provider_named
+from jobtrail.providers.file.config import find_provider_named
 from jobtrail.services.census import Census, take_census
 from jobtrail.services.census_actions import adopt_job, cancel_job
 

@@ -18,7 +18,7 @@ from jobtrail.ledger.policy import Action
 from jobtrail.ledger.redaction import redacted_entries
 
 if TYPE_CHECKING:  # a census needs a provider file; reading the ledger does not
-    from jobtrail.providers.config import ProviderSpec
+    from jobtrail.providers.file.config import ProviderSpec
 
 
 class Censuses(LedgerBase):

@@ -10,10 +10,10 @@ import os
 
 from jobtrail.core.durations import format_duration
 from jobtrail.core.proof import absence_rule, at_most_once_rule
-from jobtrail.providers import baseurl, promises
-from jobtrail.providers.code import CodeSpec
-from jobtrail.providers.declared import declared_lines
-from jobtrail.providers.spec import ProviderSpec
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file import baseurl, promises
+from jobtrail.providers.file.declared import declared_lines
+from jobtrail.providers.file.spec import ProviderSpec
 
 Lines = list[tuple[str, str]]
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.code import CodeSpec, file_settings, is_code_document, with_file
-from jobtrail.providers.config import find_provider, load_provider_file, parse_provider
-from jobtrail.providers.plugins import Plugin, Plugins
-from jobtrail.providers.spec import ProviderSpec
+from jobtrail.providers.code.contract import CodeSpec, file_settings, is_code_document, with_file
+from jobtrail.providers.code.plugins import Plugin, Plugins
+from jobtrail.providers.file.config import find_provider, load_provider_file, parse_provider
+from jobtrail.providers.file.spec import ProviderSpec
 
 ProviderRef = str | os.PathLike[str] | ProviderSpec | CodeSpec
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")

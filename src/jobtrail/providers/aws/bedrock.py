@@ -54,9 +54,9 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
-from jobtrail.providers.code import Factory
+from jobtrail.providers.code.contract import Factory
+from jobtrail.providers.file.spec import ItemsRule, ResultSpec
 from jobtrail.providers.protocol import Fetched, Reply
-from jobtrail.providers.spec import ItemsRule, ResultSpec
 
 NAME = "aws-bedrock-batch"
 STATES = {

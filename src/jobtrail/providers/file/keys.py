@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar
 
-from jobtrail.providers.schema import (
+from jobtrail.providers.file.schema import (
     DURATION,
     FLAG,
     LIST,
@@ -24,7 +24,7 @@ from jobtrail.providers.schema import (
     WINDOW,
     key,
 )
-from jobtrail.providers.spec import DEFAULT_VISIBILITY
+from jobtrail.providers.file.spec import DEFAULT_VISIBILITY
 
 _FIELD = "a field or parameter name"
 

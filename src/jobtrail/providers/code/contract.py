@@ -40,12 +40,12 @@ from jobtrail.core.model import Capabilities, Operation, ProviderKind
 from jobtrail.core.redact import Redactor
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.errors import InvalidInput, ProviderConfigError
-from jobtrail.providers.config import DEFAULT_DEADLINES, poll_rules
-from jobtrail.providers.declared import remote_deadline
-from jobtrail.providers.keys import PollKeys
+from jobtrail.providers.file.config import DEFAULT_DEADLINES, poll_rules
+from jobtrail.providers.file.declared import remote_deadline
+from jobtrail.providers.file.keys import PollKeys
+from jobtrail.providers.file.schema import keys_of
+from jobtrail.providers.file.spec import DEFAULT_TIMEOUT, ResultSpec
 from jobtrail.providers.protocol import Provider
-from jobtrail.providers.schema import keys_of
-from jobtrail.providers.spec import DEFAULT_TIMEOUT, ResultSpec
 
 ENTRY_POINT_GROUP = "jobtrail.providers"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")

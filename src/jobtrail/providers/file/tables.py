@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers import conventions as cv
-from jobtrail.providers.keys import ResultKeys, WebhookKeys
-from jobtrail.providers.spec import (
+from jobtrail.providers.file import conventions as cv
+from jobtrail.providers.file.keys import ResultKeys, WebhookKeys
+from jobtrail.providers.file.spec import (
     ItemsRule,
     ResultSpec,
     WebhookSpec,

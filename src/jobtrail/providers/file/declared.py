@@ -22,8 +22,8 @@ from jobtrail.core.model import Capabilities
 from jobtrail.core.proof import deadline_rule, tier_rule
 from jobtrail.core.remote_deadline import UNITS, Form, RemoteDeadline
 from jobtrail.errors import InvalidInput, ProviderConfigError
-from jobtrail.providers.keys import DeadlineKeys, ListKeys
-from jobtrail.providers.schema import default_of, read
+from jobtrail.providers.file.keys import DeadlineKeys, ListKeys
+from jobtrail.providers.file.schema import default_of, read
 
 SCAN_KEYS = ("pages", "within", "next", "cursor", "more", "created")
 USAGE_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")

@@ -14,8 +14,8 @@ from jobtrail.core.redact import Redactor
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.schedule import Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers.tokens import Auth as Auth
-from jobtrail.providers.tokens import known_values
+from jobtrail.providers.http.tokens import Auth as Auth
+from jobtrail.providers.http.tokens import known_values
 
 # The longest one call may take unless the provider says otherwise (file or code provider).
 DEFAULT_TIMEOUT = timedelta(seconds=30)

@@ -15,8 +15,8 @@ import os
 
 from jobtrail.core.model import AttemptKind
 from jobtrail.errors import JobtrailError
-from jobtrail.providers.spec import ProviderSpec
-from jobtrail.providers.tokens import TokenSource, TokenUnavailable
+from jobtrail.providers.file.spec import ProviderSpec
+from jobtrail.providers.http.tokens import TokenSource, TokenUnavailable
 
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 

@@ -19,7 +19,7 @@ from yarl import URL
 from jobtrail.core.lookup import find, header
 from jobtrail.core.outcomes import Basis
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers.spec import Reading, Source, SourceKind, StateRule
+from jobtrail.providers.file.spec import Reading, Source, SourceKind, StateRule
 
 MAX_ERROR_TEXT = 500
 _MAX_USAGE = 1e18  # larger numbers are no count anyone bills

@@ -10,8 +10,8 @@ from datetime import timedelta
 from typing import Any
 
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.keys import AuthKeys, CancelKeys, LookupKeys
-from jobtrail.providers.spec import Auth, LookupSpec, Reading
+from jobtrail.providers.file.keys import AuthKeys, CancelKeys, LookupKeys
+from jobtrail.providers.file.spec import Auth, LookupSpec, Reading
 
 # placeholders jobtrail fills in every path but the create path: the job, once known, and
 # the operation's own keys

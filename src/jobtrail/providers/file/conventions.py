@@ -9,14 +9,14 @@ from typing import Any
 
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.keys import (
+from jobtrail.providers.file.keys import (
     CreateKeys,
     PlacementKeys,
     RequestIdKeys,
     ResultKeys,
     StatusKeys,
 )
-from jobtrail.providers.spec import Placement, Reading, Source, SourceKind, StateRule
+from jobtrail.providers.file.spec import Placement, Reading, Source, SourceKind, StateRule
 
 IDENTITY_KINDS = frozenset(SourceKind)
 STATUS_KINDS = frozenset({SourceKind.FIELD, SourceKind.HEADER, SourceKind.REQUEST})

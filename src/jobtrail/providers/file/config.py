@@ -18,25 +18,25 @@ from jobtrail.core.schedule import POLL_DEFAULTS, Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.profiles import profile_names, shipped_profile
-from jobtrail.providers import conventions as cv
-from jobtrail.providers import declared, sections
-from jobtrail.providers.keys import (
+from jobtrail.providers.file import conventions as cv
+from jobtrail.providers.file import declared, sections
+from jobtrail.providers.file.keys import (
     DeadlinesKeys,
     PollKeys,
     ProviderKeys,
     ReconcileKeys,
     RedactKeys,
 )
-from jobtrail.providers.pathvalues import placeholders
-from jobtrail.providers.schema import read
-from jobtrail.providers.spec import (
+from jobtrail.providers.file.pathvalues import placeholders
+from jobtrail.providers.file.schema import read
+from jobtrail.providers.file.spec import (
     DEFAULT_TIMEOUT,
     Cookies,
     ListSpec,
     PollRules,
     ProviderSpec,
 )
-from jobtrail.providers.tables import result_table, webhooks_table
+from jobtrail.providers.file.tables import result_table, webhooks_table
 
 __all__ = [
     "ProviderSpec",

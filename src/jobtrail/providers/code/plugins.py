@@ -29,7 +29,7 @@ from typing import Any
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.redact import Redactor
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.code import (
+from jobtrail.providers.code.contract import (
     ENTRY_POINT_GROUP,
     NAME,
     CodeProvider,
