@@ -1,4 +1,4 @@
-"""docs/providers.md's Reference describes the keys the schema (providers/keys.py) knows: every
+"""docs/providers.md's Reference describes the keys the schema (providers/file/keys.py) knows: every
 key a key table names exists, and every key the schema knows is named in its section."""
 
 from __future__ import annotations

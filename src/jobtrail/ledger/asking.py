@@ -229,7 +229,7 @@ def _own_headers(provider: ProviderSpec | CodeSpec) -> list[str]:
     placed = (provider.idempotency, provider.client_reference)
     names = [p.header for p in placed if p is not None and p.header]
     # the client request id header ([request_ids] send) may be given: it is then sent on
-    # every call of the operation instead of a fresh UUID (providers/http.py)
+    # every call of the operation instead of a fresh UUID (providers/http/provider.py)
     names += [h for h in (provider.trace_header,) if h]
     return [*names, "traceparent"]
 

@@ -1,7 +1,7 @@
 """What `jobtrail provider check` says of a provider, one (topic, words) line at a time: the
 same path for a provider file and a code provider. The promises come from the declared
 capabilities and core/proof.py; a provider file adds what its records say of each call
-(providers/promises.py), a code provider what it declares beside its capabilities. The CLI
+(providers/file/promises.py), a code provider what it declares beside its capabilities. The CLI
 only prints the lines."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ point or a `--provider-module`'s); or a profile shipped in the package
 (`jobtrail/profiles/NAME.toml`), in that order.
 
 A provider file holding `code = "NAME"` is a code provider's settings file: its `[settings]`
-go to that plug-in's factory (providers/code.py). A local file wins over a code provider or
+go to that plug-in's factory (providers/code/contract.py). A local file wins over a code provider or
 a shipped profile of the same name; a local file that exists but is broken is reported,
 never silently replaced by either."""
 

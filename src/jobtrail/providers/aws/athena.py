@@ -79,7 +79,7 @@ class AthenaProvider(AwsProvider):
     """One work group. `call` never raises for anything AWS or the network does."""
 
     capabilities = CAPABILITIES
-    # The rest of the CodeProvider contract (providers/code.py); a provider file's
+    # The rest of the CodeProvider contract (providers/code/contract.py); a provider file's
     # [deadlines] and [poll] override these.
     deadlines: Mapping[str, str | timedelta] = {"create": "5m", "result": "6h", "cancel": "10m"}
     poll: Mapping[str, Any] = {"initial": "1s", "cap": "30s"}

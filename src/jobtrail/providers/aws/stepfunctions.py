@@ -116,7 +116,7 @@ class StepFunctionsProvider(AwsProvider):
     """One state machine. `call` never raises for anything AWS or the network does."""
 
     capabilities = CAPABILITIES
-    # The rest of the CodeProvider contract (providers/code.py); a provider file's
+    # The rest of the CodeProvider contract (providers/code/contract.py); a provider file's
     # [deadlines] and [poll] override these.
     deadlines: Mapping[str, str | timedelta] = {"create": "5m", "result": "24h", "cancel": "10m"}
     poll: Mapping[str, Any] = {"initial": "2s", "cap": "1m"}

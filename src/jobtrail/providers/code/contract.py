@@ -2,7 +2,7 @@
 
 A code provider drives an API that a provider file cannot describe (a signed JSON protocol,
 gRPC, an SDK-only service). It is Python code following `CodeProvider`, made by a factory
-that jobtrail finds by name (see providers/plugins.py):
+that jobtrail finds by name (see providers/code/plugins.py):
 
 - an entry point in the group `jobtrail.providers`, whose name is the provider's name and
   whose value is `module:factory`;

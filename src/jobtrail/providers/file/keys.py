@@ -1,4 +1,4 @@
-"""The keys a provider file may hold, table by table, as records (providers/schema.py reads a
+"""The keys a provider file may hold, table by table, as records (providers/file/schema.py reads a
 file against them). Each field's documentation is the short form of docs/providers.md's."""
 
 # ruff: noqa: RUF009 (`key()` builds an immutable dataclass field with its metadata)

@@ -256,7 +256,7 @@ class ProviderSpec:
     webhooks: WebhookSpec | None = None
     deadlines: dict[str, timedelta] = field(default_factory=dict)
     poll: PollRules = field(default_factory=lambda: PollRules())
-    # what the API promises beyond its calls (providers/declared.py)
+    # what the API promises beyond its calls (providers/file/declared.py)
     remote_deadline: RemoteDeadline | None = None  # [create] deadline
     usage: Mapping[str, str] = field(default_factory=dict)  # [status] usage: name -> path
     token_kept: timedelta | None = None  # [reconcile] token_kept
