@@ -161,8 +161,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
     status_rule = cv.status_rule(status)
     create_rule = cv.create_rule(create, status_rule.ignore_case)
     sections.check_exists(create_rule.codes, reconcile.same_token, bool(listing or lookup))
-    submitted = sections.path_values(doc, placeholders(create.path, "create.path"))
-    sections.check_paths(doc, submitted)
+    submitted = sections.path_values(f, placeholders(create.path, "create.path"))
     cancel_method = cancel.method.upper() if cancel else "POST"
     redact = f.redact or RedactKeys()
     deadlines = f.deadlines or DeadlinesKeys()

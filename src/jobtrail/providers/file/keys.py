@@ -248,7 +248,9 @@ class ProviderKeys:
     name: str = key(TEXT, "the provider's name", required=True)
     base_url: str = key(TEXT, "origin (and prefix) of the API", required=True)
     base_url_env: str | None = key(TEXT, "a variable that replaces base_url when set")
-    path_values: Any = key(LIST, "names filled at submit", must='a list of names: ["task_id"]')
+    path_values: tuple[str, ...] = key(
+        TEXTS, "names filled at submit", default=(), must='a list of names: ["task_id"]'
+    )
     auth: AuthKeys | None = key(AuthKeys, "where the credential comes from")
     trace_header: str | None = key(TEXT, "header carrying the trace id")
     request_ids: RequestIdKeys = key(RequestIdKeys, "request ids read and sent", default=None)

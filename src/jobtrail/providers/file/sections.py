@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.file.keys import AuthKeys, CancelKeys, LookupKeys
+from jobtrail.providers.file.keys import AuthKeys, CancelKeys, LookupKeys, ProviderKeys
 from jobtrail.providers.file.spec import Auth, LookupSpec, Reading
 
 # placeholders jobtrail fills in every path but the create path: the job, once known, and
@@ -142,50 +142,36 @@ def check_exists(codes: Mapping[int, Reading], same_token: bool, lookup_declared
         )
 
 
-def path_values(doc: dict[str, Any], create: tuple[str, ...]) -> tuple[str, ...]:
+def path_values(f: ProviderKeys, create: tuple[str, ...]) -> tuple[str, ...]:
     """The values given at submit: the create path's placeholders, then the names listed in
-    `path_values` for the other paths (Airflow's `{task_id}`, whose XCom is the result)."""
-    extra = doc.get("path_values", [])
-    if not all(isinstance(n, str) for n in extra):
-        raise ProviderConfigError('path_values must be a list of names: ["task_id"]')
+    `path_values` for the other paths (Airflow's `{task_id}`, whose XCom is the result);
+    every path but the create path then holds only placeholders jobtrail fills."""
     names = list(create)
-    for name in extra:
+    for name in f.path_values:
         if not _NAME.fullmatch(name) or name in (*_JOB, *_KEYS, "link"):
             raise ProviderConfigError(
                 f"path_values: {name!r} is not a name a submitter can fill (letters, digits "
                 "and _, not a placeholder jobtrail fills)"
             )
-        used = any(f"{{{name}}}" in (template or "") for _, template in _templates(doc))
-        if not used:
+        if not any(f"{{{name}}}" in (template or "") for _, template in _templates(f)):
             raise ProviderConfigError(f"path_values: {{{name}}} appears in no path")
         if name not in names:
             names.append(name)
+    for where, template in _templates(f):
+        check_placeholders(template, where, tuple(names), link=where == "result.path")
     return tuple(names)
 
 
-def _templates(doc: dict[str, Any]) -> list[tuple[str, str | None]]:
+def _templates(f: ProviderKeys) -> list[tuple[str, str | None]]:
     """(where, template) for every path but the create path."""
-
-    def at(table: str, *keys: str) -> Any:
-        node: Any = doc.get(table)
-        for key in keys:
-            node = node.get(key) if isinstance(node, dict) else None
-        return node if isinstance(node, str) else None
-
+    listing, lookup = (f.reconcile.list, f.reconcile.lookup) if f.reconcile else (None, None)
     return [
-        ("status.path", at("status", "path")),
-        ("cancel.path", at("cancel", "path")),
-        ("result.path", at("result", "path")),
-        ("reconcile.list.path", at("reconcile", "list", "path")),
-        ("reconcile.lookup.path", at("reconcile", "lookup", "path")),
+        ("status.path", f.status.path),
+        ("cancel.path", f.cancel.path if f.cancel else None),
+        ("result.path", f.result.path if f.result else None),
+        ("reconcile.list.path", listing.path if listing else None),
+        ("reconcile.lookup.path", lookup.path if lookup else None),
     ]
-
-
-def check_paths(doc: dict[str, Any], submitted: tuple[str, ...]) -> None:
-    """Every path template of a provider document holds only placeholders jobtrail fills:
-    the job, the operation's keys, the values given at submit (and `{link}` for results)."""
-    for where, template in _templates(doc):
-        check_placeholders(template, where, submitted, link=where == "result.path")
 
 
 def check_placeholders(
