@@ -23,7 +23,7 @@ SECTIONS: dict[str, type[Any]] = {
     "`[cancel]`": k.CancelKeys,
     "`[result]`": k.ResultKeys,
     "`[reconcile]`": k.ReconcileKeys,
-    "`[webhooks]`": k.WebhookKeys,
+    "`[webhooks]`": k.WebhookSpec,
     "`[deadlines]`": k.DeadlinesKeys,
 }
 

@@ -36,7 +36,7 @@ from jobtrail.providers.file.spec import (
     PollRules,
     ProviderSpec,
 )
-from jobtrail.providers.file.tables import result_table, webhooks_table
+from jobtrail.providers.file.tables import result_table
 
 __all__ = [
     "ProviderSpec",
@@ -210,7 +210,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         if listing
         else None,
         lookup=lookup,
-        webhooks=webhooks_table(f.webhooks) if f.webhooks else None,
+        webhooks=f.webhooks,
         deadlines={
             "create": deadlines.create,
             "result": deadlines.result,

@@ -24,7 +24,7 @@ from jobtrail.providers.file.schema import (
     WINDOW,
     key,
 )
-from jobtrail.providers.file.spec import DEFAULT_VISIBILITY
+from jobtrail.providers.file.spec import DEFAULT_VISIBILITY, ItemsRule, WebhookSpec
 
 _FIELD = "a field or parameter name"
 
@@ -141,16 +141,6 @@ class CancelKeys:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ItemsKeys:
-    path: str | None = key(TEXT, "where the item list is (JSON)")
-    status: str = key(TEXT, "column or field with the item's outcome", default="status")
-    ref: tuple[str, ...] = key(PATHS, "column(s) naming the item", default=("id",))
-    success: tuple[str, ...] = key(
-        TEXTS, "words for success", default=("succeeded", "success", "ok")
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
 class ResultKeys:
     path: str | None = key(TEXT, "the result endpoint")
     content_type: str | None = key(TEXT, "the media type the result must have")
@@ -159,7 +149,7 @@ class ResultKeys:
     count_header: str | None = key(TEXT, "header stating the number of records")
     max_bytes: int = key(SIZE, "largest result accepted", default=100 * 1000**2)
     schema: Any = key(TABLE, "a JSON Schema the JSON result must satisfy")
-    items: ItemsKeys | None = key(ItemsKeys, "per-item outcomes of a batch")
+    items: ItemsRule | None = key(ItemsRule, "per-item outcomes of a batch")
     expected_items_from_request: str | None = key(TEXT, "path in the request of the count")
     source: str | None = key(
         TEXT, "path (the default) or status", name="from", choices=("path", "status")
@@ -211,20 +201,6 @@ class ReconcileKeys:
 
 
 @dataclass(frozen=True, kw_only=True)
-class WebhookKeys:
-    signing: str = key(TEXT, "standard or hmac", default="standard", choices=("standard", "hmac"))
-    secret_env: str = key(TEXT, "the variable holding the signing secret", required=True)
-    job_id: str | None = key(TEXT, "path of the job id in the event")
-    state: str | None = key(TEXT, "path of the state in the event")
-    updated_at: str | None = key(TEXT, "path of the event's timestamp")
-    event_id: str | None = key(TEXT, "path of the event id")
-    tolerance: timedelta = key(DURATION, "how old a timestamp may be", default=timedelta(minutes=5))
-    signature_header: str | None = key(TEXT, "hmac: the signature header")
-    id_header: str | None = key(TEXT, "hmac: the event id header")
-    timestamp_header: str | None = key(TEXT, "hmac: the timestamp header")
-
-
-@dataclass(frozen=True, kw_only=True)
 class DeadlinesKeys:
     create: timedelta = key(DURATION, "how long to establish a job", default=timedelta(minutes=2))
     result: timedelta = key(DURATION, "how long to wait for the job", default=timedelta(hours=1))
@@ -267,6 +243,6 @@ class ProviderKeys:
     cancel: CancelKeys | None = key(CancelKeys, "the cancel call")
     result: ResultKeys | None = key(ResultKeys, "where the result is and how it is checked")
     reconcile: ReconcileKeys | None = key(ReconcileKeys, "how a lost create is found")
-    webhooks: WebhookKeys | None = key(WebhookKeys, "webhook events")
+    webhooks: WebhookSpec | None = key(WebhookSpec, "webhook events")
     deadlines: DeadlinesKeys | None = key(DeadlinesKeys, "create, result, cancel")
     poll: PollKeys | None = key(PollKeys, "the schedule of calls")

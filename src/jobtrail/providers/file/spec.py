@@ -1,5 +1,7 @@
 """What a provider file declares, as records: the parsed form of docs/providers.md."""
 
+# ruff: noqa: RUF009 (`key()` builds an immutable dataclass field with its metadata)
+
 from __future__ import annotations
 
 import os
@@ -14,6 +16,7 @@ from jobtrail.core.redact import Redactor
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.schedule import Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
+from jobtrail.providers.file.schema import DURATION, PATHS, TEXT, TEXTS, key
 from jobtrail.providers.http.tokens import Auth as Auth
 from jobtrail.providers.http.tokens import known_values
 
@@ -118,12 +121,16 @@ class StateRule:
 
 @dataclass(frozen=True, kw_only=True)
 class ItemsRule:
-    """How to read per-item outcomes out of a batch result."""
+    """How to read per-item outcomes out of a batch result (`[result] items`)."""
 
-    path: str | None = None  # JSON results: where the item list is
-    status: str = "status"  # CSV column or JSON field with the item's outcome
-    ref: tuple[str, ...] = ("id",)  # CSV columns or JSON fields naming the item, first found wins
-    success: tuple[str, ...] = ("succeeded", "success", "ok")
+    path: str | None = key(TEXT, "JSON results: where the item list is")
+    status: str = key(TEXT, "CSV column or JSON field with the item's outcome", default="status")
+    ref: tuple[str, ...] = key(
+        PATHS, "columns or fields naming the item, first found wins", default=("id",)
+    )
+    success: tuple[str, ...] = key(
+        TEXTS, "words for success", default=("succeeded", "success", "ok")
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,16 +193,19 @@ class LookupSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class WebhookSpec:
-    signing: str  # "standard" or "hmac"
-    secret_env: str
-    job_id: str = "data.job_id"
-    state: str = "data.state"
-    updated_at: str | None = None  # default: `updated_at` beside the state
-    event_id: str = "id"
-    tolerance: timedelta = timedelta(minutes=5)
-    signature_header: str = "X-Webhook-Signature"
-    id_header: str = "X-Webhook-Id"
-    timestamp_header: str = "X-Webhook-Timestamp"
+    """The [webhooks] table: how events are verified, and where they name the job."""
+
+    signing: str = key(TEXT, "standard or hmac", default="standard", choices=("standard", "hmac"))
+    secret_env: str = key(TEXT, "the variable holding the signing secret", required=True)
+    job_id: str = key(TEXT, "path of the job id in the event", default="data.job_id")
+    state: str = key(TEXT, "path of the state in the event", default="data.state")
+    # default: `updated_at` beside the state
+    updated_at: str | None = key(TEXT, "path of the event's timestamp")
+    event_id: str = key(TEXT, "path of the event id", default="id")
+    tolerance: timedelta = key(DURATION, "how old a timestamp may be", default=timedelta(minutes=5))
+    signature_header: str = key(TEXT, "hmac: the signature header", default="X-Webhook-Signature")
+    id_header: str = key(TEXT, "hmac: the event id header", default="X-Webhook-Id")
+    timestamp_header: str = key(TEXT, "hmac: the timestamp header", default="X-Webhook-Timestamp")
 
 
 @dataclass(frozen=True, kw_only=True)

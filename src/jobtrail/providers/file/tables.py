@@ -1,14 +1,12 @@
-"""The [result] and [webhooks] tables of a provider file, as the records the provider runs on."""
+"""The [result] table of a provider file, as the record the provider runs on."""
 
 from __future__ import annotations
 
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.file import conventions as cv
-from jobtrail.providers.file.keys import ResultKeys, WebhookKeys
+from jobtrail.providers.file.keys import ResultKeys
 from jobtrail.providers.file.spec import (
-    ItemsRule,
     ResultSpec,
-    WebhookSpec,
 )
 
 
@@ -16,7 +14,6 @@ def result_table(r: ResultKeys | None, inline_field: str | None) -> ResultSpec:
     if r is None:
         return ResultSpec(inline_field=inline_field)
     _countable(r)
-    items = r.items
     return ResultSpec(
         path=r.path,
         content_type=r.content_type,
@@ -25,9 +22,7 @@ def result_table(r: ResultKeys | None, inline_field: str | None) -> ResultSpec:
         count_header=r.count_header,
         max_bytes=r.max_bytes,
         schema=r.schema,
-        items=ItemsRule(path=items.path, status=items.status, ref=items.ref, success=items.success)
-        if items
-        else None,
+        items=r.items,
         expected_items_from_request=r.expected_items_from_request,
         inline_field=inline_field,
         **cv.result_keys(r),
@@ -46,20 +41,3 @@ def _countable(r: ResultKeys) -> None:
         f"result.count_header: a {media} result cannot be counted, so the stated count could "
         'never be checked; jobtrail counts JSON arrays, CSV and JSON Lines (format = "jsonl")'
     )
-
-
-def webhooks_table(w: WebhookKeys) -> WebhookSpec:
-    given = {
-        k: getattr(w, k)
-        for k in (
-            "job_id",
-            "state",
-            "updated_at",
-            "event_id",
-            "signature_header",
-            "id_header",
-            "timestamp_header",
-        )
-        if getattr(w, k) is not None
-    }
-    return WebhookSpec(signing=w.signing, secret_env=w.secret_env, tolerance=w.tolerance, **given)
