@@ -24,7 +24,7 @@ from jobtrail.providers.file.schema import (
     WINDOW,
     key,
 )
-from jobtrail.providers.file.spec import DEFAULT_VISIBILITY, ItemsRule, WebhookSpec
+from jobtrail.providers.file.spec import DEFAULT_VISIBILITY, ItemsRule, LookupSpec, WebhookSpec
 
 _FIELD = "a field or parameter name"
 
@@ -120,7 +120,7 @@ class StatusKeys:
     codes: dict[str, Any] | None = key(TABLE, "how each answer code is read")
     missing: Any = key(TEXT_OR_TABLE, "the state of a body that names none")
     done: str | None = key(TEXT, "a boolean path", must="the dotted path of a boolean")
-    cancelled_codes: list[Any] = key(
+    cancelled_codes: tuple[Any, ...] = key(
         LIST, "error codes meaning cancelled", default=(), must="a list of error codes"
     )
     ignore_case: bool = key(FLAG, "provider words match case-insensitively", default=False)
@@ -179,19 +179,11 @@ class ListKeys:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LookupKeys:
-    path: Any = key(TEXT, "GET of the job by our key")
-    job_id: Any = key(TEXT, "where a 2xx answer names the job", default="job_id")
-    absent: Any = key(LIST, "codes that prove no job exists", default=(404,))
-    visible_within: Any = key(WINDOW, "how soon a new job shows", default=DEFAULT_VISIBILITY)
-
-
-@dataclass(frozen=True, kw_only=True)
 class ReconcileKeys:
     same_token: bool = key(FLAG, "a retry with the same token returns the job", default=False)
     list: ListKeys | None = key(ListKeys, "a lookup by client reference")
-    lookup: LookupKeys | None = key(
-        LookupKeys,
+    lookup: LookupSpec | None = key(
+        LookupSpec,
         "a GET of the job by our key",
         must='a table: { path = ".../{idempotency_token}", job_id = ... }',
     )

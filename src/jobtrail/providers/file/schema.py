@@ -75,7 +75,7 @@ WINDOW = Kind(
 )
 SIZE = Kind("a size such as 512KB or 10MB", lambda v: isinstance(v, str | int), size)
 TABLE = Kind("a table", lambda v: isinstance(v, dict))
-LIST = Kind("a list", lambda v: isinstance(v, list))
+LIST = Kind("a list", lambda v: isinstance(v, list), tuple)
 TEXTS = Kind("a list of text", _is_texts, tuple)
 # one dotted path, or a list of them tried in order
 PATHS = Kind(

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.file.keys import AuthKeys, CancelKeys, LookupKeys, ProviderKeys
+from jobtrail.providers.file.keys import AuthKeys, CancelKeys, ProviderKeys
 from jobtrail.providers.file.spec import Auth, LookupSpec, Reading
 
 # placeholders jobtrail fills in every path but the create path: the job, once known, and
@@ -76,17 +76,16 @@ def cancel_body(cancel: CancelKeys | None, method: str) -> Any:
 
 
 def lookup(
-    table: LookupKeys, *, idempotency: bool, client_reference: bool, create_path: str = ""
+    table: LookupSpec, *, idempotency: bool, client_reference: bool, create_path: str = ""
 ) -> LookupSpec:
     """`[reconcile] lookup = { path, job_id, absent }`: GET `path`, which names the job by
     our idempotency token or operation id; a 2xx answer names the job at `job_id`, a code
     in `absent` (default [404]) says there is none. A key the create path itself holds (a
     client-chosen resource, `PUT /things/{operation_id}`) is sent by the create, so it may
     name the job too."""
-    path, job_id = table.path, table.job_id
-    if not isinstance(path, str) or not isinstance(job_id, str) or not job_id:
-        raise ProviderConfigError("reconcile.lookup needs `path` (and `job_id`) as text")
-    names = set(_PLACEHOLDER.findall(path))
+    if not table.job_id:
+        raise ProviderConfigError("reconcile.lookup.job_id must name the job's field")
+    names = set(_PLACEHOLDER.findall(table.path))
     in_path = set(_PLACEHOLDER.findall(create_path))
     if "idempotency_token" in names and not (idempotency or "idempotency_token" in in_path):
         raise ProviderConfigError(
@@ -114,9 +113,7 @@ def lookup(
         raise ProviderConfigError(
             "reconcile.lookup.absent lists the codes that prove no job exists: 404 and/or 410"
         )
-    return LookupSpec(
-        path=path, job_id=job_id, absent=tuple(absent), visible_within=table.visible_within
-    )
+    return table
 
 
 def check_exists(codes: Mapping[int, Reading], same_token: bool, lookup_declared: bool) -> None:

@@ -16,7 +16,7 @@ from jobtrail.core.redact import Redactor
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.schedule import Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers.file.schema import DURATION, PATHS, TEXT, TEXTS, key
+from jobtrail.providers.file.schema import DURATION, LIST, PATHS, TEXT, TEXTS, WINDOW, key
 from jobtrail.providers.http.tokens import Auth as Auth
 from jobtrail.providers.http.tokens import known_values
 
@@ -184,11 +184,13 @@ class LookupSpec:
     """`[reconcile] lookup`: a GET of the job by a key of ours in its path (Airflow's DAG run
     whose id is our idempotency token). 2xx names the job; a code in `absent` proves none."""
 
-    path: str
-    job_id: str = "job_id"
-    absent: tuple[int, ...] = (404,)
+    path: str = key(TEXT, "GET of the job by our key", required=True)
+    job_id: str = key(TEXT, "where a 2xx answer names the job", default="job_id")
+    absent: tuple[int, ...] = key(LIST, "codes that prove no job exists", default=(404,))
     # as for a list: a miss proves no job exists only this long after the create was sent
-    visible_within: timedelta | None = DEFAULT_VISIBILITY
+    visible_within: timedelta | None = key(
+        WINDOW, "how soon a new job shows", default=DEFAULT_VISIBILITY
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
