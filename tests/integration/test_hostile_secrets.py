@@ -137,12 +137,12 @@ def cli_output(db: LedgerDb, data: Path, done: str, stopped: str) -> bytes:
 
 
 async def agent_answers(tools: AgentTools, operation_ids: list[str]) -> bytes:
-    answers: list[Any] = [await tools.list_jobs()]
+    answers: list[Any] = [await tools.list_jobs(actor="cli:tester")]
     for op_id in operation_ids:
         answers += [
-            await tools.get_job(op_id),
-            await tools.explain_job(op_id),
-            await tools.get_result(op_id),
+            await tools.get_job(op_id, actor="cli:tester"),
+            await tools.explain_job(op_id, actor="cli:tester"),
+            await tools.get_result(op_id, actor="cli:tester"),
         ]
     return json.dumps([dataclasses.asdict(a) for a in answers], default=str).encode()
 

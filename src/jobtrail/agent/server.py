@@ -148,8 +148,8 @@ def build_server(
         "next poll time, what jobtrail is waiting for, and its last transitions.",
         annotations=READ_ONLY,
     )
-    async def get_job(operation_id: OperationId) -> JobView:
-        return await _guard(tools.get_job(operation_id))
+    async def get_job(operation_id: OperationId, ctx: Context[Any, Any]) -> JobView:
+        return await _guard(tools.get_job(operation_id, actor=who(ctx)))
 
     @server.tool(
         description=f"Wait until the operation's state changes or its automation ends, at "
@@ -159,11 +159,12 @@ def build_server(
     )
     async def wait_job(
         operation_id: OperationId,
+        ctx: Context[Any, Any],
         timeout_seconds: Annotated[
             float, Field(description=f"At most this long (capped at {WAIT_CAP_SECONDS:.0f}).")
         ] = 60.0,
     ) -> WaitedJob:
-        return await _guard(tools.wait_job(operation_id, timeout_seconds))
+        return await _guard(tools.wait_job(operation_id, timeout_seconds, actor=who(ctx)))
 
     @server.tool(
         description="Record the intent to stop an operation. This does not stop anything by "
@@ -186,23 +187,28 @@ def build_server(
         "content when it is at most 64 KB (else its stored path and a preview).",
         annotations=READ_ONLY,
     )
-    async def get_result(operation_id: OperationId) -> ResultView:
-        return await _guard(tools.get_result(operation_id))
+    async def get_result(operation_id: OperationId, ctx: Context[Any, Any]) -> ResultView:
+        return await _guard(tools.get_result(operation_id, actor=who(ctx)))
 
-    @server.tool(description="Operations in this ledger, newest first.", annotations=READ_ONLY)
+    @server.tool(
+        description="Operations in this ledger that you may read (by default, those you "
+        "submitted), newest first.",
+        annotations=READ_ONLY,
+    )
     async def list_jobs(
+        ctx: Context[Any, Any],
         state: Annotated[State | None, Field(description="Only operations in this state.")] = None,
         limit: Annotated[int, Field(ge=1, le=200, description="At most this many.")] = 20,
     ) -> JobList:
-        return await _guard(tools.list_jobs(state.value if state else None, limit))
+        return await _guard(tools.list_jobs(state.value if state else None, limit, actor=who(ctx)))
 
     @server.tool(
         description="An operation's story in words: what was asked, which remote job, what "
         "was observed, what jobtrail did and will do next.",
         annotations=READ_ONLY,
     )
-    async def explain_job(operation_id: OperationId) -> Explanation:
-        return await _guard(tools.explain_job(operation_id))
+    async def explain_job(operation_id: OperationId, ctx: Context[Any, Any]) -> Explanation:
+        return await _guard(tools.explain_job(operation_id, actor=who(ctx)))
 
     return server
 
@@ -247,6 +253,7 @@ async def serve(
     lease_for: timedelta = timedelta(seconds=60),
     task_ttl: timedelta | None = DEFAULT_TTL,
     http: tuple[str, int] | None = None,
+    origins: Sequence[str] = (),
 ) -> None:
     """Serve until stdin closes, then stop the worker gracefully and close the ledger.
     Every request acts as `actor` (None: JOBTRAIL_ACTOR, else the login running this).
@@ -274,7 +281,7 @@ async def serve(
         if worker is not None:
             worker.add_done_callback(report_worker_end)
         if http is not None:
-            await _serve_http(server, http, worker)
+            await _serve_http(server, http, worker, origins)
             rt.worker.stop.set()
             if worker is not None:
                 await asyncio.wait([worker])
@@ -308,7 +315,10 @@ async def serve(
 
 
 async def _serve_http(
-    server: MCPServer[Any], where: tuple[str, int], worker: asyncio.Task[Any] | None
+    server: MCPServer[Any],
+    where: tuple[str, int],
+    worker: asyncio.Task[Any] | None,
+    origins: Sequence[str],
 ) -> None:
     from jobtrail.agent.http import serve_http
     from jobtrail.dashboard.access import agents_from_env
@@ -327,7 +337,14 @@ async def _serve_http(
         print(f"jobtrail mcp: serving http://{host}:{port}/mcp", file=sys.stderr, flush=True)
 
     await serve_http(
-        server, agents, host=where[0], port=where[1], worker=worker, stop=stop, on_bound=bound
+        server,
+        agents,
+        host=where[0],
+        port=where[1],
+        worker=worker,
+        stop=stop,
+        on_bound=bound,
+        origins=origins,
     )
 
 

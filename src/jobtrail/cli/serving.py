@@ -17,6 +17,7 @@ from aiohttp import web
 
 from jobtrail.cli.context import (
     Settings,
+    allow_origin_option,
     concurrency_option,
     pass_settings,
     provider_module_option,
@@ -92,6 +93,7 @@ class Health:
     help="How long the worker's claim holds an operation before others may take it over.",
 )
 @provider_module_option
+@allow_origin_option
 @click.option(
     "--census",
     "census",
@@ -111,6 +113,7 @@ def serve(
     worker_id: str | None,
     lease: str,
     provider_modules: tuple[str, ...],
+    origins: tuple[str, ...],
     census: tuple[str, ...],
     census_every: str,
     census_since: str,
@@ -136,6 +139,7 @@ def serve(
                 access,
                 provider_modules=provider_modules,
                 lease_for=parse_duration(lease),
+                origins=origins,
                 rounds=rounds,
             )
         )
@@ -156,6 +160,7 @@ async def _serve(
     with_worker: bool = True,
     provider_modules: tuple[str, ...] = (),
     lease_for: timedelta = timedelta(seconds=60),
+    origins: tuple[str, ...] = (),
     rounds: Rounds | None = None,
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
@@ -182,7 +187,7 @@ async def _serve(
             WebhookReceiver(rt.ledger, folder, on_recorded=rt.worker.wake).add_routes(app)
             app.router.add_get("/healthz", health.handle)
         Dashboard(rt.ledger, rt.results, rt.providers, access).add_routes(app)
-        mcp = _mcp_endpoint(rt, settings, host) if with_worker else None
+        mcp = _mcp_endpoint(rt, settings, host, origins) if with_worker else None
         if mcp is not None:
             mcp.add_routes(app)
         server = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=10)
@@ -247,7 +252,9 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
         await task
 
 
-def _mcp_endpoint(rt: Runtime, settings: Settings, host: str) -> McpHttp | None:
+def _mcp_endpoint(
+    rt: Runtime, settings: Settings, host: str, origins: tuple[str, ...]
+) -> McpHttp | None:
     """/mcp for the agents of JOBTRAIL_AGENT_TOKENS / JOBTRAIL_AGENT_FILE; the MCP SDK is
     imported here, only by `serve` (None, with a warning, when it is not installed)."""
     try:
@@ -263,7 +270,7 @@ def _mcp_endpoint(rt: Runtime, settings: Settings, host: str) -> McpHttp | None:
     if not agents:
         log.warning("/mcp refuses every call: no JOBTRAIL_AGENT_TOKENS or JOBTRAIL_AGENT_FILE")
     tools = agent_tools(rt, run_worker=True, data_dir=settings.data_dir)
-    return McpHttp(build_server(tools, Identity(None)), agents, host=host)
+    return McpHttp(build_server(tools, Identity(None)), agents, host=host, origins=origins)
 
 
 @click.command()

@@ -15,16 +15,12 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.draft import Applied, Draft, Schedule, cause_of
 from jobtrail.core.model import AttemptKind, Operation, evolve
 from jobtrail.core.plan import Call, call_for, watched_until
-from jobtrail.core.states import ENDS_AUTOMATION, Evidence, RemoteStatus, State
+from jobtrail.core.states import ENDS_AUTOMATION, OBSERVED_MOVES, Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused
 
 __all__ = ["Applied", "Schedule", "apply", "misdirected"]
 
-_OBSERVED = {
-    RemoteStatus.SUCCEEDED: (State.RESULT_COLLECTING, Evidence.OBSERVED_SUCCEEDED),
-    RemoteStatus.FAILED: (State.FAILED, Evidence.OBSERVED_FAILED),
-    RemoteStatus.CANCELLED: (State.CANCELLED, Evidence.OBSERVED_CANCELLED),
-}
+_OBSERVED = OBSERVED_MOVES
 
 
 def apply(

@@ -110,6 +110,17 @@ class Capabilities:
         return Tier.NONE
 
     @property
+    def lookup_tier(self) -> Tier:
+        """The tier a lookup call (`reconcile`) of this provider uses, which may not be its
+        best tier (a same-token retry, then a filtered listing): a GET by our key is the
+        token tier, a listing the filter or the scan tier."""
+        if self.status_by_client_id:
+            return Tier.TOKEN
+        if self.list_by_reference:
+            return Tier.SCAN if self.scan_pages is not None else Tier.FILTER
+        return Tier.NONE
+
+    @property
     def can_reconcile(self) -> bool:
         return self.same_token_retry or self.list_by_reference or self.status_by_client_id
 

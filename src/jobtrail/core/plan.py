@@ -37,7 +37,7 @@ class Call:
             AttemptKind.STATUS: "poll status",
             AttemptKind.CANCEL: "send cancel",
             AttemptKind.RESULT: "collect result",
-            AttemptKind.RECONCILE: "reconcile by client reference",
+            AttemptKind.RECONCILE: "look the job up (reconcile)",
         }[self.kind]
 
 
@@ -56,7 +56,7 @@ class Settle:
             case o.Withdrawn():
                 return "withdraw: cancel requested before any create was sent"
             case o.Interrupted():
-                return "settle an attempt interrupted by a crash"
+                return "settle an interrupted call (its outcome never recorded): taken as sent"
             case o.NoReconciliation():
                 return "escalate: the provider offers no reconciliation"
             case _:

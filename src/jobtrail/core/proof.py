@@ -5,10 +5,11 @@ work stops by itself at the deadline."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from jobtrail.core.durations import format_duration
-from jobtrail.core.model import Capabilities, Idempotency, Tier
+from jobtrail.core.model import Capabilities, Idempotency, Json, Operation, Tier
 from jobtrail.core.remote_deadline import RemoteDeadline
 
 
@@ -156,3 +157,22 @@ def token_outlived(caps: Capabilities, create_deadline: timedelta) -> str | None
         f"remembers a create token ({format_duration(_seconds(kept))}): a retry after that "
         "could make a second job; give a shorter create deadline"
     )
+
+
+def lookup_name(op: Operation, request: Json) -> str:
+    """What one lookup call of `op` was, named by the tier it used and, for a GET by our key,
+    by the key its recorded `request` holds: "lookup by our token", "lookup by a
+    server-side filter on our reference", "scan of a listing for our reference"."""
+    match op.capabilities.lookup_tier:
+        case Tier.TOKEN:
+            sent = request if isinstance(request, str) else json.dumps(request, default=str)
+            if op.idempotency_token in sent:
+                return "lookup by our token"
+            if op.operation_id in sent:
+                return "lookup by our operation id"
+            return "lookup by our key"
+        case Tier.FILTER:
+            return f"lookup by {TIER_NAMES[Tier.FILTER]}"
+        case Tier.SCAN:
+            return "scan of a listing for our reference"
+    return "lookup"

@@ -114,9 +114,9 @@ EVIDENCE_MEANING: dict[Evidence, str] = {
     Evidence.CREATE_REJECTED: "a definitive rejection of the create request (4xx)",
     Evidence.CREATE_AMBIGUOUS: "a create call whose outcome is unknown "
     "(timeout, reset after sending, 5xx, malformed answer, 409 in flight, interrupted attempt)",
-    Evidence.RECONCILE_LOOKUP: "a lookup by client reference was made",
-    Evidence.RECONCILED_FOUND: "a lookup by client reference found exactly our job",
-    Evidence.ABSENCE_PROVEN: "a lookup by client reference proved no job exists",
+    Evidence.RECONCILE_LOOKUP: "a lookup for our job was made (by the provider's declared means)",
+    Evidence.RECONCILED_FOUND: "a lookup found exactly our job",
+    Evidence.ABSENCE_PROVEN: "a lookup proved that no job exists",
     Evidence.CONTRACT_VIOLATION: "the provider tied our token or reference to another job id",
     Evidence.CREATE_UNPROVEN: "an answer after a create may have reached the provider that "
     "proves neither a job nor its absence (a refused retry: 409 already exists, 400, 422)",
@@ -143,6 +143,13 @@ EVIDENCE_MEANING: dict[Evidence, str] = {
     "row as the provider file's [poll] max_refused_reads",
     Evidence.LOOKUP_CAPPED: "a bounded scan of the provider's listing stopped at its page or "
     "time cap before it reached back to the create, without finding our job",
+}
+
+# Where a terminal observation moves a watched operation (a succeeded job is collected first).
+OBSERVED_MOVES: dict[RemoteStatus, tuple[State, Evidence]] = {
+    RemoteStatus.SUCCEEDED: (State.RESULT_COLLECTING, Evidence.OBSERVED_SUCCEEDED),
+    RemoteStatus.FAILED: (State.FAILED, Evidence.OBSERVED_FAILED),
+    RemoteStatus.CANCELLED: (State.CANCELLED, Evidence.OBSERVED_CANCELLED),
 }
 
 S, E = State, Evidence

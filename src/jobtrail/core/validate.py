@@ -22,6 +22,7 @@ from jobtrail.core.canonical import canonical_json
 from jobtrail.core.evidence import is_nothing
 from jobtrail.core.lookup import find
 from jobtrail.core.model import ItemCounts, ResultSummary
+from jobtrail.core.words import cut_middle
 
 MAX_FAILED_REFS = 1000
 
@@ -200,6 +201,10 @@ def _body_checksum(document: dict[str, Any], name: str, report: _Report) -> None
         report.problems.append(f"checksum field `{name}` does not match the content")
 
 
+_SCHEMA_SHOWN = 300  # characters of a schema error kept (its beginning and its reason)
+_PATH_SHOWN = 120  # characters of the path to the failing value
+
+
 def _schema(document: Any, schema: Any, report: _Report) -> None:
     import jsonschema  # imported on use: only results with a schema pay for it
 
@@ -208,7 +213,9 @@ def _schema(document: Any, schema: Any, report: _Report) -> None:
         jsonschema.validate(document, schema)
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "the top level"
-        report.problems.append(f"schema: at {where}: {exc.message[:200]}")
+        # the reason ends the message ("'…' is not of type 'integer'"): cut the middle
+        why = cut_middle(exc.message, _SCHEMA_SHOWN)
+        report.problems.append(f"schema: at {cut_middle(where, _PATH_SHOWN)}: {why}")
     except jsonschema.SchemaError as exc:
         report.problems.append(f"the provider file's schema is itself invalid: {exc.message}")
 

@@ -23,6 +23,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from jobtrail.core.redact import Redactor
 from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
 from jobtrail.store.base import Change, Claim
@@ -343,4 +344,4 @@ def _parse(url: str) -> tuple[str, dict[str, int], str, str]:
 
 def _reason(exc: BaseException, secret: str) -> str:
     text = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
-    return text.replace(secret, "***") if secret else text
+    return Redactor().extended(values=[secret]).text(text) if secret else text

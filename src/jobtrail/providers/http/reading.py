@@ -9,7 +9,6 @@ to; a failure carries the provider's own code and message.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -22,7 +21,6 @@ from jobtrail.core.states import RemoteStatus
 from jobtrail.providers.file.spec import Reading, Source, SourceKind, StateRule
 
 MAX_ERROR_TEXT = 500
-_MAX_USAGE = 1e18  # larger numbers are no count anyone bills
 _NUMBER = re.compile(r"-?\d{1,18}(\.\d{1,9})?")
 _READ: dict[Reading, RemoteStatus] = {
     Reading.RUNNING: RemoteStatus.RUNNING,
@@ -227,7 +225,9 @@ def item_errors(
 
 def read_usage(paths: Mapping[str, str], document: Any) -> dict[str, float] | None:
     """The work done and billed an answer reports (`[status] usage`): the number at each
-    declared path, by name; None when it holds none of them."""
+    declared path, by name; None when it holds none of them. Whether a number is a usable
+    count (not negative, finite) is the core's to judge (core/usage.py), which records why
+    it drops one."""
     if not paths:
         return None
     found: dict[str, float] = {}
@@ -237,6 +237,5 @@ def read_usage(paths: Mapping[str, str], document: Any) -> dict[str, float] | No
             value = float(value) if "." in value else int(value)  # proto3 JSON's int64
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
-        if math.isfinite(value) and abs(value) < _MAX_USAGE:
-            found[name] = value
+        found[name] = value
     return found or None

@@ -11,8 +11,9 @@ fetched is remembered here for the redaction chokepoint (redaction.py), which le
 like any other secret in use.
 
 The command runs without a shell (the argument list as written in the provider file), with
-no standard input and a timeout. Its failure is an error naming the command and its exit
-status; its output is never shown, since it may hold a secret.
+no standard input and a timeout. Its failure is an error naming the program and its exit
+status. Neither its output nor its arguments are ever shown: either may hold a secret (a
+`client_secret=…` on a `curl` line), and every failing fetch is explained on every surface.
 """
 
 from __future__ import annotations
@@ -48,9 +49,15 @@ class Auth:
         """A token fetched when needed (a command or a file), not read from the environment."""
         return bool(self.command) or self.file is not None
 
+    @property
+    def program(self) -> str:
+        """The token command's program as the provider file names it, and only that: its
+        arguments may hold a secret, so no message shows them."""
+        return f"`{self.command[0]}` (its arguments not shown)" if self.command else ""
+
     def describe(self) -> str:
         if self.command:
-            return f"the token printed by `{' '.join(self.command)}`"
+            return f"the token printed by the command {self.program}"
         if self.file is not None:
             return f"the token in the file {self.file}"
         return f"${self.env}"
@@ -183,7 +190,7 @@ class TokenSource:
 
     def _what(self) -> str:
         if self.auth.command:
-            return f"token command `{' '.join(self.auth.command)}`"
+            return f"token command {self.auth.program}"
         return f"token file {self.auth.file}"
 
     async def _run(self) -> str:
@@ -198,7 +205,7 @@ class TokenSource:
             )
         except FileNotFoundError:
             raise TokenUnavailable(
-                f"the {self._what()} cannot run: {command[0]!r} was not found (is it "
+                f"the {self._what()} cannot run: its program was not found (is it "
                 "installed, and on PATH?)"
             ) from None
         except OSError as exc:
