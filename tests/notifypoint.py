@@ -17,7 +17,7 @@ import signal
 import sys
 from datetime import timedelta
 
-from jobtrail.providers.config import load_provider_file
+from jobtrail.providers.file.config import load_provider_file
 from jobtrail.services.notify import Notifier, endpoint
 from jobtrail.services.runtime import runtime
 

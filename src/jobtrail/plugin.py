@@ -36,9 +36,9 @@ from jobtrail.core.outcomes import (
 from jobtrail.core.remote_deadline import Form, RemoteDeadline
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import NotPermitted, ProviderConfigError
-from jobtrail.providers.code import CodeProvider, Factory, Listing, Marker
+from jobtrail.providers.code.contract import CodeProvider, Factory, Listing, Marker
+from jobtrail.providers.file.spec import ItemsRule, ResultSpec
 from jobtrail.providers.protocol import Fetched, Provider, Reply
-from jobtrail.providers.spec import ItemsRule, ResultSpec
 
 __all__ = [
     "Accepted",

@@ -32,7 +32,7 @@ import pytest
 
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.simulator import SimulatorThread
 from jobtrail.store import open_store
 

@@ -26,7 +26,7 @@ from jobtrail.clock import VirtualClock
 from jobtrail.core.metrics import render
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.services.notify import Notifier, endpoint
 from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.simulator import Simulator

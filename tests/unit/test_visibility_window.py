@@ -14,7 +14,7 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.plan import Call, Settle, plan
 from jobtrail.core.states import Evidence, State
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 
 from factories import FULL, T0, make_op, step
 

@@ -45,8 +45,8 @@ from jobtrail.errors import InvalidInput, NotFound
 from jobtrail.ledger import Ledger
 from jobtrail.ledger.policy import Action
 from jobtrail.presentation.views import operation_json, transition_json
-from jobtrail.providers.code import CodeSpec
-from jobtrail.providers.config import ProviderSpec, find_provider_named
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file.config import ProviderSpec, find_provider_named
 from jobtrail.results import ResultStore
 from jobtrail.services.story import read_story
 

@@ -21,8 +21,8 @@ from jobtrail.cli.context import (
 from jobtrail.core.census import Category, summary
 from jobtrail.core.durations import parse_duration
 from jobtrail.errors import InvalidInput
-from jobtrail.providers.code import CodeSpec
-from jobtrail.providers.spec import ProviderSpec
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file.spec import ProviderSpec
 
 if TYPE_CHECKING:
     from jobtrail.providers.registry import ProviderRegistry
@@ -164,7 +164,7 @@ async def _act(
 def _provider(name: str) -> tuple[ProviderSpec | CodeSpec, ProviderRegistry]:
     """The provider NAME names (a NAME.toml, a code provider's settings file included; an
     installed code provider; a shipped profile), and a registry with the code providers."""
-    from jobtrail.providers.plugins import load_plugins
+    from jobtrail.providers.code.plugins import load_plugins
     from jobtrail.providers.registry import ProviderRegistry
     from jobtrail.providers.resolve import resolve_named
 

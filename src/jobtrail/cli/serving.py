@@ -32,7 +32,7 @@ from jobtrail.dashboard.metrics import Metrics
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.errors import InvalidInput, JobtrailError, ProviderConfigError
 from jobtrail.ledger import shown_url, url_passwords
-from jobtrail.providers.config import load_provider_file
+from jobtrail.providers.file.config import load_provider_file
 from jobtrail.services.census_rounds import census_rounds
 from jobtrail.services.logs import install_json_logging
 from jobtrail.services.runtime import Runtime, runtime
@@ -183,7 +183,7 @@ async def _serve(
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
     specs = []
     if rounds is not None:
-        from jobtrail.providers.plugins import load_plugins
+        from jobtrail.providers.code.plugins import load_plugins
         from jobtrail.providers.resolve import resolve_named
 
         plugins = load_plugins(provider_modules)  # a census of a code provider needs it

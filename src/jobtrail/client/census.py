@@ -8,8 +8,8 @@ from datetime import timedelta
 from jobtrail.client.providers import ProviderRef, resolve_provider
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Operation
-from jobtrail.providers.code import CodeSpec
-from jobtrail.providers.spec import ProviderSpec
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file.spec import ProviderSpec
 from jobtrail.services.census import MAX_REQUESTS, Census, take_census
 from jobtrail.services.census_actions import adopt_job, cancel_job
 from jobtrail.services.runtime import Runtime

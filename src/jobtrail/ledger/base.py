@@ -79,7 +79,7 @@ class LedgerBase:
         policy = self._schedules.get(shape)
         if policy is None:
             from jobtrail.core.apply import Schedule
-            from jobtrail.providers.config import poll_rules
+            from jobtrail.providers.file.config import poll_rules
 
             rules = poll_rules(poll)
             policy = self._schedules[shape] = Schedule(

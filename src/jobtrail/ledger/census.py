@@ -18,8 +18,8 @@ from jobtrail.ledger.policy import Action
 from jobtrail.ledger.redaction import redacted_entries
 
 if TYPE_CHECKING:  # a census needs a provider file; reading the ledger does not
-    from jobtrail.providers.code import CodeSpec
-    from jobtrail.providers.config import ProviderSpec
+    from jobtrail.providers.code.contract import CodeSpec
+    from jobtrail.providers.file.config import ProviderSpec
 
 
 class Censuses(LedgerBase):

@@ -13,12 +13,12 @@ import aiohttp
 
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.errors import ProviderMissing
-from jobtrail.providers.code import CodeSpec
-from jobtrail.providers.config import ProviderSpec, parse_provider
-from jobtrail.providers.http import HttpProvider
-from jobtrail.providers.plugins import Plugins
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.code.plugins import Plugins
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.spec import DEFAULT_TIMEOUT, ResultSpec
+from jobtrail.providers.http.provider import HttpProvider
 from jobtrail.providers.protocol import Provider
-from jobtrail.providers.spec import DEFAULT_TIMEOUT, ResultSpec
 from jobtrail.providers.transport import check_transport, provider_session
 
 

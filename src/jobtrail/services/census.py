@@ -36,10 +36,10 @@ from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso
 from jobtrail.ledger import Ledger, OperationQuery
 from jobtrail.providers.census import Lister
-from jobtrail.providers.code import CodeSpec
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file.spec import ProviderSpec
+from jobtrail.providers.http.scanning import Page
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.providers.scanning import Page
-from jobtrail.providers.spec import ProviderSpec
 from jobtrail.services.census_code import code_listing, code_redactor, stopped_by
 
 MAX_REQUESTS = 500  # per-operation lookups a census makes at most (`--max-requests`)

@@ -20,9 +20,9 @@ from jobtrail.core.model import Operation
 from jobtrail.errors import ActionRefused
 from jobtrail.ledger import Ledger
 from jobtrail.ledger.policy import Action
-from jobtrail.providers.code import CodeSpec
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file.spec import ProviderSpec
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.providers.spec import ProviderSpec
 from jobtrail.services.adoption import read_job
 
 

@@ -22,7 +22,7 @@ from jobtrail.core.census import Listed, Reach
 from jobtrail.core.redact import Redactor
 from jobtrail.core.words import counted
 from jobtrail.ledger import Ledger, OperationQuery
-from jobtrail.providers.code import CodeSpec, Listing, Marker
+from jobtrail.providers.code.contract import CodeSpec, Listing, Marker
 from jobtrail.providers.protocol import Provider
 
 TOKENS_READ = 10_000  # the newest operations whose tokens a token-marked census reads

@@ -17,9 +17,9 @@ from jobtrail.clock import Clock
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger, open_ledger
 from jobtrail.ledger.policy import ActionPolicy, policy_from_env
-from jobtrail.providers.code import CodeProvider, Factory
+from jobtrail.providers.code.contract import CodeProvider, Factory
+from jobtrail.providers.code.plugins import Plugin, load_plugins
 from jobtrail.providers.credentials import Unset, unset_by_provider
-from jobtrail.providers.plugins import Plugin, load_plugins
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results, open_results
 from jobtrail.worker.loop import Worker

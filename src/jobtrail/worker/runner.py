@@ -18,10 +18,10 @@ from jobtrail.core.redact import REDACTED
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ConcurrentUpdate, LostOwnership, ResultError
 from jobtrail.ledger import Ledger
+from jobtrail.providers.file.spec import ResultSpec
 from jobtrail.providers.guarded import guarded_call
 from jobtrail.providers.protocol import Reply
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.providers.spec import ResultSpec
 from jobtrail.results import UNSTORED, ResultStore
 
 log = logging.getLogger("jobtrail.worker")

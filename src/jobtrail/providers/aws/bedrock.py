@@ -59,9 +59,9 @@ from jobtrail.providers.aws.calls import (
     text_setting,
 )
 from jobtrail.providers.aws.listings import listed, listed_page, operation_marker
-from jobtrail.providers.code import Factory, Listing
+from jobtrail.providers.code.contract import Factory, Listing
+from jobtrail.providers.file.spec import ItemsRule, ResultSpec
 from jobtrail.providers.protocol import Fetched, Reply
-from jobtrail.providers.spec import ItemsRule, ResultSpec
 
 NAME = "aws-bedrock-batch"
 STATES = {

@@ -13,7 +13,7 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.census import Listed
 from jobtrail.core.states import RemoteStatus
 from jobtrail.providers.aws.calls import AwsCalls, Failure
-from jobtrail.providers.code import Listing
+from jobtrail.providers.code.contract import Listing
 
 # The shape of an execution name jobtrail gives (the token: `idem_` + 32 base32 characters)
 TOKEN_NAME = re.compile(r"idem_[A-Za-z0-9]{32}")

@@ -56,9 +56,9 @@ from jobtrail.providers.aws.calls import (
     text_setting,
 )
 from jobtrail.providers.aws.listings import listed, listed_page, token_marker
-from jobtrail.providers.code import Factory, Listing, Marker
+from jobtrail.providers.code.contract import Factory, Listing, Marker
+from jobtrail.providers.file.spec import ResultSpec
 from jobtrail.providers.protocol import Fetched, Reply
-from jobtrail.providers.spec import ResultSpec
 
 NAME = "aws-stepfunctions"
 STATES = {
@@ -120,7 +120,7 @@ class StepFunctionsProvider(AwsProvider):
     """One state machine. `call` never raises for anything AWS or the network does."""
 
     capabilities = CAPABILITIES
-    # The rest of the CodeProvider contract (providers/code.py); a provider file's
+    # The rest of the CodeProvider contract (providers/code/contract.py); a provider file's
     # [deadlines] and [poll] override these.
     deadlines: Mapping[str, str | timedelta] = {"create": "5m", "result": "24h", "cancel": "10m"}
     poll: Mapping[str, Any] = {"initial": "2s", "cap": "1m"}
@@ -161,26 +161,6 @@ class StepFunctionsProvider(AwsProvider):
             case _:
                 what |= {"action": "DescribeExecution", "executionArn": op.remote_job_id}
         return what
-
-    def guarantees(self) -> list[tuple[str, str]]:
-        """What `provider check` can say about this provider, in plain words."""
-        return [
-            ("create", f"StartExecution on {self.state_machine_arn}"),
-            ("idempotency", "execution name = the operation's token (unique for 90 days)"),
-            (
-                "reconciliation",
-                "same-name retry, and DescribeExecution at the ARN built from the name",
-            ),
-            (
-                "at-most-once create",
-                "provable: a second execution under one name cannot exist; a closed one is "
-                "told apart from another's by comparing its input",
-            ),
-            ("cancel", "StopExecution; cancelled only when DescribeExecution says ABORTED"),
-            ("result", "the execution's output (JSON); error and cause of a failed one"),
-            ("credentials", "the standard AWS chain (environment, ~/.aws, roles); never stored"),
-            ("library retries", "off: every call the ledger did not record is never sent"),
-        ]
 
     # -- calls ---------------------------------------------------------------------------
 

@@ -14,10 +14,10 @@ from jobtrail.core.lookup import MISSING, find, header
 from jobtrail.core.model import AttemptKind, ResultSummary, evolve
 from jobtrail.core.redact import Redactor
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers import lookup, parse, reading, scanning
-from jobtrail.providers.httprequest import HttpRequests
+from jobtrail.providers.file.spec import ResultSpec
+from jobtrail.providers.http import lookup, parse, reading, scanning
+from jobtrail.providers.http.request import HttpRequests
 from jobtrail.providers.protocol import Fetched, Reply
-from jobtrail.providers.spec import ResultSpec
 
 
 class HttpAnswers(HttpRequests):

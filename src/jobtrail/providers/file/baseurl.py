@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from jobtrail.profiles import profile_names, shipped_profile
-from jobtrail.providers.spec import ProviderSpec
+from jobtrail.providers.file.spec import ProviderSpec
 
 _WORD = re.compile(r"(?<![A-Za-z0-9])[A-Z][A-Z0-9_]{2,}(?![A-Za-z0-9])")
 

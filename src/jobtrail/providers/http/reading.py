@@ -18,7 +18,7 @@ from yarl import URL
 from jobtrail.core.lookup import find, header
 from jobtrail.core.outcomes import Basis
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers.spec import Reading, Source, SourceKind, StateRule
+from jobtrail.providers.file.spec import Reading, Source, SourceKind, StateRule
 
 MAX_ERROR_TEXT = 500
 _NUMBER = re.compile(r"-?\d{1,18}(\.\d{1,9})?")

@@ -1,7 +1,7 @@
 """Finding code providers: the one loader every driver uses (worker, run, serve, mcp,
 submit and `jobtrail.Client`).
 
-Two sources, both by name (see providers/code.py): entry points in the group
+Two sources, both by name (see providers/code/contract.py): entry points in the group
 `jobtrail.providers` (name = provider name, value = `module:factory`), and modules given
 explicitly (`--provider-module pkg.module`, `Client(provider_modules=[...])`) whose
 `PROVIDERS` maps names to factories. A module given explicitly wins over an installed entry
@@ -29,7 +29,7 @@ from typing import Any
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.redact import Redactor
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.code import (
+from jobtrail.providers.code.contract import (
     ENTRY_POINT_GROUP,
     NAME,
     CodeProvider,

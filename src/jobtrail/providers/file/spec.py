@@ -1,5 +1,7 @@
 """What a provider file declares, as records: the parsed form of docs/providers.md."""
 
+# ruff: noqa: RUF009 (`key()` builds an immutable dataclass field with its metadata)
+
 from __future__ import annotations
 
 import os
@@ -14,8 +16,9 @@ from jobtrail.core.redact import Redactor
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.schedule import Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers.tokens import Auth as Auth
-from jobtrail.providers.tokens import known_values
+from jobtrail.providers.file.schema import DURATION, LIST, PATHS, TEXT, TEXTS, WINDOW, key
+from jobtrail.providers.http.tokens import Auth as Auth
+from jobtrail.providers.http.tokens import known_values
 
 # The longest one call may take unless the provider says otherwise (file or code provider).
 DEFAULT_TIMEOUT = timedelta(seconds=30)
@@ -118,12 +121,16 @@ class StateRule:
 
 @dataclass(frozen=True, kw_only=True)
 class ItemsRule:
-    """How to read per-item outcomes out of a batch result."""
+    """How to read per-item outcomes out of a batch result (`[result] items`)."""
 
-    path: str | None = None  # JSON results: where the item list is
-    status: str = "status"  # CSV column or JSON field with the item's outcome
-    ref: tuple[str, ...] = ("id",)  # CSV columns or JSON fields naming the item, first found wins
-    success: tuple[str, ...] = ("succeeded", "success", "ok")
+    path: str | None = key(TEXT, "JSON results: where the item list is")
+    status: str = key(TEXT, "CSV column or JSON field with the item's outcome", default="status")
+    ref: tuple[str, ...] = key(
+        PATHS, "columns or fields naming the item, first found wins", default=("id",)
+    )
+    success: tuple[str, ...] = key(
+        TEXTS, "words for success", default=("succeeded", "success", "ok")
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,25 +184,30 @@ class LookupSpec:
     """`[reconcile] lookup`: a GET of the job by a key of ours in its path (Airflow's DAG run
     whose id is our idempotency token). 2xx names the job; a code in `absent` proves none."""
 
-    path: str
-    job_id: str = "job_id"
-    absent: tuple[int, ...] = (404,)
+    path: str = key(TEXT, "GET of the job by our key", required=True)
+    job_id: str = key(TEXT, "where a 2xx answer names the job", default="job_id")
+    absent: tuple[int, ...] = key(LIST, "codes that prove no job exists", default=(404,))
     # as for a list: a miss proves no job exists only this long after the create was sent
-    visible_within: timedelta | None = DEFAULT_VISIBILITY
+    visible_within: timedelta | None = key(
+        WINDOW, "how soon a new job shows", default=DEFAULT_VISIBILITY
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class WebhookSpec:
-    signing: str  # "standard" or "hmac"
-    secret_env: str
-    job_id: str = "data.job_id"
-    state: str = "data.state"
-    updated_at: str | None = None  # default: `updated_at` beside the state
-    event_id: str = "id"
-    tolerance: timedelta = timedelta(minutes=5)
-    signature_header: str = "X-Webhook-Signature"
-    id_header: str = "X-Webhook-Id"
-    timestamp_header: str = "X-Webhook-Timestamp"
+    """The [webhooks] table: how events are verified, and where they name the job."""
+
+    signing: str = key(TEXT, "standard or hmac", default="standard", choices=("standard", "hmac"))
+    secret_env: str = key(TEXT, "the variable holding the signing secret", required=True)
+    job_id: str = key(TEXT, "path of the job id in the event", default="data.job_id")
+    state: str = key(TEXT, "path of the state in the event", default="data.state")
+    # default: `updated_at` beside the state
+    updated_at: str | None = key(TEXT, "path of the event's timestamp")
+    event_id: str = key(TEXT, "path of the event id", default="id")
+    tolerance: timedelta = key(DURATION, "how old a timestamp may be", default=timedelta(minutes=5))
+    signature_header: str = key(TEXT, "hmac: the signature header", default="X-Webhook-Signature")
+    id_header: str = key(TEXT, "hmac: the event id header", default="X-Webhook-Id")
+    timestamp_header: str = key(TEXT, "hmac: the timestamp header", default="X-Webhook-Timestamp")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,13 +243,9 @@ class ProviderSpec:
     idempotency: Placement | None = None
     client_reference: Placement | None = None
     create_job_id: str = "job_id"
-    create_state: str | None = "state"
-    create_status_url: str | None = "status_url"
     status_path: str | None = None
-    status_state: str = "state"
     status_progress: str | None = "progress"
     status_updated_at: str | None = "updated_at"
-    status_error: str | None = "error"
     identity: tuple[Source, ...] = (Source(kind=SourceKind.FIELD, name="job_id"),)
     status_from: tuple[Source, ...] = (
         Source(kind=SourceKind.HEADER, name="Operation-Location"),
@@ -260,7 +268,7 @@ class ProviderSpec:
     webhooks: WebhookSpec | None = None
     deadlines: dict[str, timedelta] = field(default_factory=dict)
     poll: PollRules = field(default_factory=lambda: PollRules())
-    # what the API promises beyond its calls (providers/declared.py)
+    # what the API promises beyond its calls (providers/file/declared.py)
     remote_deadline: RemoteDeadline | None = None  # [create] deadline
     usage: Mapping[str, str] = field(default_factory=dict)  # [status] usage: name -> path
     token_kept: timedelta | None = None  # [reconcile] token_kept

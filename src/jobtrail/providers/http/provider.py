@@ -18,10 +18,10 @@ import aiohttp
 from jobtrail.core import outcomes as o
 from jobtrail.core.lookup import find, header
 from jobtrail.core.model import AttemptKind, Operation, evolve
-from jobtrail.providers import parse, reading, scanning
-from jobtrail.providers.authorize import NoCredential
-from jobtrail.providers.httpanswer import HttpAnswers, _may_say_why, _read_bounded, _too_big
-from jobtrail.providers.httprequest import Prepared
+from jobtrail.providers.http import parse, reading, scanning
+from jobtrail.providers.http.answer import HttpAnswers, _may_say_why, _read_bounded, _too_big
+from jobtrail.providers.http.authorize import NoCredential
+from jobtrail.providers.http.request import Prepared
 from jobtrail.providers.protocol import Reply
 from jobtrail.providers.tracing import call_span
 

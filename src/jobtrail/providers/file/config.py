@@ -13,26 +13,30 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from jobtrail.core.durations import parse_duration
 from jobtrail.core.redact import DEFAULT_REDACTOR, Redactor
 from jobtrail.core.schedule import POLL_DEFAULTS, Backoff, Bounds, Refusals
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.profiles import profile_names, shipped_profile
-from jobtrail.providers import conventions as cv
-from jobtrail.providers import declared, sections
-from jobtrail.providers.keys import check_keys
-from jobtrail.providers.pathvalues import placeholders
-from jobtrail.providers.reader import Reader
-from jobtrail.providers.spec import (
+from jobtrail.providers.file import conventions as cv
+from jobtrail.providers.file import declared, sections
+from jobtrail.providers.file.keys import (
+    DeadlinesKeys,
+    PollKeys,
+    ProviderKeys,
+    ReconcileKeys,
+    RedactKeys,
+)
+from jobtrail.providers.file.pathvalues import placeholders
+from jobtrail.providers.file.schema import read
+from jobtrail.providers.file.spec import (
     DEFAULT_TIMEOUT,
-    DEFAULT_VISIBILITY,
     Cookies,
     ListSpec,
     PollRules,
     ProviderSpec,
 )
-from jobtrail.providers.tables import result_table, size, webhooks_table
+from jobtrail.providers.file.tables import result_table
 
 __all__ = [
     "ProviderSpec",
@@ -114,30 +118,27 @@ def parse_provider(doc: dict[str, Any]) -> ProviderSpec:
 
 
 def _parse(doc: dict[str, Any]) -> ProviderSpec:
-    check_keys(doc)
-    r = Reader(doc, "")
-    name, base_url = r.text("name"), r.text("base_url").rstrip("/")
-    r.text("base_url_env", None)  # only its type is checked here; load_provider_text uses it
+    f = read(ProviderKeys, doc)
+    create, status, cancel, result = f.create, f.status, f.cancel, f.result
+    reconcile = f.reconcile or ReconcileKeys()
+    base_url = f.base_url.rstrip("/")
     if not base_url.startswith(("http://", "https://")):
         raise ProviderConfigError(f"base_url must start with http:// or https://, not {base_url!r}")
-    headers = r.table("headers")
+    headers = f.headers or {}
     for header in headers:
         if DEFAULT_REDACTOR.is_sensitive_header(header):
             raise ProviderConfigError(
                 f"header {header!r} carries a credential; name its environment variable "
                 "in `auth` instead of writing it in the file"
             )
-    create, status, cancel = r.sub("create"), r.sub("status"), r.sub("cancel", optional=True)
-    result, reconcile = r.sub("result", optional=True), r.sub("reconcile", optional=True)
-    auth = sections.auth(r.table("auth")) if "auth" in doc else None
-    method = create.text("method", "POST").upper()
-    idempotency = cv.placement(create.table("idempotency"), "create.idempotency", method=method)
+    auth = sections.auth(f.auth) if f.auth else None
+    method = create.method.upper()
+    idempotency = cv.placement(create.idempotency, "create.idempotency", method=method)
     client_reference = cv.placement(
-        create.table("client_reference"), "create.client_reference", method=method
+        create.client_reference, "create.client_reference", method=method
     )
-    same_token = reconcile.flag("same_token") if reconcile else False
-    listing = reconcile.table("list") if reconcile else {}
-    if same_token and idempotency is None:
+    listing = reconcile.list
+    if reconcile.same_token and idempotency is None:
         raise ProviderConfigError(
             "reconcile.same_token needs create.idempotency (a header or field for the token)"
         )
@@ -145,125 +146,100 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         raise ProviderConfigError(
             "reconcile.list needs create.client_reference, so the job can be found by it"
         )
-    if listing and set(listing) - cv.LIST_KEYS:
-        unknown = sorted(set(listing) - cv.LIST_KEYS)[0]
-        known = ", ".join(sorted(cv.LIST_KEYS))
-        raise ProviderConfigError(f"unknown key {unknown!r} in reconcile.list; known keys: {known}")
-    lookup = sections.reconcile_lookup(
-        reconcile.doc if reconcile else {},
-        listing,
-        idempotency,
-        client_reference,
-        create.text("path"),
-    )
-    status_rule = cv.status_rule(status.doc)
-    create_rule = cv.create_rule(create.doc, status_rule.ignore_case)
-    sections.check_exists(create_rule.codes, same_token, bool(listing or lookup))
-    submitted = sections.path_values(doc, placeholders(create.text("path"), "create.path"))
-    sections.check_paths(doc, submitted)
-    cancel_method = cancel.text("method", "POST").upper() if cancel else "POST"
-    redact = r.table("redact")
-    deadlines = {
-        k: parse_duration(v) for k, v in (DEFAULT_DEADLINES | r.table("deadlines")).items()
-    }
-    unknown = set(deadlines) - set(DEFAULT_DEADLINES)
-    if unknown:
-        raise ProviderConfigError(
-            f"unknown deadlines {sorted(unknown)}; use create, result, cancel"
+    if listing and reconcile.lookup:
+        raise ProviderConfigError("declare one lookup: reconcile.list or reconcile.lookup")
+    lookup = (
+        sections.lookup(
+            reconcile.lookup,
+            idempotency=idempotency is not None and not idempotency.natural,
+            client_reference=client_reference is not None,
+            create_path=create.path,
         )
-    poll = poll_rules(r.table("poll"))
-    timeout = parse_duration(doc["timeout"]) if "timeout" in doc else DEFAULT_TIMEOUT
-    if reconcile and "token_kept" in reconcile.doc and not same_token:
+        if reconcile.lookup
+        else None
+    )
+    status_rule = cv.status_rule(status)
+    create_rule = cv.create_rule(create, status_rule.ignore_case)
+    sections.check_exists(create_rule.codes, reconcile.same_token, bool(listing or lookup))
+    submitted = sections.path_values(f, placeholders(create.path, "create.path"))
+    cancel_method = cancel.method.upper() if cancel else "POST"
+    redact = f.redact or RedactKeys()
+    deadlines = f.deadlines or DeadlinesKeys()
+    timeout = f.timeout or DEFAULT_TIMEOUT
+    if reconcile.token_kept is not None and not reconcile.same_token:
         raise ProviderConfigError("reconcile.token_kept needs reconcile.same_token = true")
     return ProviderSpec(
-        name=name,
+        name=f.name,
         base_url=base_url,
         document=doc,
         auth=auth,
-        trace_header=r.text("trace_header", None),
-        **cv.request_ids(r.table("request_ids")),
+        trace_header=f.trace_header,
+        **cv.request_ids(f.request_ids),
         timeout=timeout,
-        max_response_bytes=size(doc.get("max_response_bytes", "1MB")),
+        max_response_bytes=f.max_response_bytes,
         headers={str(k): str(v) for k, v in headers.items()},
-        cookies=_cookies(doc.get("cookies", Cookies.IGNORE.value)),
+        cookies=Cookies(f.cookies),
         create_method=method,
-        create_path=create.text("path"),
+        create_path=create.path,
         create_placeholders=submitted,
         idempotency=idempotency,
         client_reference=client_reference,
-        create_job_id=create.text("job_id", "job_id"),
-        create_state=create.doc.get("state") if isinstance(create.doc.get("state"), str) else None,
-        create_status_url=create.text("status_url", "status_url"),
-        status_path=cv.template(status.text("path", None), "status.path"),
-        status_state=status_rule.paths[0],
-        status_progress=status.text("progress", None),
-        status_updated_at=status.text("updated_at", None),
-        status_error=status_rule.error[0],
-        identity=cv.identity(create.doc),
-        status_from=cv.status_from(create.doc, status.text("path", None)),
+        create_job_id=create.job_id,
+        status_path=cv.template(status.path, "status.path"),
+        status_progress=status.progress,
+        status_updated_at=status.updated_at,
+        identity=cv.identity(create),
+        status_from=cv.status_from(create, status.path),
         create_rule=create_rule,
         status_rule=status_rule,
-        status_by_header=cv.status_by_header(status.doc, status_rule),
-        states=_states(r.table("states")),
+        status_by_header=cv.status_by_header(status, status_rule),
+        states=_states(f.states or {}),
         cancel_method=cancel_method,
-        cancel_path=cv.template(cancel.text("path"), "cancel.path") if cancel else None,
-        cancel_body=sections.cancel_body(cancel.doc if cancel else None, cancel_method),
-        result=result_table(result, create.text("result", None)),
-        same_token=same_token,
+        cancel_path=cv.template(cancel.path, "cancel.path") if cancel else None,
+        cancel_body=sections.cancel_body(cancel, cancel_method),
+        result=result_table(result, create.result),
+        same_token=reconcile.same_token,
         listing=ListSpec(
-            path=str(listing["path"]),
-            items=str(listing.get("items", "data")),
-            job_id=str(listing.get("job_id", "job_id")),
-            match=str(listing["match"]) if "match" in listing else None,
-            visible_within=_visibility(listing.get("visible_within")),
+            path=listing.path,
+            items=listing.items,
+            job_id=listing.job_id,
+            match=listing.match,
+            visible_within=listing.visible_within,
             **declared.scan(listing, timeout),
         )
         if listing
         else None,
         lookup=lookup,
-        webhooks=webhooks_table(r.table("webhooks")) if "webhooks" in doc else None,
-        deadlines=deadlines,
-        poll=poll,
-        remote_deadline=declared.remote_deadline(create.doc.get("deadline")),
-        usage=declared.usage(status.doc.get("usage")),
-        token_kept=declared.token_kept(
-            reconcile.doc.get("token_kept") if reconcile else None, deadlines["create"]
-        ),
+        webhooks=f.webhooks,
+        deadlines={
+            "create": deadlines.create,
+            "result": deadlines.result,
+            "cancel": deadlines.cancel,
+        },
+        poll=poll_rules(f.poll or PollKeys()),
+        remote_deadline=declared.remote_deadline(create.deadline),
+        usage=declared.usage(status.usage),
+        token_kept=declared.token_kept(reconcile.token_kept, deadlines.create),
         redactor=Redactor().extended(
-            headers=[*redact.get("headers", ()), *([auth.header] if auth else [])],
-            fields=redact.get("fields", ()),
+            headers=[*redact.headers, *([auth.header] if auth else [])],
+            fields=redact.fields,
         ),
     )
 
 
-def _visibility(value: Any) -> timedelta | None:
-    """`reconcile.list.visible_within`: how soon a new job shows in the lookup ("60s"), or
-    "never" (a miss proves nothing); the conservative default when the file says nothing."""
-    if value is None:
-        return DEFAULT_VISIBILITY
-    if value == "never":
-        return None
-    if not isinstance(value, str):
-        raise ProviderConfigError(
-            'reconcile.list.visible_within must be a duration such as "60s", or "never"'
-        )
-    return parse_duration(value)
-
-
-def poll_rules(table: dict[str, Any]) -> PollRules:
+def poll_rules(table: dict[str, Any] | PollKeys) -> PollRules:
     """The [poll] table, checked: backoff, the floor and ceiling of every wait, and what
     refused status reads lead to. `min` defaults to 1 s (or to a faster `initial`); `max`
     to 1 h (or to a longer `cap`)."""
+    poll = read(PollKeys, table, "poll") if isinstance(table, dict) else table
 
-    def seconds(key: str, default: float) -> float:
-        if key not in table:
-            return default
-        return parse_duration(table[key]).total_seconds()
+    def seconds(value: timedelta | None, default: float) -> float:
+        return default if value is None else value.total_seconds()
 
     defaults = POLL_DEFAULTS
-    initial, cap = seconds("initial", defaults.initial), seconds("cap", defaults.cap)
-    floor = seconds("min", min(defaults.min, initial))
-    ceiling = seconds("max", max(defaults.max, cap))
+    initial, cap = seconds(poll.initial, defaults.initial), seconds(poll.cap, defaults.cap)
+    floor = seconds(poll.min, min(defaults.min, initial))
+    ceiling = seconds(poll.max, max(defaults.max, cap))
     if floor < defaults.lowest_min:
         raise ProviderConfigError(
             f"poll.min must be at least {defaults.lowest_min * 1000:g}ms, or a provider answering "
@@ -273,8 +249,8 @@ def poll_rules(table: dict[str, Any]) -> PollRules:
         raise ProviderConfigError(
             f"[poll] needs min <= cap <= max (got min {floor:g}s, cap {cap:g}s, max {ceiling:g}s)"
         )
-    limit = table.get("max_refused_reads", defaults.max_refused_reads)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+    limit = defaults.max_refused_reads if poll.max_refused_reads is None else poll.max_refused_reads
+    if limit < 1:
         raise ProviderConfigError(
             f"poll.max_refused_reads must be a whole number >= 1, not {limit!r}"
         )
@@ -282,17 +258,9 @@ def poll_rules(table: dict[str, Any]) -> PollRules:
         backoff=Backoff(base=initial, cap=cap),
         bounds=Bounds(floor=floor, ceiling=ceiling),
         refusals=Refusals(
-            not_found_grace=seconds("not_found_grace", defaults.not_found_grace), limit=limit
+            not_found_grace=seconds(poll.not_found_grace, defaults.not_found_grace), limit=limit
         ),
     )
-
-
-def _cookies(value: Any) -> Cookies:
-    try:
-        return Cookies(value)
-    except ValueError:
-        choices = " or ".join(f'"{c.value}"' for c in Cookies)
-        raise ProviderConfigError(f"cookies must be {choices}, not {value!r}") from None
 
 
 def _states(table: dict[str, Any]) -> dict[str, RemoteStatus]:

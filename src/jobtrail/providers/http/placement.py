@@ -9,7 +9,7 @@ from typing import Any
 
 from jobtrail.core.lookup import placed
 from jobtrail.core.model import Operation
-from jobtrail.providers.spec import ProviderSpec
+from jobtrail.providers.file.spec import ProviderSpec
 
 
 def place(

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 from jobtrail.errors import InvalidInput, ProviderConfigError
-from jobtrail.providers.parse import unsafe_segment
+from jobtrail.providers.http.parse import unsafe_segment
 
 # placeholders jobtrail fills itself; a path value may not take their names
 RESERVED = frozenset(

@@ -18,12 +18,13 @@ from yarl import URL
 from jobtrail.core.model import AttemptKind, Capabilities, Operation
 from jobtrail.core.redact import Redactor
 from jobtrail.errors import JobtrailError
-from jobtrail.providers import parse, pathvalues, reading
-from jobtrail.providers.authorize import Authorizer
-from jobtrail.providers.config import ProviderSpec
-from jobtrail.providers.cookies import OperationCookies
-from jobtrail.providers.placement import place, reference_value, written_fields
-from jobtrail.providers.spec import Cookies, SourceKind
+from jobtrail.providers.file import pathvalues
+from jobtrail.providers.file.config import ProviderSpec
+from jobtrail.providers.file.spec import Cookies, SourceKind
+from jobtrail.providers.http import parse, reading
+from jobtrail.providers.http.authorize import Authorizer
+from jobtrail.providers.http.cookies import OperationCookies
+from jobtrail.providers.http.placement import place, reference_value, written_fields
 from jobtrail.randomness import PooledSystemRandom
 
 _ORIGINS_KEPT = 8192  # status URLs resolved and remembered (about one per operation in flight)

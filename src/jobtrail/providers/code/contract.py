@@ -2,7 +2,7 @@
 
 A code provider drives an API that a provider file cannot describe (a signed JSON protocol,
 gRPC, an SDK-only service). It is Python code following `CodeProvider`, made by a factory
-that jobtrail finds by name (see providers/plugins.py):
+that jobtrail finds by name (see providers/code/plugins.py):
 
 - an entry point in the group `jobtrail.providers`, whose name is the provider's name and
   whose value is `module:factory`;
@@ -43,11 +43,12 @@ from jobtrail.core.model import Capabilities, Operation, ProviderKind
 from jobtrail.core.redact import Redactor
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.errors import InvalidInput, ProviderConfigError
-from jobtrail.providers.config import DEFAULT_DEADLINES, poll_rules
-from jobtrail.providers.declared import remote_deadline
-from jobtrail.providers.keys import POLL_KEYS
+from jobtrail.providers.file.config import DEFAULT_DEADLINES, poll_rules
+from jobtrail.providers.file.declared import remote_deadline
+from jobtrail.providers.file.keys import PollKeys
+from jobtrail.providers.file.schema import keys_of
+from jobtrail.providers.file.spec import DEFAULT_TIMEOUT, ResultSpec
 from jobtrail.providers.protocol import Provider
-from jobtrail.providers.spec import DEFAULT_TIMEOUT, ResultSpec
 
 ENTRY_POINT_GROUP = "jobtrail.providers"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
@@ -257,7 +258,7 @@ def checked_poll(table: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(table, Mapping):
         raise InvalidInput("`poll` must be a table of the provider file's [poll] keys")
     poll = {str(k): v for k, v in table.items()}
-    unknown = set(poll) - POLL_KEYS
+    unknown = set(poll) - set(keys_of(PollKeys))
     if unknown:
         raise InvalidInput(f"unknown [poll] key {sorted(unknown)[0]!r}")
     poll_rules(poll)

@@ -34,7 +34,7 @@ from jobtrail.errors import JobtrailError
 @dataclass(frozen=True, kw_only=True)
 class Auth:
     """Where the credential comes from: an environment variable (`env`), or, for a token
-    that expires, a command that prints one or a file that holds one (providers/tokens.py)."""
+    that expires, a command that prints one or a file that holds one (providers/http/tokens.py)."""
 
     header: str
     env: str | None = None

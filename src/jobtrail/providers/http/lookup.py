@@ -14,8 +14,8 @@ from collections.abc import Mapping
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.lookup import MISSING, find
-from jobtrail.providers import parse
-from jobtrail.providers.spec import ListSpec, LookupSpec, ProviderSpec, SourceKind
+from jobtrail.providers.file.spec import ListSpec, LookupSpec, ProviderSpec, SourceKind
+from jobtrail.providers.http import parse
 
 
 def parse_lookup(

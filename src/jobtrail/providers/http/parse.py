@@ -16,8 +16,8 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.lookup import MISSING, find, header
 from jobtrail.core.outcomes import Basis, Body
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers import reading as reading_
-from jobtrail.providers.spec import ProviderSpec, Reading, SourceKind
+from jobtrail.providers.file.spec import ProviderSpec, Reading, SourceKind
+from jobtrail.providers.http import reading as reading_
 
 MAX_ID_LENGTH = 512
 MAX_URL_LENGTH = 2048

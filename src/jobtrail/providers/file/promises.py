@@ -7,7 +7,7 @@ import json
 import os
 
 from jobtrail.core.durations import format_duration
-from jobtrail.providers.spec import ProviderSpec, Reading, Source, SourceKind, StateRule
+from jobtrail.providers.file.spec import ProviderSpec, Reading, Source, SourceKind, StateRule
 
 
 # C901: one line per convention the file declares beyond the defaults

@@ -22,40 +22,43 @@ from jobtrail.core.model import Capabilities
 from jobtrail.core.proof import deadline_rule, tier_rule
 from jobtrail.core.remote_deadline import UNITS, Form, RemoteDeadline
 from jobtrail.errors import InvalidInput, ProviderConfigError
+from jobtrail.providers.file.keys import DeadlineKeys, ListKeys
+from jobtrail.providers.file.schema import default_of, read
 
-DEADLINE_KEYS = frozenset({"header", "field", "unit", "format", "step", "min", "max"})
-SCAN_KEYS = frozenset({"pages", "within", "next", "cursor", "more", "created"})
+SCAN_KEYS = ("pages", "within", "next", "cursor", "more", "created")
 USAGE_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 MAX_PAGES = 50
 
 
-def remote_deadline(value: Any, *, code: bool = False) -> RemoteDeadline | None:
+def remote_deadline(
+    value: DeadlineKeys | dict[str, Any] | None, *, code: bool = False
+) -> RemoteDeadline | None:
     """`[create] deadline = { field = "timeout_hours", unit = "h", min = 1, max = 168 }`."""
     where = "deadline" if code else "create.deadline"
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise ProviderConfigError(f'{where} must be a table such as {{ header = "Cancel-After" }}')
-    unknown = sorted(set(value) - DEADLINE_KEYS)
-    if unknown:
-        known = ", ".join(sorted(DEADLINE_KEYS))
-        raise ProviderConfigError(f"unknown key {unknown[0]!r} in {where}; known keys: {known}")
-    if code and "header" in value:
+    if not isinstance(value, DeadlineKeys):
+        if not isinstance(value, dict):
+            raise ProviderConfigError(
+                f'{where} must be a table such as {{ header = "Cancel-After" }}'
+            )
+        value = read(DeadlineKeys, value, where)
+    if code and value.header is not None:
         raise ProviderConfigError(f"{where}: a code provider takes its deadline in a field")
-    fmt = value.get("format", "text" if "header" in value else "number")
-    numbers = {k: value.get(k) for k in ("step", "min", "max")}
-    for key, number in numbers.items():
-        if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
-            raise ProviderConfigError(f"{where}.{key} must be a whole number of units")
+    fmt = value.format or ("text" if value.header is not None else "number")
+    for name in ("header", "field"):
+        text = getattr(value, name)
+        if text is not None and not text.strip():
+            raise ProviderConfigError(f"{where}.{name} must be a header name or a dotted path")
     try:
         return RemoteDeadline(
-            header=_text(value, "header", where),
-            field=_text(value, "field", where),
-            unit=str(value.get("unit", "s")),
+            header=value.header,
+            field=value.field,
+            unit=value.unit,
             form=Form(fmt) if fmt in ("number", "text") else _bad_format(where),
-            step=numbers["step"] or 1,
-            least=numbers["min"] or 1,
-            most=numbers["max"],
+            step=value.step or 1,
+            least=value.min or 1,
+            most=value.max,
         )
     except InvalidInput as exc:
         raise ProviderConfigError(f"{where}: {exc} (units: {', '.join(UNITS)})") from None
@@ -67,22 +70,16 @@ def _bad_format(where: str) -> Form:
     )
 
 
-def _text(table: dict[str, Any], key: str, where: str) -> str | None:
-    value = table.get(key)
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise ProviderConfigError(f"{where}.{key} must be a header name or a dotted path")
-    return value
-
-
-def token_kept(value: Any, create_deadline: timedelta) -> timedelta | None:
+def token_kept(value: str | None, create_deadline: timedelta) -> timedelta | None:
     """`[reconcile] token_kept = "24h"`: how long the provider remembers a create token.
     The create deadline must end within it: a retry after the provider forgot the token
     could make a second job."""
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise ProviderConfigError('reconcile.token_kept must be a duration such as "24h"')
-    kept = parse_duration(value)
+    try:
+        kept = parse_duration(value)
+    except InvalidInput as exc:
+        raise ProviderConfigError(f"reconcile.token_kept: {exc}") from None
     if create_deadline > kept:
         raise ProviderConfigError(
             f"the create deadline ({format_duration(create_deadline)}) is longer than the provider "
@@ -92,39 +89,38 @@ def token_kept(value: Any, create_deadline: timedelta) -> timedelta | None:
     return kept
 
 
-def scan(listing: dict[str, Any], timeout: timedelta) -> dict[str, Any]:
+def scan(listing: ListKeys, timeout: timedelta) -> dict[str, Any]:
     """The scan keys of `[reconcile] list`, as ListSpec arguments. A listing matched on our
     side (`match`) is scanned: one page unless `pages` says more, within the call timeout
     unless `within` says less; `next` names the query parameter that asks for the page
     after the one whose `cursor` field the answer holds."""
-    keys = set(listing) & SCAN_KEYS
-    if keys and "match" not in listing:
+    given = [k for k in SCAN_KEYS if getattr(listing, k) != default_of(ListKeys, k)]
+    if given and listing.match is None:
         raise ProviderConfigError(
-            f"reconcile.list.{sorted(keys)[0]} bounds a scan matched on our side: it needs "
+            f"reconcile.list.{sorted(given)[0]} bounds a scan matched on our side: it needs "
             "reconcile.list.match (a filtered listing is read in one page)"
         )
-    pages = listing.get("pages", 1)
-    if isinstance(pages, bool) or not isinstance(pages, int) or not 1 <= pages <= MAX_PAGES:
+    if not 1 <= listing.pages <= MAX_PAGES:
         raise ProviderConfigError(
             f"reconcile.list.pages must be a whole number from 1 to {MAX_PAGES}"
         )
-    within = parse_duration(listing["within"]) if "within" in listing else timeout
+    within = timeout if listing.within is None else listing.within
     if within > timeout or within <= timedelta(0):
         raise ProviderConfigError(
             "reconcile.list.within must be positive and no longer than the call timeout "
             "(the scan is one call, renewed under one lease)"
         )
-    if pages > 1 and not ("next" in listing and "cursor" in listing):
+    if listing.pages > 1 and not (listing.next and listing.cursor):
         raise ProviderConfigError(
             "reconcile.list.pages above 1 needs `next` (the query parameter asking for the next "
             "page) and `cursor` (the answer's field holding its value)"
         )
-    found = {}
+    found: dict[str, Any] = {}
     for key in ("next", "cursor", "more", "created"):
-        if key in listing and (not isinstance(listing[key], str) or not listing[key]):
+        if getattr(listing, key) == "":
             raise ProviderConfigError(f"reconcile.list.{key} must name a field or parameter")
-        found[key] = listing.get(key)
-    return {"pages": pages, "within": within, **found}
+        found[key] = getattr(listing, key)
+    return {"pages": listing.pages, "within": within, **found}
 
 
 def usage(value: Any) -> dict[str, str]:

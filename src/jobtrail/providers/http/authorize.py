@@ -1,5 +1,5 @@
 """The credential of a call: read from the environment at call time (`auth.env`), or an
-expiring token fetched by a command or from a file (providers/tokens.py), and what a 401
+expiring token fetched by a command or from a file (providers/http/tokens.py), and what a 401
 answer allows.
 
 A 401 to a call made with a fetched token drops that token. The call is then sent once
@@ -15,8 +15,8 @@ import os
 
 from jobtrail.core.model import AttemptKind
 from jobtrail.errors import JobtrailError
-from jobtrail.providers.spec import ProviderSpec
-from jobtrail.providers.tokens import TokenSource, TokenUnavailable
+from jobtrail.providers.file.spec import ProviderSpec
+from jobtrail.providers.http.tokens import TokenSource, TokenUnavailable
 
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 

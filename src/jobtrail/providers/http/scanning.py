@@ -16,9 +16,9 @@ from yarl import URL
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.lookup import find
-from jobtrail.providers import lookup, parse
+from jobtrail.providers.file.spec import ListSpec, ProviderSpec
+from jobtrail.providers.http import lookup, parse
 from jobtrail.providers.protocol import Reply
-from jobtrail.providers.spec import ListSpec, ProviderSpec
 
 # A listed job created this long before the operation was submitted is taken as older than
 # any create of the operation: a margin for the provider's clock running behind ours.
