@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.services.runtime import runtime, settle_heap
 from jobtrail.store.codec import MUTABLE
 from jobtrail.store.sqlite import SqliteStore

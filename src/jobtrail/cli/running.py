@@ -25,6 +25,7 @@ from jobtrail.cli.context import (
     worker_id_option,
 )
 from jobtrail.cli.exits import EXIT_HELP, RunExit, run_exit
+from jobtrail.cli.notifying import notify_option, notifying
 from jobtrail.cli.stopping import Stopper, log_steps, warn_unset_credentials
 from jobtrail.cli.tables import Col, print_rows
 from jobtrail.core.durations import parse_duration
@@ -58,6 +59,7 @@ from jobtrail.services.runtime import runtime, settle_heap
     "-v", "--verbose", is_flag=True, help="Log each claim, call, outcome and release to stderr."
 )
 @provider_module_option
+@notify_option
 @click.option(
     "--processes",
     default=1,
@@ -75,6 +77,7 @@ def worker(
     lease: str,
     verbose: bool,
     provider_modules: tuple[str, ...],
+    notify: tuple[str, ...],
     processes: int,
 ) -> None:
     """Claim due operations and carry them forward until stopped. Ctrl-C (or SIGTERM) stops
@@ -84,7 +87,7 @@ def worker(
     Ctrl-C and SIGTERM to them, and starts one again that dies (docs/scaling.md)."""
     if processes == 1:
         work = run_async(_work)
-        work(settings, concurrency, until_idle, worker_id, lease, verbose, provider_modules)
+        work(settings, concurrency, until_idle, worker_id, lease, verbose, provider_modules, notify)
         return
     from jobtrail.cli.processes import child_env, supervise
 
@@ -92,6 +95,8 @@ def worker(
     args += ["--until-idle"] * until_idle + ["--verbose"] * verbose
     for module in provider_modules:
         args += ["--provider-module", module]
+    for url in notify:
+        args += ["--notify", url]
     if not settings.is_postgres:
         click.echo(
             f"supervisor: {processes} worker processes on a SQLite ledger take its one write "
@@ -111,6 +116,7 @@ async def _work(
     lease: str,
     verbose: bool,
     provider_modules: tuple[str, ...],
+    notify: tuple[str, ...] = (),
 ) -> None:
     if verbose:
         log_steps()
@@ -134,7 +140,8 @@ async def _work(
         )
         # An installed code provider that cannot be loaded was logged by the runtime.
         await warn_unset_credentials(rt)
-        stats = await rt.worker.run(until_idle=until_idle)
+        async with notifying(rt.ledger, notify):
+            stats = await rt.worker.run(until_idle=until_idle)
         await stopper.record(claimed=stats.claimed, finished=stats.finished)
     click.echo(
         f"stopped: {counted(stats.claimed, 'claim')}, "
