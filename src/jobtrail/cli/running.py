@@ -37,7 +37,7 @@ from jobtrail.core.words import counted, iso, progress_text, relative
 from jobtrail.ledger import shown_url
 from jobtrail.presentation.views import operation_json
 from jobtrail.providers.registry import missing_message
-from jobtrail.services.runtime import runtime
+from jobtrail.services.runtime import runtime, settle_heap
 
 
 @click.command()
@@ -131,6 +131,7 @@ async def _work(
         provider_modules=provider_modules,
     ) as rt:
         stopper = Stopper(rt, rt.worker.in_flight, rt.worker.abandon)
+        settle_heap()
         code = sorted(rt.providers.plugins)
         click.echo(
             f"{rt.runner.actor} working on {shown_url(settings.db)} (concurrency {concurrency}"

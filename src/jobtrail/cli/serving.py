@@ -35,7 +35,7 @@ from jobtrail.ledger import shown_url, url_passwords
 from jobtrail.providers.file.config import load_provider_file
 from jobtrail.services.census_rounds import census_rounds
 from jobtrail.services.logs import install_json_logging
-from jobtrail.services.runtime import Runtime, runtime
+from jobtrail.services.runtime import Runtime, runtime, settle_heap
 from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
 from jobtrail.worker.loop import WorkerStats
 
@@ -225,6 +225,7 @@ async def _serve(
             if metrics_listen:
                 await stack.enter_async_context(metrics_site(rt, metrics_listen))
             bound_host, bound_port = server.addresses[0][:2]
+            settle_heap()
             running: list[asyncio.Task[Any]] = [asyncio.create_task(stop.wait())]
             if with_worker:
                 health.worker = worker = asyncio.create_task(rt.worker.run())

@@ -3,6 +3,7 @@ drivers (CLI, MCP server, `serve`) that need to move operations, not just read t
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import socket
@@ -119,6 +120,16 @@ async def runtime(
         await registry.close()
         await stored.close()
         await ledger.close()
+
+
+def settle_heap() -> None:
+    """Once start-up is over, in a long-running process (`worker`, `serve`): move every
+    object alive now (modules, the runtime, provider specs) out of the cyclic collector's
+    reach, so later collections walk only what the work itself makes (the previous
+    measurement put collection at 8.7 % of a lifecycle's CPU). Not for a library's embedded
+    client: the host's objects are not ours to freeze."""
+    gc.collect()
+    gc.freeze()
 
 
 def _always(provider: CodeProvider) -> Factory:
