@@ -34,7 +34,7 @@ from jobtrail.core.states import RemoteStatus, State
 from jobtrail.dashboard.access import Access, operators_from_env
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import load_provider_file
+from jobtrail.providers.file.config import load_provider_file
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import open_results
 from jobtrail.store import open_store

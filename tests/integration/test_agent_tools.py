@@ -16,7 +16,7 @@ from jobtrail.agent.tools import WAIT_CAP_SECONDS, WAIT_POLL_SECONDS, AgentTools
 from jobtrail.clock import SystemClock, VirtualClock
 from jobtrail.errors import InvalidInput, KeyConflict, NotFound, NotPermitted
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results.files import FileResults
 from jobtrail.simulator import Simulator

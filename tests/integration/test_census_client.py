@@ -13,7 +13,7 @@ import pytest
 from jobtrail import Client, State, SyncClient
 from jobtrail.core.census import Category
 from jobtrail.errors import InvalidInput
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.simulator import Simulator
 from jobtrail.simulator.thread import SimulatorThread
 

@@ -16,7 +16,7 @@ from census_rig import census_of, entries, ids, plant_batch, plant_report
 from jobtrail.core.audit import verify
 from jobtrail.core.census import Category, Sight
 from jobtrail.core.states import State
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from vendor_rig import vendor_rig
 
 from harness import SECRET, Harness

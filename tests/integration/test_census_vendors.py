@@ -15,7 +15,7 @@ from jobtrail.core.census import Category, Sight
 from jobtrail.core.model import AttemptKind, evolve
 from jobtrail.core.outcomes import Accepted
 from jobtrail.core.states import State
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from vendor_rig import Rig, vendor_rig
 
 ORPHAN = "op_01JZZZZZZZZZZZZZZZZZZZZZZZ"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.plugins import installed_names, load_plugins
+from jobtrail.providers.code.plugins import installed_names, load_plugins
 from jobtrail.providers.resolve import resolve_provider
 
 from plugins import forget, install, on_path

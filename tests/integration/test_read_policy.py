@@ -12,7 +12,7 @@ import pytest
 from jobtrail.errors import NotPermitted
 from jobtrail.ledger import Ledger
 from jobtrail.ledger.policy import Action, Scope, parse_policy
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.store import Store
 
 from harness import simulator_doc

@@ -15,7 +15,7 @@ from test_hostile_secrets import database_files, stored_rows
 
 from jobtrail.errors import InvalidInput
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.store import open_store
 
 from harness import SECRET, simulator_doc

@@ -27,8 +27,8 @@ import pytest
 from jobtrail.agent.tools import AgentTools
 from jobtrail.core.states import State
 from jobtrail.presentation.views import operation_json
-from jobtrail.providers.baseurl import environment
-from jobtrail.providers.promises import credentials_line
+from jobtrail.providers.file.baseurl import environment
+from jobtrail.providers.file.promises import credentials_line
 from jobtrail.services.story import read_story
 
 from cliutil import JOBTRAIL

@@ -22,7 +22,7 @@ from jobtrail.clock import VirtualClock
 from jobtrail.core.model import Attempt, AttemptKind, Operation
 from jobtrail.core.proof import tier_rule
 from jobtrail.core.states import State
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.providers.transport import provider_session
 from jobtrail.services.runtime import Runtime, runtime
 

@@ -163,11 +163,19 @@ def test_a_census_that_listed_nothing_says_why() -> None:
     assert reach.words() == "nothing was listed: no listing to read"
 
 
-def test_a_code_provider_census_sees_nothing_yet() -> None:
-    """A code provider's listing is not read: the census says so, whatever its tier."""
+def test_a_code_provider_without_a_listing_is_seen_as_seeing_nothing() -> None:
+    """A code provider with no `list_jobs` sees nothing, whatever its tier, in one sentence."""
     caps = Capabilities(list_by_reference=True, scan_pages=5)
     assert sight(caps, code=True) is Sight.NONE
-    assert sight_rule(caps, code=True).startswith("nothing yet")
+    assert sight_rule(caps, code=True).startswith("nothing: the code provider offers no listing")
+
+
+def test_a_code_provider_with_a_listing_sees_every_category() -> None:
+    """A code provider's own listing is read: its sentence, then what the census finds."""
+    caps = Capabilities()
+    assert sight(caps, code=True, listing="every execution") is Sight.LISTING
+    rule = sight_rule(caps, code=True, listing="every execution")
+    assert rule.startswith("every execution: followed, ended here, unknown here, a second job")
 
 
 def adopt_decision(job_id: str, read: bool = True) -> o.HumanDecision:

@@ -11,10 +11,10 @@ import pytest
 from jobtrail.core import outcomes as o
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.config import parse_provider
-from jobtrail.providers.parse import parse_create
-from jobtrail.providers.promises import convention_lines, status_url_order
-from jobtrail.providers.reading import error_text
+from jobtrail.providers.file.config import parse_provider
+from jobtrail.providers.file.promises import convention_lines, status_url_order
+from jobtrail.providers.http.parse import parse_create
+from jobtrail.providers.http.reading import error_text
 
 BASE = "https://things.example"
 PUT: dict[str, Any] = {

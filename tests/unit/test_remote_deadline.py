@@ -16,7 +16,7 @@ from jobtrail.core.plan import Call, Settle, plan, watched_until
 from jobtrail.core.remote_deadline import Form, RemoteDeadline, place, unplaced
 from jobtrail.core.states import RemoteStatus, State
 from jobtrail.errors import InvalidInput, ProviderConfigError
-from jobtrail.providers.declared import remote_deadline
+from jobtrail.providers.file.declared import remote_deadline
 
 from factories import T0, make_op, step
 

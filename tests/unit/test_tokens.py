@@ -1,4 +1,4 @@
-"""Expiring tokens (providers/tokens.py): a real command or file, fetched when needed, kept
+"""Expiring tokens (providers/http/tokens.py): a real command or file, fetched when needed, kept
 until its lifetime or its JWT `exp` (less a margin), fetched again after a 401, remembered
 for redaction, and a failure that names the command but never shows its output."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jobtrail.providers.spec import Auth
-from jobtrail.providers.tokens import (
+from jobtrail.providers.file.spec import Auth
+from jobtrail.providers.http.tokens import (
     DEFAULT_LIFETIME,
     TokenSource,
     TokenUnavailable,

@@ -4,11 +4,13 @@ in-process worker unless told otherwise. A thin surface: parse, call `AgentTools
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict
 from datetime import timedelta
 from importlib.metadata import version
 from pathlib import Path
@@ -16,7 +18,13 @@ from typing import Annotated, Any, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+    UnexpectedToolError,
+)
+from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -32,8 +40,10 @@ from jobtrail.agent.shapes import (
 )
 from jobtrail.agent.tasks import DEFAULT_TTL, LedgerTasks, listen_guard
 from jobtrail.agent.tools import WAIT_CAP_SECONDS, AgentTools
+from jobtrail.agent.waiting import WAIT_DEFAULT_SECONDS
+from jobtrail.agent.watch import OPERATION_URI, watch_operations
 from jobtrail.core.states import State
-from jobtrail.errors import JobtrailError
+from jobtrail.errors import JobtrailError, NotFound
 from jobtrail.providers.resolve import resolve_provider
 from jobtrail.services.runtime import Runtime, runtime
 
@@ -90,7 +100,11 @@ def _arguments_sentence(tool: str, error: ValidationError) -> str:
 
 
 def build_server(
-    tools: AgentTools, identity: Identity, *, task_ttl: timedelta | None = DEFAULT_TTL
+    tools: AgentTools,
+    identity: Identity,
+    *,
+    task_ttl: timedelta | None = DEFAULT_TTL,
+    bus: SubscriptionBus | None = None,
 ) -> MCPServer[Any]:
     """The MCP server exposing `tools`, with the Tasks extension served from the ledger
     (agent/tasks.py; `task_ttl` is each task's time to live, None: unlimited). Every
@@ -104,10 +118,13 @@ def build_server(
         log_level="WARNING",
         extensions=[LedgerTasks(tools, identity, ttl=task_ttl)],
         middleware=[listen_guard],
+        subscriptions=bus,
     )
 
     def who(ctx: Context[Any, Any]) -> str:
         return identity.of(ctx.request_context.request)
+
+    add_operation_resource(server, tools, who)
 
     @server.tool(
         description="Record a job for a provider (by name) and return its operation id. "
@@ -153,18 +170,26 @@ def build_server(
 
     @server.tool(
         description=f"Wait until the operation's state changes or its automation ends, at "
-        f"most timeout_seconds (capped at {WAIT_CAP_SECONDS:.0f} s; call again to keep "
-        "waiting). Returns what get_job returns plus `changed`.",
+        f"most timeout_seconds (default {WAIT_DEFAULT_SECONDS:.0f} s, below common clients' "
+        f"call timeouts; capped at {WAIT_CAP_SECONDS:.0f} s). Returns what get_job returns "
+        "plus `changed`, `call_again` and `instruction`: while `call_again` is true, call "
+        "wait_job again. Sends progress notifications while it waits when asked to.",
         annotations=READ_ONLY,
     )
     async def wait_job(
         operation_id: OperationId,
         ctx: Context[Any, Any],
         timeout_seconds: Annotated[
-            float, Field(description=f"At most this long (capped at {WAIT_CAP_SECONDS:.0f}).")
-        ] = 60.0,
+            float,
+            Field(
+                description=f"At most this long (default {WAIT_DEFAULT_SECONDS:.0f}, capped "
+                f"at {WAIT_CAP_SECONDS:.0f}); keep it below your client's call timeout."
+            ),
+        ] = WAIT_DEFAULT_SECONDS,
     ) -> WaitedJob:
-        return await _guard(tools.wait_job(operation_id, timeout_seconds, actor=who(ctx)))
+        return await _guard(
+            tools.wait_job(operation_id, timeout_seconds, ctx.report_progress, actor=who(ctx))
+        )
 
     @server.tool(
         description="Record the intent to stop an operation. This does not stop anything by "
@@ -211,6 +236,29 @@ def build_server(
         return await _guard(tools.explain_job(operation_id, actor=who(ctx)))
 
     return server
+
+
+def add_operation_resource(
+    server: MCPServer[Any], tools: AgentTools, who: Callable[[Context[Any, Any]], str]
+) -> None:
+    """`jobtrail://operations/{id}`: each operation, readable as a resource, by whoever may
+    read it as get_job (the read policy)."""
+
+    @server.resource(
+        OPERATION_URI,
+        name="operation",
+        mime_type="application/json",
+        description="One operation as get_job shows it, by its operation id: the same handle "
+        "as the tools' operation_id and a task's operation, unchanged by a server restart.",
+    )
+    async def operation(operation_id: str, ctx: Context[Any, Any]) -> str:
+        try:
+            view = await tools.get_job(operation_id, actor=who(ctx))
+        except NotFound as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+        except JobtrailError as exc:
+            raise ResourceError(str(exc)) from None
+        return json.dumps(asdict(view), ensure_ascii=False)
 
 
 async def _guard(call: Awaitable[T]) -> T:
@@ -276,12 +324,17 @@ async def serve(
         rt.worker.grace = SHUTDOWN_GRACE
         tools = agent_tools(rt, run_worker=run_worker, data_dir=data_dir)
         identity = Identity(None) if http else Identity.configured(actor)
-        server = build_server(tools, identity, task_ttl=task_ttl)
+        bus = InMemorySubscriptionBus()  # resource updates: agent/watch.py
+        server = build_server(tools, identity, task_ttl=task_ttl, bus=bus)
+        unwatched = asyncio.Event()
+        watching = asyncio.create_task(watch_operations(rt.ledger, bus, unwatched))
         worker = asyncio.create_task(rt.worker.run()) if run_worker else None
         if worker is not None:
             worker.add_done_callback(report_worker_end)
         if http is not None:
             await _serve_http(server, http, worker, origins)
+            unwatched.set()
+            await watching
             rt.worker.stop.set()
             if worker is not None:
                 await asyncio.wait([worker])
@@ -301,6 +354,8 @@ async def serve(
             await asyncio.wait([serving, stopping], return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopping.cancel()
+            unwatched.set()
+            await watching
             rt.worker.stop.set()
             if worker is not None:
                 await asyncio.wait([worker])

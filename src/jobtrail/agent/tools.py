@@ -30,6 +30,13 @@ from jobtrail.agent.shapes import (
     TransitionView,
     WaitedJob,
 )
+from jobtrail.agent.waiting import (
+    PROGRESS_EVERY_SECONDS,
+    WAIT_DEFAULT_SECONDS,
+    Progress,
+    instruction,
+    progress_words,
+)
 from jobtrail.core.model import Operation, Transition
 from jobtrail.core.nextstep import next_step, remote_may_run
 from jobtrail.core.states import State
@@ -38,8 +45,8 @@ from jobtrail.errors import InvalidInput, NotFound
 from jobtrail.ledger import Ledger
 from jobtrail.ledger.policy import Action
 from jobtrail.presentation.views import operation_json, transition_json
-from jobtrail.providers.code import CodeSpec
-from jobtrail.providers.config import ProviderSpec, find_provider_named
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file.config import ProviderSpec, find_provider_named
 from jobtrail.results import ResultStore
 from jobtrail.services.story import read_story
 
@@ -156,24 +163,38 @@ class AgentTools:
     async def get_job(self, operation_id: str, *, actor: str) -> JobView:
         return await self._view(await self._get(operation_id, actor))
 
-    async def wait_job(self, operation_id: str, timeout_seconds: float, *, actor: str) -> WaitedJob:
+    async def wait_job(
+        self,
+        operation_id: str,
+        timeout_seconds: float = WAIT_DEFAULT_SECONDS,
+        progress: Progress | None = None,
+        *,
+        actor: str,
+    ) -> WaitedJob:
+        """Wait for a change of state, at most the bound given (capped); `progress` is told
+        what the operation is doing while the call waits (MCP progress notifications)."""
         if math.isnan(timeout_seconds):
             raise InvalidInput("timeout_seconds must be a number of seconds")
         timeout = min(max(timeout_seconds, 0.0), WAIT_CAP_SECONDS)
         started = self._monotonic()
         op = await self._get(operation_id, actor)
-        first = op.state
+        first, told = op.state, -PROGRESS_EVERY_SECONDS
         while op.state is first and not op.state.ends_automation:
-            left = timeout - (self._monotonic() - started)
-            if left <= 0:
+            waited = self._monotonic() - started
+            if progress is not None and waited - told >= PROGRESS_EVERY_SECONDS:
+                told = waited
+                await progress(waited, timeout, progress_words(op, self.ledger.now()))
+            if timeout - waited <= 0:
                 break
-            await self._sleep(min(WAIT_POLL_SECONDS, left))
+            await self._sleep(min(WAIT_POLL_SECONDS, timeout - waited))
             op = await self._exists(op.operation_id)
         view = await self._view(op)
         return WaitedJob(
             **{f.name: getattr(view, f.name) for f in fields(view)},
             changed=op.state is not first,
             waited_seconds=round(self._monotonic() - started, 3),
+            call_again=not op.state.ends_automation,
+            instruction=instruction(op),
         )
 
     async def get_result(self, operation_id: str, *, actor: str) -> ResultView:
@@ -278,6 +299,7 @@ class AgentTools:
             changed=True,
             waited_seconds=round((self.ledger.now() - since).total_seconds(), 3),
             result=await self.get_result(op.operation_id, actor=actor),
+            instruction=instruction(op),
         )
 
     # -- helpers -------------------------------------------------------------------------

@@ -4,7 +4,7 @@ takes it; `jobtrail docs census`)."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,11 @@ from jobtrail.cli.context import (
 from jobtrail.core.census import Category, summary
 from jobtrail.core.durations import parse_duration
 from jobtrail.errors import InvalidInput
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file.spec import ProviderSpec
+
+if TYPE_CHECKING:
+    from jobtrail.providers.registry import ProviderRegistry
 
 SECOND_JOB_EXIT = 3  # a census that found a second job: the evidence of a duplicate
 
@@ -110,12 +115,9 @@ def census(
 async def _census(
     settings: Settings, provider: str, since: Any, max_requests: int, actor: str
 ) -> tuple[dict[str, Any], bool]:
-    from jobtrail.providers.config import find_provider_named
-    from jobtrail.providers.registry import ProviderRegistry
     from jobtrail.services.census import census_json, take_census
 
-    spec = find_provider_named(provider)
-    registry = ProviderRegistry(connections=4)
+    spec, registry = _provider(provider)
     try:
         async with opened(settings) as ledger:
             taken = await take_census(
@@ -137,12 +139,9 @@ async def _act(
     """Each job adopted or cancelled in turn; a refusal is said and the next goes on (as
     the dashboard's bulk actions do)."""
     from jobtrail.errors import ActionRefused
-    from jobtrail.providers.config import find_provider_named
-    from jobtrail.providers.registry import ProviderRegistry
     from jobtrail.services.census_actions import adopt_job, cancel_job
 
-    spec = find_provider_named(provider)
-    registry = ProviderRegistry(connections=4)
+    spec, registry = _provider(provider)
     done: list[dict[str, Any]] = []
     try:
         async with opened(settings) as ledger:
@@ -160,6 +159,17 @@ async def _act(
     finally:
         await registry.close()
     return done
+
+
+def _provider(name: str) -> tuple[ProviderSpec | CodeSpec, ProviderRegistry]:
+    """The provider NAME names (a NAME.toml, a code provider's settings file included; an
+    installed code provider; a shipped profile), and a registry with the code providers."""
+    from jobtrail.providers.code.plugins import load_plugins
+    from jobtrail.providers.registry import ProviderRegistry
+    from jobtrail.providers.resolve import resolve_named
+
+    plugins = load_plugins()
+    return resolve_named(name, plugins), ProviderRegistry(connections=4, plugins=plugins)
 
 
 def _acted_line(item: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from jobtrail.core.audit import ChainReport, verify
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import State
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.services.runtime import runtime
 from jobtrail.simulator import Simulator
 

@@ -28,6 +28,7 @@ MODULES = (
     "retention",
     "docs",
     "census",
+    "notifying",
 )
 HOME = {
     **dict.fromkeys(("submit", "list", "history", "explain", "cancel"), "ops"),
@@ -44,6 +45,7 @@ HOME = {
     "archive": "retention",
     "docs": "docs",
     "census": "census",
+    "notify": "notifying",
 }
 
 

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import signal
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -23,16 +24,18 @@ from jobtrail.cli.context import (
     provider_module_option,
     worker_id_option,
 )
+from jobtrail.cli.notifying import notify_option, notifying
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.redact import Redactor
 from jobtrail.dashboard.access import Access, agents_from_env, operators_from_env
+from jobtrail.dashboard.metrics import Metrics
 from jobtrail.dashboard.web import Dashboard
-from jobtrail.errors import JobtrailError, ProviderConfigError
+from jobtrail.errors import InvalidInput, JobtrailError, ProviderConfigError
 from jobtrail.ledger import shown_url, url_passwords
-from jobtrail.providers.config import find_provider_named, load_provider_file
+from jobtrail.providers.file.config import load_provider_file
 from jobtrail.services.census_rounds import census_rounds
 from jobtrail.services.logs import install_json_logging
-from jobtrail.services.runtime import Runtime, runtime
+from jobtrail.services.runtime import Runtime, runtime, settle_heap
 from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
 from jobtrail.worker.loop import WorkerStats
 
@@ -46,6 +49,7 @@ def secrets_redactor(folder: Path, db: str = "") -> Redactor:
     """A redactor holding every secret the provider files in `folder` name, the audit key,
     the dashboard's operator tokens and the ledger URL's password: read once, at start."""
     values = [os.environ.get("JOBTRAIL_AUDIT_KEY", ""), *url_passwords(db)]
+    values.append(os.environ.get("JOBTRAIL_NOTIFY_SECRET", ""))  # a notifier's signing key
     for variable in ("JOBTRAIL_OPERATOR_TOKENS", "JOBTRAIL_VIEWER_TOKENS", "JOBTRAIL_AGENT_TOKENS"):
         pairs = os.environ.get(variable, "").split(",")
         values.extend(pair.partition(":")[2].strip() for pair in pairs)
@@ -93,6 +97,13 @@ class Health:
     help="How long the worker's claim holds an operation before others may take it over.",
 )
 @provider_module_option
+@notify_option
+@click.option(
+    "--metrics-listen",
+    metavar="HOST:PORT",
+    help="Also serve GET /metrics, unguarded, on this address (on serve's own address it "
+    "needs an operator's bearer token; see `jobtrail docs dashboard`).",
+)
 @allow_origin_option
 @click.option(
     "--census",
@@ -113,6 +124,8 @@ def serve(
     worker_id: str | None,
     lease: str,
     provider_modules: tuple[str, ...],
+    notify: tuple[str, ...],
+    metrics_listen: str | None,
     origins: tuple[str, ...],
     census: tuple[str, ...],
     census_every: str,
@@ -139,6 +152,8 @@ def serve(
                 access,
                 provider_modules=provider_modules,
                 lease_for=parse_duration(lease),
+                notify=notify,
+                metrics_listen=metrics_listen,
                 origins=origins,
                 rounds=rounds,
             )
@@ -160,11 +175,19 @@ async def _serve(
     with_worker: bool = True,
     provider_modules: tuple[str, ...] = (),
     lease_for: timedelta = timedelta(seconds=60),
+    notify: tuple[str, ...] = (),
+    metrics_listen: str | None = None,
     origins: tuple[str, ...] = (),
     rounds: Rounds | None = None,
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
-    specs = [find_provider_named(name) for name in rounds.providers] if rounds else []
+    specs = []
+    if rounds is not None:
+        from jobtrail.providers.code.plugins import load_plugins
+        from jobtrail.providers.resolve import resolve_named
+
+        plugins = load_plugins(provider_modules)  # a census of a code provider needs it
+        specs = [resolve_named(name, plugins) for name in rounds.providers]
     stop = asyncio.Event()
     stack = contextlib.AsyncExitStack()
     loop = asyncio.get_running_loop()
@@ -187,6 +210,7 @@ async def _serve(
             WebhookReceiver(rt.ledger, folder, on_recorded=rt.worker.wake).add_routes(app)
             app.router.add_get("/healthz", health.handle)
         Dashboard(rt.ledger, rt.results, rt.providers, access).add_routes(app)
+        Metrics(rt.ledger, access).add_routes(app)
         mcp = _mcp_endpoint(rt, settings, host, origins) if with_worker else None
         if mcp is not None:
             mcp.add_routes(app)
@@ -195,8 +219,13 @@ async def _serve(
         worker = None
         try:
             await stack.enter_async_context(mcp.running() if mcp else contextlib.nullcontext())
+            if with_worker:
+                await stack.enter_async_context(notifying(rt.ledger, notify))
             await web.TCPSite(server, host, port).start()
+            if metrics_listen:
+                await stack.enter_async_context(metrics_site(rt, metrics_listen))
             bound_host, bound_port = server.addresses[0][:2]
+            settle_heap()
             running: list[asyncio.Task[Any]] = [asyncio.create_task(stop.wait())]
             if with_worker:
                 health.worker = worker = asyncio.create_task(rt.worker.run())
@@ -235,6 +264,25 @@ async def _serve(
         "stopped",
         extra={"claimed": stats.claimed, "finished": stats.finished, "lost": stats.lost},
     )
+
+
+@contextlib.asynccontextmanager
+async def metrics_site(rt: Runtime, listen: str) -> AsyncIterator[None]:
+    """GET /metrics alone, unguarded, on `listen` (HOST:PORT)."""
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit():
+        raise InvalidInput(f"--metrics-listen: {listen!r} is not HOST:PORT")
+    app = web.Application()
+    Metrics(rt.ledger, None).add_routes(app)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, host, int(port)).start()
+    bound = runner.addresses[0][:2]
+    log.info("metrics on http://%s:%d/metrics", *bound, extra={"metrics_port": bound[1]})
+    try:
+        yield
+    finally:
+        await runner.cleanup()
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from jobtrail.errors import (
     MissingCredentialWarning,
     WaitTimedOut,
 )
-from jobtrail.providers.code import CodeProvider
+from jobtrail.providers.code.contract import CodeProvider
 from jobtrail.providers.credentials import unset_by_provider, unset_credentials
 from jobtrail.services import decisions, defaults
 from jobtrail.services.runtime import Runtime, runtime

@@ -8,8 +8,8 @@ from datetime import timedelta
 from jobtrail.client.providers import ProviderRef, resolve_provider
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import Operation
-from jobtrail.errors import InvalidInput
-from jobtrail.providers.spec import ProviderSpec
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file.spec import ProviderSpec
 from jobtrail.services.census import MAX_REQUESTS, Census, take_census
 from jobtrail.services.census_actions import adopt_job, cancel_job
 from jobtrail.services.runtime import Runtime
@@ -39,7 +39,7 @@ class CensusMethods:
         return await take_census(
             rt.ledger,
             rt.providers,
-            self._file(provider),
+            resolve_provider(provider, rt.providers.plugins),
             actor=actor or self.actor,
             since=window,
             max_requests=max_requests,
@@ -80,11 +80,5 @@ class CensusMethods:
         rt.worker.wake()
         return op
 
-    def _file(self, provider: ProviderRef) -> ProviderSpec:
-        spec = resolve_provider(provider, self._opened.providers.plugins)
-        if not isinstance(spec, ProviderSpec):
-            raise InvalidInput(
-                f"provider: {spec.name!r} is a code provider; a census reads the listing a "
-                "provider file declares"
-            )
-        return spec
+    def _file(self, provider: ProviderRef) -> ProviderSpec | CodeSpec:
+        return resolve_provider(provider, self._opened.providers.plugins)

@@ -137,11 +137,12 @@ class Sight(StrEnum):
     NONE = "none"  # nothing: no listing jobtrail can read
 
 
-def sight(caps: Capabilities, *, code: bool = False) -> Sight:
+def sight(caps: Capabilities, *, code: bool = False, listing: str | None = None) -> Sight:
     """What a census of a provider with these capabilities can list: the same listing
-    reconciliation declares, per tier (a code provider's listing is not read yet)."""
+    reconciliation declares, per tier; a code provider's own listing (`listing`: what it
+    sees, None when it has none)."""
     if code:
-        return Sight.NONE
+        return Sight.LISTING if listing else Sight.NONE
     if caps.list_by_reference and caps.scan_pages is not None:
         return Sight.LISTING
     if caps.lookup:
@@ -149,13 +150,19 @@ def sight(caps: Capabilities, *, code: bool = False) -> Sight:
     return Sight.NONE
 
 
-def sight_rule(caps: Capabilities, *, code: bool = False) -> str:
+def sight_rule(caps: Capabilities, *, code: bool = False, listing: str | None = None) -> str:
     """What the census can see, in one sentence: the words `provider check` says beside
-    "census sees" and `census` says before its findings."""
+    "census sees" and `census` says before its findings (`listing`: what a code provider's
+    own listing shows, None when it has none)."""
+    if code and listing:
+        return (
+            f"{listing}: followed, ended here, unknown here, a second job and not ours; a "
+            "listing cut short by the census's cap (--max-requests pages) says how far it got"
+        )
     if code:
         return (
-            "nothing yet: a census reads the listing a provider file declares, and a code "
-            "provider's own listing is not read by it"
+            "nothing: the code provider offers no listing of its jobs (no `list_jobs`), so "
+            "jobs it runs for us that no operation follows stay unseen"
         )
     seen = sight(caps)
     if seen is Sight.LISTING:

@@ -46,7 +46,8 @@ class Idempotency(StrEnum):
 
 class ProviderKind(StrEnum):
     """What drives an operation: the generic HTTP provider built from its provider file, or a
-    code provider (a plug-in, see providers/code.py) that only a worker having it may drive."""
+    code provider (a plug-in, see providers/code/contract.py) that only a worker having it may
+    drive."""
 
     HTTP = "http"
     CODE = "code"

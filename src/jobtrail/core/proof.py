@@ -9,6 +9,7 @@ import json
 from datetime import timedelta
 
 from jobtrail.core.durations import format_duration
+from jobtrail.core.leases import effect_lease
 from jobtrail.core.model import Capabilities, Idempotency, Json, Operation, Tier
 from jobtrail.core.remote_deadline import RemoteDeadline
 
@@ -62,6 +63,28 @@ def absence_rule(caps: Capabilities, create_deadline: timedelta) -> str | None:
             "such a miss goes to a person (needs_human) instead"
         )
     return rule
+
+
+def takeover_rule(
+    caps: Capabilities, create_deadline: timedelta, call_timeout: timedelta
+) -> str | None:
+    """What becomes of a create whose worker died mid-call when the create deadline is
+    shorter than the takeover can take (core/leases.effect_lease), or None when it is not."""
+    least = timedelta(seconds=effect_lease(0.0, call_timeout.total_seconds()))
+    if create_deadline >= least:
+        return None
+    then = (
+        "looked up once past its deadline (the job adopted if the lookup finds it) before a "
+        "person is asked (needs_human)"
+        if caps.lookup
+        else "left to a person (needs_human) when it is taken over"
+    )
+    return (
+        f"the create deadline ({format_duration(create_deadline)}) is shorter than a takeover "
+        f"after a worker dies mid-create (at least {format_duration(least)}: twice the call "
+        f"timeout of {format_duration(call_timeout)} and a second, or the worker's --lease if "
+        f"longer): such a create is {then}; it is never sent again"
+    )
 
 
 TIER_NAMES = {

@@ -20,7 +20,7 @@ from jobtrail.core.words import relative
 from jobtrail.dashboard.access import Principal
 from jobtrail.dashboard.html import Html, join, page, query, render
 from jobtrail.errors import InvalidInput, JobtrailError
-from jobtrail.providers.config import find_provider_named
+from jobtrail.providers.resolve import resolve_named
 from jobtrail.services.census import Census, take_census
 from jobtrail.services.census_actions import adopt_job, cancel_job
 
@@ -114,7 +114,7 @@ class CensusRoutes:
         back = query("/census", provider=name, since=form.get("since", ""))
         try:
             since = parse_duration(form.get("since", "").strip() or "7d")
-            spec = find_provider_named(name)
+            spec = resolve_named(name, self.dash.providers.plugins)
             taken = await take_census(
                 self.dash.ledger,
                 self.dash.providers,
@@ -200,7 +200,7 @@ class CensusRoutes:
             raise InvalidInput("reason: every action needs one; it goes into the audit log")
         if not jobs or len(jobs) > MAX_JOBS:
             raise InvalidInput(f"job: tick between 1 and {MAX_JOBS} jobs")
-        spec = find_provider_named(name)
+        spec = resolve_named(name, self.dash.providers.plugins)
         said = []
         for job_id in jobs:
             try:

@@ -18,7 +18,8 @@ from jobtrail.ledger.policy import Action
 from jobtrail.ledger.redaction import redacted_entries
 
 if TYPE_CHECKING:  # a census needs a provider file; reading the ledger does not
-    from jobtrail.providers.config import ProviderSpec
+    from jobtrail.providers.code.contract import CodeSpec
+    from jobtrail.providers.file.config import ProviderSpec
 
 
 class Censuses(LedgerBase):
@@ -33,7 +34,7 @@ class Censuses(LedgerBase):
         await self.store.append_audit(redacted_entries(rows, redactor))
 
     async def record_adoption(
-        self, provider: ProviderSpec, job_id: str, *, actor: str, reason: str
+        self, provider: ProviderSpec | CodeSpec, job_id: str, *, actor: str, reason: str
     ) -> Operation:
         """An operation recorded to adopt `job_id`, a job the census found at `provider`
         (its `candidate_job_id`): never due, nothing is ever sent for its create; a person's

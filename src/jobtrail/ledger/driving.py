@@ -169,6 +169,8 @@ class Driving(LedgerBase):
                 detail = {**detail, "usage_dropped": dropped}
         if isinstance(outcome, o.Found):  # what a lookup found, as the timeline tells it
             detail = {**detail, "found": list(outcome.job_ids)}
+            # a miss is judged when the listing was asked for, not when its answer came
+            outcome = evolve(outcome, asked_at=attempt.started_at)
         judged_ = judged(outcome, op)  # the core's word on what the answer proves
         if judged_ is not outcome:
             if isinstance(judged_, o.Ambiguous) and "error" not in detail:

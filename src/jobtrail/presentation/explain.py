@@ -15,8 +15,8 @@ from jobtrail.core.nextstep import (
     driver,
     next_step,
     other_jobs_text,
-    seen_ended,
 )
+from jobtrail.core.notices import escalation_summary
 from jobtrail.core.order import cancel_order
 from jobtrail.core.states import Evidence, State
 from jobtrail.core.words import iso, progress_text, when
@@ -201,44 +201,6 @@ def _stopped_unreadable(op: Operation, history: list[Transition]) -> bool:
 
 
 def _escalation_summary(op: Operation, history: list[Transition]) -> str:
-    match op.state:
-        case State.CANCELLATION_UNCONFIRMED:
-            return (
-                f"We asked {op.provider} to cancel job {op.remote_job_id} and saw no "
-                "terminal state before the cancel deadline. The job may still be running."
-            )
-        case State.NEEDS_HUMAN if op.conflicting_job_ids:
-            return (
-                f"{op.provider} tied one idempotency token / client reference to several "
-                f"jobs ({', '.join(op.conflicting_job_ids)}). Automation stopped; decide "
-                "which job is ours."
-            )
-        case State.NEEDS_HUMAN if op.refused_reads and _stopped_unreadable(op, history):
-            return (
-                f"{op.provider} answered {op.refused_reads} status reads of job "
-                f"{op.remote_job_id} in a row with nothing readable as a state (no body, no "
-                "state field, JSON cut short or not JSON; the answers are in request_history). "
-                "Automation stopped; check the job, then adopt it to resume polling or "
-                "mark the operation failed."
-            )
-        case State.NEEDS_HUMAN if op.refused_reads:
-            return (
-                f"{op.provider} refused {op.refused_reads} status reads of job "
-                f"{op.remote_job_id} in a row (the answers are in request_history). "
-                "Automation stopped; check the job, then adopt it to resume polling or "
-                "mark the operation failed."
-            )
-        case State.NEEDS_HUMAN:
-            return "The create outcome could not be proven; decide whether a job exists."
-        case State.RESULT_TIMED_OUT if seen_ended(op):
-            return (
-                f"The result deadline passed after job {op.remote_job_id} was seen ended "
-                f"{op.remote_state}; its result was not collected."
-            )
-        case State.RESULT_TIMED_OUT:
-            return (
-                f"Job {op.remote_job_id} was not seen ended before the result deadline; it "
-                "may still be running."
-            )
-        case _:
-            return f"Operation is {op.state}."
+    """The summary (core/notices.py), given the evidence that last stopped automation."""
+    stops = [t for t in history if t.to_state is State.NEEDS_HUMAN]
+    return escalation_summary(op, stops[-1].evidence if stops else None)

@@ -18,13 +18,13 @@ from jobtrail.core.lookup import MISSING, find
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.redact import Redactor
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers import parse
-from jobtrail.providers.authorize import NoCredential
-from jobtrail.providers.http import HttpProvider, Prepared
+from jobtrail.providers.file.spec import SourceKind
+from jobtrail.providers.http import parse
+from jobtrail.providers.http.authorize import NoCredential
+from jobtrail.providers.http.provider import HttpProvider, Prepared
+from jobtrail.providers.http.reading import read_state
+from jobtrail.providers.http.scanning import moment
 from jobtrail.providers.protocol import Reply
-from jobtrail.providers.reading import read_state
-from jobtrail.providers.scanning import moment
-from jobtrail.providers.spec import SourceKind
 
 # The marker an item holds when the provider filtered the listing on our reference: the
 # census's own tag says which operation it asked for.

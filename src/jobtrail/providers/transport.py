@@ -11,7 +11,7 @@ refuses to build one (`TransportUnsafe`, at start: `check_transport`) when an ai
 release no longer has it, rather than let it re-send silently again.
 
 The rest of the transport's promise lives where the requests are made: redirects are never
-followed (`allow_redirects=False`, providers/http.py); botocore's own retries and its S3
+followed (`allow_redirects=False`, providers/http/provider.py); botocore's own retries and its S3
 region re-send are off (providers/aws/calls.py), and aiobotocore's aiohttp sessions pass
 through `single_shot` too, never following a redirect (`aws_session_class`). A retry is
 always the core's decision and a new recorded attempt (docs/guarantees/transport.md).

@@ -18,7 +18,6 @@ from typing import Any
 
 from yarl import URL
 
-from jobtrail.core import outcomes as o
 from jobtrail.core.census import (
     Category,
     Finding,
@@ -31,13 +30,17 @@ from jobtrail.core.census import (
     sight_rule,
 )
 from jobtrail.core.model import Operation
+from jobtrail.core.notices import census_notice
+from jobtrail.core.redact import Redactor
 from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso
 from jobtrail.ledger import Ledger, OperationQuery
 from jobtrail.providers.census import Lister
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file.spec import ProviderSpec
+from jobtrail.providers.http.scanning import Page
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.providers.scanning import Page
-from jobtrail.providers.spec import ProviderSpec
+from jobtrail.services.census_code import code_listing, code_redactor, stopped_by
 
 MAX_REQUESTS = 500  # per-operation lookups a census makes at most (`--max-requests`)
 
@@ -63,10 +66,15 @@ class Census:
         return [f for f in self.findings if f.category is category]
 
 
+# The findings a person is told of (docs/dashboard.md, "Notices to people"): each raises one
+# notice, once per job and kind, however many censuses find it again.
+TOLD = frozenset({Category.ENDED_HERE, Category.UNKNOWN_HERE, Category.SECOND_JOB})
+
+
 async def take_census(
     ledger: Ledger,
     registry: ProviderRegistry,
-    spec: ProviderSpec,
+    spec: ProviderSpec | CodeSpec,
     *,
     actor: str,
     since: timedelta | None = None,
@@ -76,16 +84,22 @@ async def take_census(
     ledger, and record the census in the audit log."""
     now = ledger.now()
     cutoff = now - since if since is not None else None
-    lister = Lister(spec, registry.session())
-    seen = sight(spec.capabilities)
     calls: list[dict[str, Any]] = []
-    if seen is Sight.LISTING:
-        jobs, reach = await _scan(lister, spec, cutoff, calls)
-    elif seen is Sight.PER_OPERATION:
-        jobs, reach = await _per_operation(ledger, lister, spec, cutoff, max_requests, calls)
+    if isinstance(spec, CodeSpec):
+        seen = sight(spec.capabilities, code=True, listing=spec.census)
+        sees = sight_rule(spec.capabilities, code=True, listing=spec.census)
+        redactor = code_redactor(spec)
+        if seen is Sight.LISTING:
+            provider = registry.code_provider(spec)
+            jobs, reach = await code_listing(ledger, provider, spec, cutoff, max_requests, calls)
+        else:
+            why = "the code provider offers no listing of its jobs"
+            jobs, reach = [], Reach(requests=0, listed=0, complete=False, stopped=why)
     else:
-        why = "the provider offers no listing jobtrail can read"
-        jobs, reach = [], Reach(requests=0, listed=0, complete=False, stopped=why)
+        seen, sees = sight(spec.capabilities), sight_rule(spec.capabilities)
+        jobs, reach, redactor = await _file_census(
+            ledger, registry, spec, cutoff, max_requests, calls
+        )
     unique = list({j.job_id: j for j in jobs if _since(j, cutoff)}.values())
     findings = tuple([await _held(ledger, spec.name, job) for job in unique])
     census = Census(
@@ -94,13 +108,44 @@ async def take_census(
         taken_at=now,
         since=cutoff,
         sight=seen,
-        sees=sight_rule(spec.capabilities),
+        sees=sees,
         reach=reach,
         findings=findings,
     )
     entries = [("census.call", call) for call in calls] + [("census.taken", _taken(census))]
-    await ledger.record_census(actor, entries, lister.redactor_now())
+    await ledger.record_census(actor, entries, redactor)
+    for finding in findings:
+        if finding.category in TOLD:  # a person decides: adopt or cancel (issue 34)
+            notice = census_notice(
+                provider=spec.name, remote_job_id=finding.job.job_id,
+                finding=finding.category.value, at=now,
+                summary=f"The census of {spec.name} found job {finding.job.job_id}: "
+                f"{finding.category.words} ({finding.knows}). Adopt it or cancel it.",
+                operation_id=finding.operation_id, remote_state=finding.job.state,
+            )  # fmt: skip
+            await ledger.raise_notice(notice, redactor)
     return census
+
+
+async def _file_census(
+    ledger: Ledger,
+    registry: ProviderRegistry,
+    spec: ProviderSpec,
+    cutoff: datetime | None,
+    max_requests: int,
+    calls: list[dict[str, Any]],
+) -> tuple[list[Listed], Reach, Redactor]:
+    """A provider file's census: the listing its reconciliation declares, per tier."""
+    lister = Lister(spec, registry.session())
+    seen = sight(spec.capabilities)
+    if seen is Sight.LISTING:
+        jobs, reach = await _scan(lister, spec, cutoff, calls)
+    elif seen is Sight.PER_OPERATION:
+        jobs, reach = await _per_operation(ledger, lister, spec, cutoff, max_requests, calls)
+    else:
+        why = "the provider offers no listing jobtrail can read"
+        jobs, reach = [], Reach(requests=0, listed=0, complete=False, stopped=why)
+    return jobs, reach, lister.redactor_now()
 
 
 def _since(job: Listed, cutoff: datetime | None) -> bool:
@@ -183,21 +228,14 @@ async def _per_operation(
 
 
 def _may_have_a_job(op: Operation) -> bool:
-    """An operation whose create may have reached the provider (one never sent has no job)."""
-    return not (op.state is State.CREATE_PENDING and op.create_attempts == 0)
+    """An operation whose create may have reached the provider: one never sent has no job,
+    but one whose create intent is recorded with no outcome (a worker that died right after
+    sending) may have one."""
+    never_sent = op.create_attempts == 0 and op.inflight_attempt is None
+    return not (op.state is State.CREATE_PENDING and never_sent)
 
 
-def _stopped(outcome: o.CallOutcome | None) -> str | None:
-    """Why a listing answer stops the census, None when it names jobs."""
-    if isinstance(outcome, o.Found):
-        return None
-    if isinstance(outcome, o.Throttled) and outcome.retry_after:
-        return (
-            f"the provider asked to wait (Retry-After {outcome.retry_after}): nothing more was "
-            "sent; take the census again after that"
-        )
-    reason = getattr(outcome, "reason", "no answer")
-    return f"a listing request was not answered with a listing ({reason})"
+_stopped = stopped_by
 
 
 def _call(lister: Lister, url: str, reply: Any, operation_id: str | None = None) -> dict[str, Any]:

@@ -20,15 +20,16 @@ from jobtrail.core.model import Operation
 from jobtrail.errors import ActionRefused
 from jobtrail.ledger import Ledger
 from jobtrail.ledger.policy import Action
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file.spec import ProviderSpec
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.providers.spec import ProviderSpec
 from jobtrail.services.adoption import read_job
 
 
 async def adopt_job(
     ledger: Ledger,
     registry: ProviderRegistry,
-    spec: ProviderSpec,
+    spec: ProviderSpec | CodeSpec,
     job_id: str,
     *,
     actor: str,
@@ -70,7 +71,7 @@ async def adopt_job(
 async def cancel_job(
     ledger: Ledger,
     registry: ProviderRegistry,
-    spec: ProviderSpec,
+    spec: ProviderSpec | CodeSpec,
     job_id: str,
     *,
     actor: str,

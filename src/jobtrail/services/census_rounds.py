@@ -15,8 +15,9 @@ from datetime import timedelta
 from jobtrail.core.census import Category, summary
 from jobtrail.errors import JobtrailError
 from jobtrail.ledger import Ledger
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file.spec import ProviderSpec
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.providers.spec import ProviderSpec
 from jobtrail.services.census import Census, take_census
 
 log = logging.getLogger("jobtrail.census")
@@ -26,7 +27,7 @@ ACTOR = "worker:census"
 async def census_rounds(
     ledger: Ledger,
     registry: ProviderRegistry,
-    specs: Sequence[ProviderSpec],
+    specs: Sequence[ProviderSpec | CodeSpec],
     *,
     every: timedelta,
     since: timedelta,

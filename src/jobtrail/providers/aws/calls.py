@@ -200,7 +200,7 @@ def text_setting(settings: Mapping[str, Any], key: str, default: str | None = No
 
 
 # What the AWS providers import when they call (lazily), and how to get it: the plug-in
-# loader checks it before advertising them (providers/plugins.py).
+# loader checks it before advertising them (providers/code/plugins.py).
 REQUIRES = {"aiobotocore": "pip install 'jobtrail[aws]'"}
 
 
