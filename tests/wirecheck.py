@@ -45,8 +45,8 @@ from typing import Any
 from yarl import URL
 
 from jobtrail.core.model import Attempt, Observation, Operation, ProviderKind
-from jobtrail.providers.config import parse_provider
-from jobtrail.providers.placement import place, uuid_of
+from jobtrail.providers.file.config import parse_provider
+from jobtrail.providers.http.placement import place, uuid_of
 from jobtrail.store.sqlite_peek import _CODEC, peek
 from wire import WireRequest
 
