@@ -38,6 +38,8 @@ from typing import Any
 
 import pytest
 
+from wire import WireProxy
+
 VERSION = "3.3.2"  # apache-airflow, pinned: the REST API the profile was written against
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / f"airflow-{VERSION}"
@@ -237,7 +239,10 @@ def airflow_server(home: Path) -> Iterator[Airflow]:
         _wait_ready(server, process, home / "standalone.log")
         server.warm_up_runs = _warm_up(server, home / "standalone.log")
         server.started_in = time.monotonic() - started
-        yield server
+        # from here on reached through the wire check's recording proxy (tests/wire.py)
+        with WireProxy(server.base_url) as wire:
+            server.base_url = wire.base_url
+            yield server
     finally:
         _stop(process)
         log.close()

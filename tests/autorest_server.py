@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from wire import WireProxy
+
 PACKAGE = "@microsoft.azure/autorest.testserver"
 VERSION = "3.3.51"
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,7 +119,9 @@ def serving(workdir: Path) -> Iterator[Server]:
         host, port = _wait_for_port(process, log)
         if host != "127.0.0.1":
             raise RuntimeError(f"the test server listens on {host}, not on loopback")
-        yield Server(origin=f"http://127.0.0.1:{port}", port=port, package=package, log=log)
+        # reached through the wire check's recording proxy (tests/wire.py); `port` is its own
+        with WireProxy(f"http://127.0.0.1:{port}") as proxy:
+            yield Server(origin=proxy.base_url, port=port, package=package, log=log)
     finally:
         process.terminate()
         try:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+import wirecheck
+from jobtrail.simulator import Simulator
 from jobtrail.store import Store
+from wire import PROXIES, WireProxy
 
 from stores import open_test_store, require_postgres
 
@@ -31,8 +35,82 @@ async def store(store_kind: str, tmp_path: Path) -> AsyncIterator[Store]:
         yield opened
 
 
+# -- the wire check (tests/wire.py, tests/wirecheck.py) -----------------------------------
+# Every provider server of the tests is reached through a recording proxy, put in front
+# once per kind of server: the simulator here (below), moto in tests/integration/aws_rig.py,
+# AutoRest in tests/autorest_server.py, Airflow in tests/airflow_rig.py. After each test,
+# the requests that crossed a proxy during it are compared with the attempts its ledgers
+# recorded; a mismatch fails the test (at teardown) and names the operation and the request.
+
+
+@pytest.fixture(autouse=True, scope="session")
+def simulators_behind_the_wire() -> Iterator[None]:
+    """Every provider simulator a test starts on loopback (`Simulator`, `SimulatorThread`,
+    the harness, the vendor modes) answers through its own recording proxy: `start()` and
+    `base_url` give the proxy's URL. One place for every simulator of the suite."""
+    original_start, original_close = Simulator.start, Simulator.close
+
+    async def start(self: Simulator, host: str = "127.0.0.1", port: int = 0) -> str:
+        url = await original_start(self, host, port)
+        if host != "127.0.0.1":  # served elsewhere (a network namespace): not proxied
+            return url
+        proxy = WireProxy(url)
+        self.base_url = proxy.start()
+        _FRONTS[id(self)] = proxy
+        return self.base_url
+
+    async def close(self: Simulator) -> None:
+        proxy = _FRONTS.pop(id(self), None)
+        if proxy is not None:
+            proxy.stop()
+        await original_close(self)
+
+    Simulator.start = start  # type: ignore[method-assign]
+    Simulator.close = close  # type: ignore[method-assign]
+    yield
+    Simulator.start, Simulator.close = original_start, original_close  # type: ignore[method-assign]
+
+
+_FRONTS: dict[int, WireProxy] = {}
+
+
+@pytest.fixture(autouse=True)
+def wire_check(request: pytest.FixtureRequest) -> Iterator[None]:
+    marks = {id(proxy): proxy.mark() for proxy in PROXIES}
+    wirecheck.SNAPSHOTS.clear()
+    wirecheck.FORGED.clear()
+    wirecheck.PRUNES.clear()
+    yield
+    crossed = [r for proxy in PROXIES for r in proxy.since(marks.get(id(proxy), 0))]
+    if not crossed or request.node.nodeid.partition("::")[0] in wirecheck.UNCHECKED:
+        return
+    tmp_path = request.node.funcargs.get("tmp_path")
+    records = wirecheck.sqlite_records(tmp_path) if isinstance(tmp_path, Path) else []
+    records += wirecheck.SNAPSHOTS
+    if not records:  # no ledger: a provider called directly has no record to compare with
+        return
+    problems = wirecheck.check(crossed, records, [p.base_url for p in PROXIES])
+    if os.environ.get("WIRECHECK_SAY"):  # how much was compared, for a person checking it
+        traced = len([r for r in crossed if r.trace_id])
+        print(f"\nwire check: {len(crossed)} request(s), {traced} traced, {len(records)} op(s)")
+    for problem in problems:
+        gap = wirecheck.known_gap(problem)
+        if gap is not None:
+            wirecheck.GAPS_SEEN.append(f"{request.node.nodeid}: {gap}")
+    problems = [p for p in problems if wirecheck.known_gap(p) is None]
+    if problems:
+        pytest.fail(
+            "the wire and the ledger disagree (tests/wirecheck.py):\n  " + "\n  ".join(problems),
+            pytrace=False,
+        )
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Say loudly when PostgreSQL tests were skipped: a quiet skip would read as a pass."""
+    if wirecheck.GAPS_SEEN:
+        terminalreporter.write_sep("!", "WIRE CHECK: KNOWN GAPS (tests/wirecheck.py)", yellow=True)
+        for line in sorted(set(wirecheck.GAPS_SEEN)):
+            terminalreporter.write_line(line, yellow=True)
     skipped = terminalreporter.stats.get("skipped", [])
     reasons = {str(getattr(r, "longrepr", "")) for r in skipped}
     if any("browser tests cannot run" in reason for reason in reasons):

@@ -14,7 +14,7 @@ import re
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import psycopg
 import pytest
 
+import wirecheck
 from jobtrail.store import Store, open_store
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -89,6 +90,7 @@ class LedgerDb:
 
     async def raw_execute(self, sql: str) -> None:
         """Run one statement on a plain connection, outside the store; RAW_ERRORS if refused."""
+        wirecheck.FORGED.add(self.url)  # a rewritten ledger: the wire check leaves it alone
         if self.kind == "sqlite":
             conn = sqlite3.connect(self.url, isolation_level=None)
             try:
@@ -105,6 +107,7 @@ async def fresh_ledger(kind: str, tmp_path: Path) -> AsyncIterator[LedgerDb]:
     """A new, empty ledger database (not yet migrated), removed afterwards."""
     if kind == "sqlite":
         yield LedgerDb(kind, str(tmp_path / "ledger.db"))
+        await wirecheck.snapshot(str(tmp_path / "ledger.db"))  # read by the wire check
         return
     if kind != "postgres":
         raise ValueError(f"unknown store kind {kind!r}; expected one of {KINDS}")
@@ -112,9 +115,12 @@ async def fresh_ledger(kind: str, tmp_path: Path) -> AsyncIterator[LedgerDb]:
     schema = f"jobtrail_test_{uuid.uuid4().hex[:16]}"
     async with await psycopg.AsyncConnection.connect(pg_url(), autocommit=True) as admin:
         await admin.execute(f"CREATE SCHEMA {schema}".encode())
+        url = with_search_path(pg_url(), schema)
         try:
-            yield LedgerDb(kind, with_search_path(pg_url(), schema))
+            yield LedgerDb(kind, url)
         finally:
+            with suppress(Exception):  # the wire check reads it first (a ledger never opened: no)
+                await wirecheck.snapshot(url)
             await admin.execute(f"DROP SCHEMA {schema} CASCADE".encode())
 
 

@@ -176,8 +176,11 @@ def moto_endpoint() -> Iterator[str]:
     requests.post(
         config, json={"stepfunctions": {"execute_state_machine": True}}, timeout=10
     ).raise_for_status()
+    from wire import WireProxy  # here: this file also runs as a script
+
     try:
-        yield endpoint
+        with WireProxy(endpoint) as wire:  # the wire check's recording proxy (tests/wire.py)
+            yield wire.base_url
     finally:
         requests.post(
             config,
@@ -206,7 +209,12 @@ class DroppingProxy:
     connection is cut before a byte of the answer goes back."""
 
     def __init__(self, upstream: str) -> None:
-        self.upstream = upstream
+        # The wire check's recording proxy goes in front of this one, closest to jobtrail
+        # (the answers made up here are on jobtrail's wire); behind it, the server itself.
+        from wire import PROXIES  # here: this file also runs as a script
+
+        self.upstream = next((w.upstream for w in PROXIES if w.base_url == upstream), upstream)
+        self._wire: Any = None
         self.drop: dict[str, int] = {}  # action -> how many answers to drop
         self.swallow: dict[str, int] = {}  # action -> how many requests never to forward
         # action -> (status, body): answered so, not forwarded, once its drops are used up
@@ -227,7 +235,11 @@ class DroppingProxy:
         await site.start()
         self._session = aiohttp.ClientSession()
         port = self._runner.addresses[0][1]
-        return f"http://127.0.0.1:{port}"
+        from wire import WireProxy
+
+        self._wire = WireProxy(f"http://127.0.0.1:{port}")
+        url: str = self._wire.start()
+        return url
 
     def sent(self, action: str) -> list[dict[str, Any]]:
         return [body for name, body in self.seen if name == action]
@@ -268,6 +280,8 @@ class DroppingProxy:
         return web.Response(status=status, body=content, headers=kept)
 
     async def close(self) -> None:
+        if self._wire is not None:
+            self._wire.stop()
         if self._session is not None:
             await self._session.close()
         if self._runner is not None:

@@ -235,13 +235,14 @@ class AthenaProvider(AwsProvider):
             if len(rows) > self.max_rows:
                 # a fetch limit, not a validation (that is jobtrail's): the rows are not
                 # collected here, and the query's own output file still holds them all
-                where = await self._output_location(op)
+                where, read = await self._output_location(op)
                 reason = (
                     f"the result has more than {self.max_rows} rows (setting max_rows); "
                     f"read it from the query's OutputLocation, {where}"
                 )
                 missing = o.ResultMissing(reason=reason, http_status=page.http_status)
-                return Reply(outcome=missing, detail={"pages": pages, "error": reason})
+                detail = {"pages": pages, "output_location_read": read, "error": reason}
+                return Reply(outcome=missing, detail=detail)
             token = page.body.get("NextToken")
             if not token:
                 break
@@ -256,8 +257,9 @@ class AthenaProvider(AwsProvider):
         )
         return Reply(outcome=None, detail={"pages": pages}, fetched=fetched)
 
-    async def _output_location(self, op: Operation) -> str:
-        """Where the query wrote its whole result (GetQueryExecution's OutputLocation)."""
+    async def _output_location(self, op: Operation) -> tuple[str, dict[str, Any]]:
+        """Where the query wrote its whole result (GetQueryExecution's OutputLocation), and
+        the detail of that call (recorded: every request sent is in the attempt)."""
         seen = await self.calls.invoke(
             "GetQueryExecution", {"QueryExecutionId": op.remote_job_id or ""}
         )
@@ -265,8 +267,8 @@ class AthenaProvider(AwsProvider):
             execution = seen.body.get("QueryExecution") or {}
             location = (execution.get("ResultConfiguration") or {}).get("OutputLocation")
             if isinstance(location, str) and location.startswith("s3://"):
-                return location[:1024]
-        return self.output_location or "in S3 (GetQueryExecution did not name it)"
+                return location[:1024], seen.detail
+        return self.output_location or "in S3 (GetQueryExecution did not name it)", seen.detail
 
 
 def factory(settings: Mapping[str, Any]) -> AthenaProvider:

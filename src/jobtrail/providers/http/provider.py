@@ -14,6 +14,7 @@ import uuid
 from urllib.parse import quote
 
 import aiohttp
+from yarl import URL
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.lookup import find, header
@@ -168,9 +169,11 @@ class HttpProvider(HttpAnswers):
         headers = dict(first.headers, Accept=rule.content_type or "*/*")
         second = Prepared(method="GET", url=url, headers=headers)
         fetched = await self._send(AttemptKind.RESULT, second, limit, op_id, linked=True)
+        # the second request is recorded by its path (a query may carry a signature)
+        where = {"fetched_from": URL(url).path}
         return Reply(
             outcome=fetched.outcome,
-            detail={**fetched.detail, "linked_from": reply.detail},
+            detail={**fetched.detail, **where, "linked_from": reply.detail},
             fetched=fetched.fetched,
         )
 
