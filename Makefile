@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test fast slow lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +21,19 @@ demo: $(STAMP)
 test: lint typecheck
 	$(BIN)/pytest
 
+# The suite in two halves that together are `pytest` (CI runs them as separate steps):
+# `fast` is everything not marked `slow`, for the loop while working; `slow` the tests that
+# wait on real time or real processes (crash runs, partitions, clock skew, Airflow, ...).
+fast: $(STAMP)
+	$(BIN)/pytest -m "not slow"
+
+slow: $(STAMP)
+	$(BIN)/pytest -m slow
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/python .ci/changelog.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict
