@@ -78,6 +78,7 @@ def test_the_readme_example_runs(folder: Path, capsys: pytest.CaptureFixture[str
     assert capsys.readouterr().out == "succeeded 3\n"
 
 
+@pytest.mark.slow  # every docs/python.md example in real time
 @pytest.mark.postgres
 def test_the_examples_run_on_postgres(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The same examples run with the Client opened on a PostgreSQL ledger."""
