@@ -22,10 +22,13 @@ test: lint typecheck
 	$(BIN)/pytest
 
 # The suite in two halves that together are `pytest` (CI runs them as separate steps):
-# `fast` is everything not marked `slow`, for the loop while working; `slow` the tests that
-# wait on real time or real processes (crash runs, partitions, clock skew, Airflow, ...).
+# `fast` is everything not marked `slow`, for the loop while working, on FAST_WORKERS
+# processes (pytest-xdist); `slow` the tests that wait on real time or real processes (crash
+# runs, partitions, clock skew, Airflow, ...), one at a time.
+FAST_WORKERS ?= 2
+
 fast: $(STAMP)
-	$(BIN)/pytest -m "not slow"
+	$(BIN)/pytest -m "not slow" -n $(FAST_WORKERS) --dist loadscope
 
 slow: $(STAMP)
 	$(BIN)/pytest -m slow
