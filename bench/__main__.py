@@ -26,6 +26,7 @@ BENCHMARKS = (
     "dbos_peer",
     "procrastinate_peer",
     "storage",
+    "floor",
 )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 
 from jobtrail.core.model import AttemptKind
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.services.runtime import runtime
 
 from bench.common import (

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import ProviderSpec, parse_provider
-from jobtrail.services.runtime import runtime
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
+from jobtrail.services.runtime import runtime, settle_heap
 from jobtrail.store.codec import MUTABLE
 from jobtrail.store.sqlite import SqliteStore
 
@@ -51,6 +51,7 @@ class Run:
     states: dict[str, int]
     cpu: float = 0.0  # seconds of this process's CPU
     writer_cpu: float = 0.0  # of them, on the store's writer thread
+    statements: int = 0  # SQL statements run, when counted (each executemany row is one)
 
 
 class CountingWrites:
@@ -79,7 +80,11 @@ async def _submit_all(ledger: Ledger, spec: ProviderSpec, n: int) -> None:
     await asyncio.gather(*(submitter() for _ in range(SUBMITTERS)))
 
 
-async def measure_jobtrail(folder: Path, n: int) -> Run:
+async def measure_jobtrail(
+    folder: Path, n: int, *, count: bool = False, freeze: bool = False
+) -> Run:
+    """`count`: count the SQL statements the store runs (a trace callback: slower);
+    `freeze`: `gc.freeze()` after start-up, as `jobtrail worker` does."""
     db = folder / "ledger.db"
     async with runtime(
         str(db), folder / "data", worker_id="bench-worker", concurrency=CONCURRENCY
@@ -89,8 +94,13 @@ async def measure_jobtrail(folder: Path, n: int) -> Run:
         store = rt.ledger.store
         assert isinstance(store, SqliteStore)
         counting, writer = CountingWrites(store), WriterCpu(store)
-        cpu = time.process_time()
         conn = store._conn
+        if freeze:
+            settle_heap()
+        traced = [0]
+        if count:
+            conn.set_trace_callback(lambda _sql: traced.__setitem__(0, traced[0] + 1))
+        cpu = time.process_time()
         changes = conn.total_changes
         watch = Stopwatch()
         await _submit_all(rt.ledger, spec, n)
@@ -132,6 +142,7 @@ async def measure_jobtrail(folder: Path, n: int) -> Run:
         states=states,
         cpu=cpu,
         writer_cpu=writer.seconds,
+        statements=traced[0],
     )
 
 

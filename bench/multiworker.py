@@ -20,7 +20,7 @@ from pathlib import Path
 import psycopg
 
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.store import open_store
 
 from bench.common import (

@@ -96,7 +96,7 @@ async def jobtrail_side(url: str, n: int, where: Where, marks: Marks) -> None:
     """`Ledger.submit` by 50 submitters, then the real worker until idle; results as
     content-addressed files (written and fsynced with their directory)."""
     from jobtrail.core.states import State
-    from jobtrail.providers.config import parse_provider
+    from jobtrail.providers.file.config import parse_provider
     from jobtrail.services.runtime import runtime
 
     use_token()

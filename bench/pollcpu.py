@@ -80,7 +80,7 @@ class Profile:
 
 
 def package_of(module: str) -> str:
-    """`jobtrail.providers.http` → `jobtrail.providers`; `aiohttp.client` → `aiohttp`."""
+    """`jobtrail.providers.http.provider` → `jobtrail.providers`; `aiohttp.client` → `aiohttp`."""
     parts = module.split(".")
     return ".".join(parts[:2]) if parts[0] == "jobtrail" and len(parts) > 2 else parts[0]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import aiohttp
 
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.store.sqlite import SqliteStore
 
 from bench import seed

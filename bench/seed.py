@@ -24,7 +24,7 @@ from jobtrail.core.canonical import fingerprint
 from jobtrail.core.ids import idempotency_token, operation_id, trace_id
 from jobtrail.core.model import JobRequest, Operation
 from jobtrail.core.states import RemoteStatus, State
-from jobtrail.providers.config import ProviderSpec
+from jobtrail.providers.file.config import ProviderSpec
 from jobtrail.store import codec
 from jobtrail.store import postgres as pg_store
 from jobtrail.store import sqlite as sqlite_store

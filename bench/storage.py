@@ -19,7 +19,7 @@ from jobtrail.clock import VirtualClock
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.providers.protocol import Reply
 from jobtrail.services.runtime import runtime
 

@@ -11,7 +11,7 @@ import json
 import time
 from datetime import timedelta
 
-from jobtrail.services.runtime import runtime
+from jobtrail.services.runtime import runtime, settle_heap
 from jobtrail.store.sqlite import SqliteStore
 
 from bench.common import percentile, rss_mb
@@ -30,24 +30,35 @@ async def work(args: argparse.Namespace) -> dict[str, float]:
     ) as rt:
         store = rt.ledger.store
         writer = WriterCpu(store) if isinstance(store, SqliteStore) else None
+        traced = [0]
+        if args.count_statements and isinstance(store, SqliteStore):
+            store._conn.set_trace_callback(lambda _sql: traced.__setitem__(0, traced[0] + 1))
+        if not args.no_freeze:
+            settle_heap()  # as `jobtrail worker` does after start-up
         task = asyncio.create_task(rt.worker.run())
         started = time.monotonic()
         ready = rt.worker.stats.claimed
         cpu = time.process_time()
         writer_cpu = writer.seconds if writer else 0.0
         first = 0  # lateness is counted after the warmup
+        statements = traced[0]
+        tick = 0.5 if args.polls is None else 0.005
         while time.monotonic() - started < args.seconds and not task.done():
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(tick)
+            if args.polls is not None and rt.worker.stats.claimed >= args.polls:
+                break
             peak = max(peak, rss_mb()[0])
             if time.monotonic() - started < args.warmup:
                 ready = rt.worker.stats.claimed
                 cpu = time.process_time()
                 writer_cpu = writer.seconds if writer else 0.0
                 first = len(rt.worker.stats.lateness)
+                statements = traced[0]
         measured = time.monotonic() - started - args.warmup
         cpu = time.process_time() - cpu
         writer_cpu = (writer.seconds if writer else float("nan")) - writer_cpu
         claimed = rt.worker.stats.claimed - ready
+        statements = traced[0] - statements
         rt.worker.stop.set()
         with contextlib.suppress(asyncio.CancelledError):
             await task
@@ -64,6 +75,7 @@ async def work(args: argparse.Namespace) -> dict[str, float]:
         # of it, the SQLite store's writer thread (statements, commits, their fsyncs' CPU);
         # the rest is the event loop's thread (HTTP, the core, the ledger, encoding)
         "writer_cpu_ms_per_claim": 1000 * writer_cpu / claimed if claimed else float("nan"),
+        "statements_per_claim": statements / claimed if claimed else float("nan"),
         "finished": stats.finished,
         "lost": stats.lost,
         "late_count": len(late),
@@ -83,6 +95,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--warmup", type=float, default=0.0)
     parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--no-freeze", action="store_true", help="skip gc.freeze()")
+    parser.add_argument("--count-statements", action="store_true")
+    parser.add_argument("--polls", type=int, help="stop after this many claims (bench.floor)")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(work(args))), flush=True)
 

@@ -26,7 +26,7 @@ import pytest
 from jobtrail.clock import VirtualClock
 from jobtrail.core.states import State
 from jobtrail.errors import JobtrailError
-from jobtrail.providers.config import ProviderSpec, find_provider_named, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, find_provider_named, parse_provider
 from jobtrail.results import open_results
 from jobtrail.services.runtime import runtime
 

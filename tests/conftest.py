@@ -76,6 +76,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             "peer benchmarks' smoke tests did NOT run. CI runs them (JOBTRAIL_REQUIRE_BENCH=1).",
             red=True,
         )
+    if any("the protocol model cannot be checked" in reason for reason in reasons):
+        terminalreporter.write_sep("!", "PROTOCOL MODEL NOT CHECKED", red=True, bold=True)
+        terminalreporter.write_line(
+            "No spin or gcc here; SPIN did NOT check the protocol model (model/protocol.pml) "
+            "(apt-get install spin gcc; CI runs it with JOBTRAIL_REQUIRE_SPIN=1).",
+            red=True,
+        )
     if any("PostgreSQL not reachable" in reason for reason in reasons):
         terminalreporter.write_sep("!", "PostgreSQL TESTS WERE SKIPPED", red=True, bold=True)
         terminalreporter.write_line(

@@ -17,7 +17,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from jobtrail.core.model import AttemptKind
-from jobtrail.providers.config import load_provider_file
+from jobtrail.providers.file.config import load_provider_file
 from jobtrail.services.runtime import runtime
 
 POINTS = ("after_submit", "after_intent", "after_answer", "after_job_id_stored")

@@ -18,7 +18,7 @@ from typing import Any
 from jobtrail.clock import VirtualClock
 from jobtrail.core.model import Operation, Transition
 from jobtrail.core.states import State
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.simulator import Simulator
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jobtrail.providers.code import ENTRY_POINT_GROUP
+from jobtrail.providers.code.contract import ENTRY_POINT_GROUP
 
 
 def install(

@@ -47,8 +47,8 @@ def pg_url() -> str:
 
 
 def shown(url: str) -> str:
-    """The URL as it may appear in a message: any password replaced by ***."""
-    return re.sub(r"(//[^/@:]*:)[^@/]*@", r"\1***@", url)
+    """The URL as it may appear in a message: any password replaced by [redacted]."""
+    return re.sub(r"(//[^/@:]*:)[^@/]*@", r"\1[redacted]@", url)
 
 
 @functools.cache

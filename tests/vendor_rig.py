@@ -16,7 +16,7 @@ import pytest
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import load_provider_text
+from jobtrail.providers.file.config import load_provider_text
 
 from harness import SECRET, Harness, harness
 
@@ -88,7 +88,6 @@ CASES = {
         lambda sim, _: f"{sim}/gemini",
         {
             "batch": {
-                "displayName": "mine",
                 "inputConfig": {
                     "requests": {
                         "requests": [

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from jobtrail.client import Client, Result, SyncClient
     from jobtrail.core.model import ItemCounts, Operation, ResultSummary
     from jobtrail.core.states import State
-    from jobtrail.providers.spec import ProviderSpec
+    from jobtrail.providers.file.spec import ProviderSpec
 
 __all__ = [
     "ActionRefused",
@@ -89,7 +89,7 @@ _LAZY = {
     "Client": "jobtrail.client",
     "SyncClient": "jobtrail.client",
     "Result": "jobtrail.client",
-    "ProviderSpec": "jobtrail.providers.spec",
+    "ProviderSpec": "jobtrail.providers.file.spec",
     # The record types too: `jobtrail.cli` (a subpackage) runs this module, and
     # `jobtrail --version` should not pay for the core's dataclasses.
     "ItemCounts": "jobtrail.core.model",

@@ -11,6 +11,7 @@
     │   └── NotPermitted      the action policy does not let this actor take it
     ├── LostOwnership         a worker's lease was taken over (fencing number moved on)
     ├── ConcurrentUpdate      someone else changed the operation first; reload and retry
+    ├── TransportUnsafe       the HTTP library would re-send requests on its own; none is sent
     ├── StoreError            the ledger database could not be opened or migrated
     └── ResultError           a stored result cannot be written or read
         ├── ResultTooLarge    past the result store's size cap
@@ -41,6 +42,12 @@ class ProviderConfigError(InvalidInput):
 
 class NotFound(JobtrailError):
     """No such operation."""
+
+
+class TransportUnsafe(JobtrailError):
+    """The installed HTTP library cannot be kept from re-sending a request on its own
+    (providers/transport.py): jobtrail sends nothing rather than let the wire and the ledger
+    disagree."""
 
 
 class ProviderMissing(JobtrailError):

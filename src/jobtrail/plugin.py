@@ -9,6 +9,7 @@ between versions; the modules they come from are internal and may move.
 from __future__ import annotations
 
 from jobtrail.core import outcomes
+from jobtrail.core.census import Listed
 from jobtrail.core.model import (
     AttemptKind,
     Capabilities,
@@ -35,9 +36,9 @@ from jobtrail.core.outcomes import (
 from jobtrail.core.remote_deadline import Form, RemoteDeadline
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import NotPermitted, ProviderConfigError
-from jobtrail.providers.code import CodeProvider, Factory
+from jobtrail.providers.code.contract import CodeProvider, Factory, Listing, Marker
+from jobtrail.providers.file.spec import ItemsRule, ResultSpec
 from jobtrail.providers.protocol import Fetched, Provider, Reply
-from jobtrail.providers.spec import ItemsRule, ResultSpec
 
 __all__ = [
     "Accepted",
@@ -55,6 +56,9 @@ __all__ = [
     "Idempotency",
     "ItemCounts",
     "ItemsRule",
+    "Listed",
+    "Listing",
+    "Marker",
     "NotPermitted",
     "Observed",
     "Operation",

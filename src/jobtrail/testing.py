@@ -25,7 +25,7 @@ from jobtrail.clock import VirtualClock
 from jobtrail.core import outcomes
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation, ResultMode
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers.code import CodeProvider
+from jobtrail.providers.code.contract import CodeProvider
 from jobtrail.providers.protocol import Fetched, Reply
 from jobtrail.simulator.thread import SimulatorThread
 

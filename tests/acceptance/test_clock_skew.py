@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.simulator import SimulatorThread
 from jobtrail.store import open_store
 

@@ -24,7 +24,7 @@ from jobtrail.core.replay import replay
 from jobtrail.core.states import State
 from jobtrail.errors import ActionRefused
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.simulator import SimulatorThread
 from jobtrail.store import open_store
 from jobtrail.store.base import Lease

@@ -85,7 +85,7 @@ def test_an_unknown_url_scheme_is_refused_by_every_command(ws: Workspace, args: 
         args = [*args, "--body", "{}"]
     done = ws.run("--db", url, *args, check=False)
     assert done.returncode != 0
-    assert "mysql://bob:***@db.example/ledger" in done.stderr
+    assert "mysql://bob:[redacted]@db.example/ledger" in done.stderr
     assert "hunter2" not in done.stdout + done.stderr
     assert sorted(ws.root.rglob("*")) == before
 

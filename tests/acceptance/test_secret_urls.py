@@ -84,9 +84,9 @@ def test_a_reachable_ledgers_password_is_never_shown(ws: Workspace, db_url: str)
     outputs = [finish(process) for process in runs]
     (worker_code, banner), (list_code, _), (status_code, missing) = outputs
     assert (worker_code, list_code, status_code) == (0, 0, 1)
-    assert "postgres:***@" in banner and "no operation" in missing
+    assert "postgres:[redacted]@" in banner and "no operation" in missing
     serve_code, logs = serve_until_healthy(ws, db_url)
-    assert serve_code == 0 and '"db": "postgresql://postgres:***@' in logs, logs
+    assert serve_code == 0 and '"db": "postgresql://postgres:[redacted]@' in logs, logs
     for _, output in [*outputs, (serve_code, logs)]:
         assert PASSWORD not in output
 

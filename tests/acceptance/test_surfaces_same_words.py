@@ -21,6 +21,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from mcp import Client, StdioServerParameters
 from mcp.types import Implementation
 
+from jobtrail.clock import VirtualClock
 from jobtrail.core.model import (
     Attempt,
     AttemptKind,
@@ -33,7 +34,7 @@ from jobtrail.core.states import RemoteStatus, State
 from jobtrail.dashboard.access import Access, operators_from_env
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import load_provider_file
+from jobtrail.providers.file.config import load_provider_file
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import open_results
 from jobtrail.store import open_store
@@ -105,6 +106,21 @@ def _shape(op: Operation, state: State, now: Any) -> tuple[Operation, Attempt | 
 
 
 NO_CANCEL = "observing, its provider declaring no cancel"
+IN_FLIGHT = "cancel_requested, its cancel call in flight"
+LAPSED = "cancel_requested, its cancel call's worker gone"
+
+
+async def _in_flight(ledger: Ledger, op: Operation, *, alive: bool) -> None:
+    """`op` (in cancel_requested) claimed by worker:w1, which recorded its cancel call's
+    intent two hours ago and never its answer (issue 31): its lease still holds, or lapsed.
+    (Two hours, so that "2 h ago" reads the same whichever surface is asked first.)"""
+    now = ledger.now()
+    claimed_at = now if alive else now - timedelta(hours=3)
+    (claim,) = await ledger.store.claim_due(
+        "worker:w1", claimed_at, 1, timedelta(hours=1), only=op.operation_id
+    )
+    then = Ledger(ledger.store, clock=VirtualClock(now - timedelta(hours=2)))
+    await then.begin_call(claim.operation, AttemptKind.CANCEL, {"method": "POST"}, "worker:w1")
 
 
 async def _place_every_state(ws: Workspace) -> dict[State | str, str]:
@@ -125,6 +141,7 @@ async def _place_every_state(ws: Workspace) -> dict[State | str, str]:
         (s, s, folder / "simulator.toml") for s in State
     ]
     places.append((NO_CANCEL, State.OBSERVING, folder / "nocancel.toml"))
+    places += [(n, State.CANCEL_REQUESTED, folder / "simulator.toml") for n in (IN_FLIGHT, LAPSED)]
     try:
         for name, state, file in places:
             spec = load_provider_file(file)
@@ -132,10 +149,14 @@ async def _place_every_state(ws: Workspace) -> dict[State | str, str]:
                 spec, {"account": str(name)}, key=f"in-{name}", actor="cli:ops"
             )
             placed, attempt = _shape(op, state, ledger.now())
+            if name in (IN_FLIGHT, LAPSED):
+                placed = evolve(placed, next_poll_at=ledger.now() - timedelta(hours=4))
             (done,) = await store.commit(
                 [Change(operation=placed, before=op, attempt_started=attempt)]
             )
             assert done.operation is not None and done.operation.state is state
+            if name in (IN_FLIGHT, LAPSED):
+                await _in_flight(ledger, done.operation, alive=name == IN_FLIGHT)
             ids[name] = op.operation_id
     finally:
         await store.close()
@@ -194,10 +215,14 @@ async def _page(client: TestClient[Any, Any], operation_id: str) -> Words:
 
 
 async def _tools(ws: Workspace, ids: dict[State | str, str]) -> dict[State | str, Words]:
+    # The operations were submitted by people: this agent reads them under a policy that
+    # lets it read any operation (by default an agent reads only what it submitted).
+    policy = Path(ws.root) / "read-any.toml"
+    policy.write_text('[actors."agent:surfaces"]\nread = "any"\n', encoding="utf-8")
     params = StdioServerParameters(
         command=JOBTRAIL,
-        args=["--db", str(ws.db), "mcp", "--no-worker"],
-        env=ws.env(),
+        args=["--db", str(ws.db), "mcp", "--no-worker", "--actor", "surfaces"],
+        env=ws.env() | {"JOBTRAIL_POLICY": str(policy)},
         cwd=Path(ws.root),
     )
     seen = {}
@@ -219,9 +244,9 @@ async def _tools(ws: Workspace, ids: dict[State | str, str]) -> dict[State | str
 async def test_every_state_reads_the_same_on_the_cli_the_dashboard_and_the_mcp_tools(
     ws: Workspace, dashboard: TestClient[Any, Any]
 ) -> None:
-    """For each of the 16 states (and a provider without a cancel): cancellability and its
-    reason, the next step and the failure reason are the same words through all three
-    surfaces."""
+    """For each of the 16 states (and a provider without a cancel, and a call in flight
+    with its owner's lease alive or lapsed): cancellability and its reason, the next step
+    and the failure reason are the same words through all three surfaces."""
     ids = await _place_every_state(ws)
     agents = await _tools(ws, ids)
     for state, operation_id in ids.items():
@@ -239,5 +264,14 @@ async def test_every_state_reads_the_same_on_the_cli_the_dashboard_and_the_mcp_t
     # the dashboard offered a Cancel the ledger refused: it ignored capabilities.cancel
     assert not agents[NO_CANCEL].cancellable
     assert "declares no cancel endpoint" in agents[NO_CANCEL].cancel
+    # a call in flight is in flight, with its recorded start and owner; a crash only once
+    # the owner's lease lapsed with the call unsettled (issue 31)
+    flying = agents[IN_FLIGHT].next
+    assert flying.startswith("the cancel call at_") and " is in flight since " in flying, flying
+    assert flying.endswith("(owner worker:w1)") and "crash" not in flying, flying
+    lapsed = agents[LAPSED].next
+    assert lapsed.startswith("settle the cancel call at_") and ", sent " in lapsed, lapsed
+    assert "interrupted by a crash: the lease of worker:w1 lapsed at " in lapsed
+    assert agents[State.CANCELLED].next == "nothing: the provider reported the job cancelled"
     failed = agents[State.FAILED].failure
     assert failed == "quota_exceeded: the account ran out of quota (status answered HTTP 200)"

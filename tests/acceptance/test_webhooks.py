@@ -32,7 +32,7 @@ import jobtrail
 from jobtrail.core.model import AttemptKind, Observation, Operation
 from jobtrail.core.states import Evidence, State
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import load_provider_file
+from jobtrail.providers.file.config import load_provider_file
 from jobtrail.simulator import SimulatorThread, WebhookSigner, new_webhook_secret
 from jobtrail.store import open_store
 

@@ -25,7 +25,7 @@ import pytest
 import jobtrail
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import load_provider_file
+from jobtrail.providers.file.config import load_provider_file
 from jobtrail.simulator import SimulatorThread
 from jobtrail.store import open_store
 

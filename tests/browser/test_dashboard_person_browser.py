@@ -28,7 +28,7 @@ from test_dashboard_browser import TOKEN, _free_port, browser, shoot, signed_in
 import jobtrail
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import load_provider_file
+from jobtrail.providers.file.config import load_provider_file
 from jobtrail.simulator import SimulatorThread
 from jobtrail.store import open_store
 

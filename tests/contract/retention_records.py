@@ -13,7 +13,7 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Operation, ResultSummary
 from jobtrail.core.states import RemoteStatus
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.store import Store
 
 from harness import simulator_doc

@@ -35,7 +35,7 @@ from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import State
 from jobtrail.presentation.explain import explain_text
 from jobtrail.providers.aws import stepfunctions
-from jobtrail.providers.code import CodeSpec, Factory, declared
+from jobtrail.providers.code.contract import CodeSpec, Factory, declared
 from jobtrail.services.runtime import Runtime, runtime
 
 ROLE = "arn:aws:iam::123456789012:role/jobtrail-tests"

@@ -14,7 +14,7 @@ from jobtrail.core.states import State
 from jobtrail.errors import ActionRefused, InvalidInput, NotPermitted
 from jobtrail.ledger import Ledger
 from jobtrail.ledger.policy import Action, load_policy, parse_policy
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.store import Store
 
 from harness import simulator_doc

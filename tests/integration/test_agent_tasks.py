@@ -25,7 +25,7 @@ from jobtrail.clock import VirtualClock
 from jobtrail.core import outcomes as o
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.store import open_store
 
 from harness import simulator_doc

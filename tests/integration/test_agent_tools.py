@@ -16,7 +16,7 @@ from jobtrail.agent.tools import WAIT_CAP_SECONDS, WAIT_POLL_SECONDS, AgentTools
 from jobtrail.clock import SystemClock, VirtualClock
 from jobtrail.errors import InvalidInput, KeyConflict, NotFound, NotPermitted
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results.files import FileResults
 from jobtrail.simulator import Simulator
@@ -128,7 +128,7 @@ async def test_request_must_be_an_object(tools: AgentTools) -> None:
 async def test_get_job_shows_the_actor_and_what_comes_next(tools: AgentTools) -> None:
     """get_job carries the recorded actor, the next step and the transitions so far."""
     sent = await ask(tools, {"account": "a"}, actor="agent:claude")
-    job = await tools.get_job(sent.operation_id)
+    job = await tools.get_job(sent.operation_id, actor="cli:tester")
     assert job.actor == "agent:claude" and job.state == "create_pending"
     assert job.waiting_for.startswith("send create") and job.recent_transitions == []
 
@@ -136,7 +136,7 @@ async def test_get_job_shows_the_actor_and_what_comes_next(tools: AgentTools) ->
 async def test_unknown_operation_points_to_list_jobs(tools: AgentTools) -> None:
     """An unknown operation id is NotFound, pointing the agent at list_jobs."""
     with pytest.raises(NotFound, match="list_jobs"):
-        await tools.get_job("op_missing")
+        await tools.get_job("op_missing", actor="cli:tester")
 
 
 async def test_wait_times_out_polling_every_quarter_second(
@@ -144,7 +144,7 @@ async def test_wait_times_out_polling_every_quarter_second(
 ) -> None:
     """With no change, wait_job returns changed=False after the timeout, polling at 0.25 s."""
     sent = await ask(tools, {"account": "a"})
-    waited = await tools.wait_job(sent.operation_id, 1.0)
+    waited = await tools.wait_job(sent.operation_id, 1.0, actor="cli:tester")
     assert waited.changed is False and waited.state == "create_pending"
     assert fake_time.sleeps == [WAIT_POLL_SECONDS] * 4 and waited.waited_seconds == 1.0
 
@@ -152,9 +152,11 @@ async def test_wait_times_out_polling_every_quarter_second(
 async def test_wait_is_capped(tools: AgentTools, fake_time: FakeTime) -> None:
     """A timeout above the cap waits only the cap; a negative one does not wait."""
     sent = await ask(tools, {"account": "a"})
-    assert (await tools.wait_job(sent.operation_id, 10_000)).waited_seconds == WAIT_CAP_SECONDS
+    assert (
+        await tools.wait_job(sent.operation_id, 10_000, actor="cli:tester")
+    ).waited_seconds == WAIT_CAP_SECONDS
     fake_time.sleeps.clear()
-    assert (await tools.wait_job(sent.operation_id, -5)).waited_seconds == 0
+    assert (await tools.wait_job(sent.operation_id, -5, actor="cli:tester")).waited_seconds == 0
     assert fake_time.sleeps == []
 
 
@@ -176,7 +178,7 @@ async def test_wait_returns_when_the_state_changes(
 
     fake_time.on_sleep = worker_step
     try:
-        waited = await tools.wait_job(sent.operation_id, 60)
+        waited = await tools.wait_job(sent.operation_id, 60, actor="cli:tester")
     finally:
         await registry.close()
     assert waited.changed is True and waited.state == "failed" and waited.ends_automation
@@ -202,17 +204,17 @@ async def test_list_filters_by_state_and_refuses_unknown_states(tools: AgentTool
     """list_jobs filters by state, caps the limit, and names the states on a typo."""
     for n in range(3):
         await ask(tools, {"n": n}, key=f"k{n}")
-    assert (await tools.list_jobs("create_pending", 2)).count == 2
-    assert (await tools.list_jobs("succeeded", 10)).count == 0
-    assert (await tools.list_jobs(None, 10_000)).count == 3
+    assert (await tools.list_jobs("create_pending", 2, actor="cli:tester")).count == 2
+    assert (await tools.list_jobs("succeeded", 10, actor="cli:tester")).count == 0
+    assert (await tools.list_jobs(None, 10_000, actor="cli:tester")).count == 3
     with pytest.raises(InvalidInput, match="create_pending"):
-        await tools.list_jobs("done", 5)
+        await tools.list_jobs("done", 5, actor="cli:tester")
 
 
 async def test_explain_tells_who_asked(tools: AgentTools) -> None:
     """explain_job is the views' explanation, starting with who asked and why."""
     sent = await ask(tools, {"account": "a"}, actor="agent:claude")
-    story = await tools.explain_job(sent.operation_id)
+    story = await tools.explain_job(sent.operation_id, actor="cli:tester")
     assert story.explanation.startswith(f"Operation {sent.operation_id} — create_pending")
     assert "submitted by agent:claude: test" in story.explanation
 
@@ -220,7 +222,7 @@ async def test_explain_tells_who_asked(tools: AgentTools) -> None:
 async def test_no_result_yet_is_an_answer_not_an_error(tools: AgentTools) -> None:
     """get_result before a result exists says so, with what jobtrail waits for."""
     sent = await ask(tools, {"account": "a"})
-    result = await tools.get_result(sent.operation_id)
+    result = await tools.get_result(sent.operation_id, actor="cli:tester")
     assert result.available is False and result.content is None
     assert "no result yet" in result.note
 
@@ -246,11 +248,11 @@ async def test_results_whole_or_previewed_from_the_simulator(
     finally:
         await registry.close()
         await sim.close()
-    whole = await tools.get_result(small.operation_id)
+    whole = await tools.get_result(small.operation_id, actor="cli:tester")
     assert whole.state == "succeeded" and whole.valid is True and whole.preview is None
     assert whole.content is not None and whole.content.startswith("id,status,value\n")
     assert whole.items is not None and whole.items.failed_refs == ["item-3"]
-    big = await tools.get_result(large.operation_id)
+    big = await tools.get_result(large.operation_id, actor="cli:tester")
     assert big.size is not None and big.size > INLINE_LIMIT and big.content is None
     assert big.preview is not None and big.preview.startswith("id,status,value\nitem-1,")
     assert big.location is not None and str(big.location) in big.note

@@ -20,7 +20,7 @@ from airflow_proxy import proxy
 from airflow_rig import DAGS, Airflow
 from jobtrail.core.model import Attempt, Operation
 from jobtrail.core.states import State
-from jobtrail.providers.config import ProviderSpec, find_provider_named, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, find_provider_named, parse_provider
 from jobtrail.services.runtime import Runtime, runtime
 
 from stores import LedgerDb, migrated_ledger

@@ -23,7 +23,7 @@ from jobtrail.core.states import State
 from jobtrail.errors import InvalidInput
 from jobtrail.presentation.explain import explain_text
 from jobtrail.providers.aws import bedrock
-from jobtrail.providers.code import CodeSpec, declared
+from jobtrail.providers.code.contract import CodeSpec, declared
 from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.simulator import Simulator
 
@@ -259,7 +259,7 @@ def test_the_docs_provider_file_builds_the_provider(tmp_path: Path) -> None:
     with the deadline it declares and the settings it gives."""
     import re
 
-    from jobtrail.providers.plugins import load_plugins
+    from jobtrail.providers.code.plugins import load_plugins
     from jobtrail.providers.resolve import resolve_provider
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "aws.md").read_text()

@@ -4,12 +4,15 @@ only `code = "aws-stepfunctions"` and its settings, `jobtrail submit` by that fi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -18,9 +21,11 @@ from aws_rig import ENV, ROLE, aws_env, moto_endpoint
 import jobtrail
 from jobtrail.cli.exits import RunExit
 from jobtrail.core.states import State
+from jobtrail.store import open_store
 
-from cliutil import Workspace
+from cliutil import Workspace, until_healthy
 from harness import ROOT
+from waits import until_true
 
 __all__ = ["aws_env", "moto_endpoint"]  # fixtures used by name below
 
@@ -175,3 +180,98 @@ def test_a_worker_without_the_aws_extra_never_claims_aws_operations(
     assert "jobtrail[aws]" in ran.stderr
     status = ws.json("status", op)
     assert status["state"] == State.CREATE_PENDING
+
+
+def test_the_stock_cli_takes_a_census_of_a_step_functions_provider_file(
+    tmp_path: Path, aws_env: str
+) -> None:
+    """`census NAME` of a code provider's settings file reads ListExecutions: an execution
+    planted under our token's shape is unknown here, another name not ours; `provider
+    check` says what the census sees."""
+    sfn = boto3.client("stepfunctions", endpoint_url=aws_env)
+    arn = sfn.create_state_machine(name="cli-census", definition=json.dumps(ECHO), roleArn=ROLE)[
+        "stateMachineArn"
+    ]
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "providers" / "nightly.toml").write_text(
+        f'code = "aws-stepfunctions"\n[settings]\nstate_machine_arn = "{arn}"\n'
+        f'endpoint_url = "{aws_env}"\n',
+        encoding="utf-8",
+    )
+    month = '{"month": "2026-02"}'
+    unknown = sfn.start_execution(stateMachineArn=arn, name="idem_" + "Z" * 32, input=month)
+    other = sfn.start_execution(stateMachineArn=arn, name="by-hand", input=month)
+    ws = Workspace(root=tmp_path, base_url=aws_env)
+    ours = ws.json("submit", "nightly", "--body", month, "--key", "feb")["operation_id"]
+    assert ws.run("run", ours, check=False).returncode == 0
+
+    census = ws.json("census", "nightly", "--all")
+
+    assert census["sight"] == "listing" and census["reach"]["complete"]
+    assert census["sees"].startswith("every execution of the state machine (ListExecutions")
+    jobs = {job["job_id"]: (job["category"], job["operation_id"]) for job in census["jobs"]}
+    followed = ws.json("status", ours)["remote_job_id"]
+    assert jobs == {
+        followed: ("followed", ours),
+        unknown["executionArn"]: ("unknown_here", "idem_" + "Z" * 32),
+        other["executionArn"]: ("not_ours", None),
+    }
+    checked = ws.run("provider", "check", "nightly", check=False)
+    assert "every execution of the state machine" in checked.stdout, checked.stderr
+    assert ENV["AWS_SECRET_ACCESS_KEY"].encode() not in ws.db.read_bytes()
+
+
+def census_entries(db: Path) -> list[dict[str, Any]]:
+    """The census.taken entries of the ledger's audit log."""
+
+    async def read() -> list[dict[str, Any]]:
+        store = await open_store(str(db), create=False)
+        try:
+            rows = [json.loads(r.entry) for r in await store.audit_rows()]
+        finally:
+            await store.close()
+        return [r for r in rows if r["kind"] == "census.taken"]
+
+    return asyncio.run(read())
+
+
+def test_serve_takes_a_census_of_a_step_functions_provider_file(
+    tmp_path: Path, aws_env: str
+) -> None:
+    """`serve --census NAME` resolves a code provider's settings file by name and records
+    its census under worker:census: an execution under our token's shape is unknown here."""
+    sfn = boto3.client("stepfunctions", endpoint_url=aws_env)
+    arn = sfn.create_state_machine(name="serve-census", definition=json.dumps(ECHO), roleArn=ROLE)[
+        "stateMachineArn"
+    ]
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "providers" / "nightly.toml").write_text(
+        f'code = "aws-stepfunctions"\n[settings]\nstate_machine_arn = "{arn}"\n'
+        f'endpoint_url = "{aws_env}"\n',
+        encoding="utf-8",
+    )
+    sfn.start_execution(stateMachineArn=arn, name="idem_" + "Y" * 32, input='{"month": "x"}')
+    ws = Workspace(root=tmp_path, base_url=aws_env)
+    ws.json("submit", "nightly", "--body", '{"month": "2026-02"}')  # the ledger, one op
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    src = str(Path(jobtrail.__file__).resolve().parents[1])
+    log = tmp_path / "serve.log"
+    args = ["serve", "--port", str(port), "--census", "nightly"]
+    with open(log, "wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from jobtrail.cli.main import main; main()", *args],
+            stderr=stderr,
+            env=ws.env(PYTHONPATH=src),
+            cwd=tmp_path,
+        )
+    try:
+        until_healthy(f"http://127.0.0.1:{port}", proc, log)
+        until_true(lambda: bool(census_entries(ws.db)), 30, "a census recorded by serve")
+        (taken,) = census_entries(ws.db)
+        assert taken["actor"] == "worker:census", taken
+        assert isinstance(taken["data"], dict) and taken["data"]["counts"]["unknown_here"] == 1
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -16,7 +16,8 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, JobRequest
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.aws import athena, stepfunctions
-from jobtrail.providers.plugins import load_plugins
+from jobtrail.providers.check import check_lines
+from jobtrail.providers.code.plugins import load_plugins
 
 from factories import make_op
 
@@ -72,7 +73,7 @@ def test_without_aiobotocore_the_aws_providers_are_set_aside_naming_the_extra() 
         "import sys\n"
         "sys.modules['aiobotocore'] = None\n"
         "sys.modules['botocore'] = None\n"
-        "from jobtrail.providers.plugins import load_plugins\n"
+        "from jobtrail.providers.code.plugins import load_plugins\n"
         "plugins = load_plugins()\n"
         "print('aws-athena' in plugins)\n"
         "print(plugins.broken['aws-athena'])\n"
@@ -150,11 +151,13 @@ async def test_a_request_botocore_refuses_is_rejected_unsent(fake_credentials: N
 
 
 def test_what_provider_check_can_say_is_honest_about_athena() -> None:
-    """Athena's guarantees name the missing lookup; Step Functions' name its lookup."""
-    said = dict(athena.factory({}).guarantees())
+    """`provider check` names Athena's missing lookup and Step Functions' lookup, from the
+    capabilities they declare (the same path as a provider file's)."""
+    plugins = load_plugins()
+    said = dict(check_lines(plugins["aws-athena"].build({})[1]))
     assert said["lookup"].startswith("none")
-    said = dict(stepfunctions.factory({"state_machine_arn": ARN}).guarantees())
-    assert "DescribeExecution" in said["reconciliation"]
+    said = dict(check_lines(plugins["aws-stepfunctions"].build({"state_machine_arn": ARN})[1]))
+    assert "status by client id" in said["reconciliation"] and "lookup" not in said
 
 
 def test_execution_names_and_arns_follow_from_the_token() -> None:

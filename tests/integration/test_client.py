@@ -15,7 +15,7 @@ import pytest
 
 import jobtrail
 from jobtrail import Client, State, SyncClient
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.services.runtime import runtime
 from jobtrail.simulator import Simulator
 from jobtrail.simulator.thread import SimulatorThread

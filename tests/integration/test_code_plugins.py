@@ -11,7 +11,7 @@ import pytest
 
 from jobtrail import Client
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.plugins import installed_names, load_plugins
+from jobtrail.providers.code.plugins import installed_names, load_plugins
 from jobtrail.providers.resolve import resolve_provider
 from jobtrail.services.runtime import runtime
 from jobtrail.testing import ScriptedProvider

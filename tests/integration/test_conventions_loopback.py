@@ -19,7 +19,7 @@ from jobtrail.clock import VirtualClock
 from jobtrail.core.model import AttemptKind
 from jobtrail.core.states import State
 from jobtrail.presentation.explain import explain_text
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.results import open_results
 from jobtrail.services.runtime import Runtime, runtime
 

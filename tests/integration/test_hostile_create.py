@@ -12,8 +12,8 @@ import pytest
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.plan import RETRIES_BEFORE_LOOKUP
 from jobtrail.core.states import REMOTE_MAY_RUN, Evidence, State
-from jobtrail.providers.config import ProviderSpec
-from jobtrail.providers.http import HttpProvider
+from jobtrail.providers.file.config import ProviderSpec
+from jobtrail.providers.http.provider import HttpProvider
 from jobtrail.providers.protocol import Reply
 
 from cliutil import raw_bytes

@@ -19,11 +19,15 @@ from typing import Any
 
 import psycopg
 import pytest
+from aiohttp import web
 
 from jobtrail.agent.tools import AgentTools
 from jobtrail.clock import VirtualClock
+from jobtrail.core.metrics import render
 from jobtrail.core.states import State
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.ledger import Ledger
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
+from jobtrail.services.notify import Notifier, endpoint
 from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.simulator import Simulator
 
@@ -137,14 +141,39 @@ def cli_output(db: LedgerDb, data: Path, done: str, stopped: str) -> bytes:
 
 
 async def agent_answers(tools: AgentTools, operation_ids: list[str]) -> bytes:
-    answers: list[Any] = [await tools.list_jobs()]
+    answers: list[Any] = [await tools.list_jobs(actor="cli:tester")]
     for op_id in operation_ids:
         answers += [
-            await tools.get_job(op_id),
-            await tools.explain_job(op_id),
-            await tools.get_result(op_id),
+            await tools.get_job(op_id, actor="cli:tester"),
+            await tools.explain_job(op_id, actor="cli:tester"),
+            await tools.get_result(op_id, actor="cli:tester"),
         ]
     return json.dumps([dataclasses.asdict(a) for a in answers], default=str).encode()
+
+
+async def notices_posted(ledger: Ledger) -> bytes:
+    """Every byte the notifier posts of the ledger's notices (JSON and Slack forms) to a
+    receiver on loopback, headers included."""
+    got: list[bytes] = []
+
+    async def take(request: web.Request) -> web.Response:
+        got.append(repr(dict(request.headers)).encode() + await request.read())
+        return web.Response(status=204)
+
+    app = web.Application()
+    app.router.add_post("/{name}", take)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    urls = [f"http://{host}:{port}/json", f"slack+http://{host}:{port}/slack"]
+    try:
+        async with Notifier(ledger, [endpoint(u) for u in urls], sign=None) as n:
+            assert await n.deliver_due() == 1
+    finally:
+        await runner.cleanup()
+    assert len(got) == 2
+    return b"\n".join(got)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -164,9 +193,21 @@ async def test_an_echoed_bearer_token_is_in_nothing_stored_or_shown(
         stopped = await ledger.submit(
             r.spec, {"account": "b", "_sim": echo | {"duration_polls": 50}}, actor="agent"
         )
+        escalated = await ledger.submit(
+            r.spec,
+            {"account": "c", "_sim": echo | {"cancel": "ignore", "never_finish": True}},
+            actor="agent",
+            cancel_deadline=timedelta(minutes=5),
+        )
         await drive_until_observed(r, stopped.operation_id)
+        await drive_until_observed(r, escalated.operation_id)
         await ledger.cancel(stopped.operation_id, actor="alice", reason="not needed")
+        await ledger.cancel(escalated.operation_id, actor="alice", reason="too long")
         await r.rt.worker.run(until_idle=True)
+        escalated = await ledger.get(escalated.operation_id)
+        assert escalated.state is State.CANCELLATION_UNCONFIRMED
+        assert "[redacted]" in (escalated.remote_state or "")
+        posted = await notices_posted(ledger)
         done, stopped = await ledger.get(done.operation_id), await ledger.get(stopped.operation_id)
         assert (done.state, stopped.state) == (State.SUCCEEDED, State.CANCELLED)
         # The provider did echo, and what it said was kept, redacted.
@@ -182,6 +223,8 @@ async def test_an_echoed_bearer_token_is_in_nothing_stored_or_shown(
             "rows": await stored_rows(r.db),
             "files while open": database_files(r.db),
             "agent tools": await agent_answers(AgentTools(ledger, worker_running=False), ids),
+            "notices posted": posted,
+            "metrics": render(await ledger.metric_counts()).encode(),
         }
     shown |= {
         "files after close": database_files(r.db),
@@ -190,4 +233,5 @@ async def test_an_echoed_bearer_token_is_in_nothing_stored_or_shown(
         "logs": "\n".join(json.dumps(rec.__dict__, default=str) for rec in caplog.records).encode(),
     }
     assert b"[redacted]" in shown["rows"] and b"[redacted]" in shown["result files"]
+    assert b"[redacted]" in posted and escalated.operation_id.encode() in posted
     assert {where: leaks(blob) for where, blob in shown.items() if leaks(blob)} == {}

@@ -11,7 +11,7 @@ import pytest
 
 from jobtrail.errors import InvalidInput
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.store import open_store
 
 from harness import SECRET, simulator_doc

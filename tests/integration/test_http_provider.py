@@ -13,8 +13,8 @@ import pytest
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers.config import parse_provider
-from jobtrail.providers.http import HttpProvider
+from jobtrail.providers.file.config import parse_provider
+from jobtrail.providers.http.provider import HttpProvider
 from jobtrail.providers.protocol import Reply
 from jobtrail.simulator import Simulator
 

@@ -75,3 +75,43 @@ async def test_a_job_listed_later_than_the_window_is_a_person_s_question_not_a_r
         assert len(rig.jobs_for(op)) == 1
         attempts = await rig.rt.ledger.store.attempts(op.operation_id)
         assert sum(1 for a in attempts if a.kind is AttemptKind.CREATE) == 1
+
+
+def lookup_only_default_window(doc: dict[str, Any]) -> None:
+    """Lookup-only, with the listing's visibility window left at its default (5 minutes)
+    and a 2-minute create deadline: no miss can prove absence before the deadline."""
+    del doc["create"]["idempotency"]
+    listing = {k: v for k, v in doc["reconcile"]["list"].items() if k != "visible_within"}
+    doc["reconcile"] = {"list": listing}
+    doc["deadlines"] = {"create": "2m", "result": "1h", "cancel": "10m"}
+
+
+async def test_a_job_listed_seconds_late_is_adopted_not_left_to_a_person(
+    store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The create's answer lost, its job listed 6 to 10 s later, the default 5-minute window
+    and a 2-minute create deadline: the lookups go on at the ordinary backoff and adopt the
+    job as soon as it is listed (the run is over long before the window would end), one
+    job, never needs_human (the adversary's run: 3 of 3 ended needs_human)."""
+    async with harness(
+        tmp_path,
+        kind=store_kind,
+        monkeypatch=monkeypatch,
+        edit=lookup_only_default_window,
+        shared_clock=True,
+    ) as rig:
+        assert rig.spec.capabilities.absent_after == 300.0
+        start = rig.clock.now()
+        ops = []
+        for n, late in enumerate((6, 8, 10)):
+            sim = {"drop_create_answer": True, "list_visible_after": late}
+            ops.append(await rig.submit({"account": f"a{n}", "_sim": sim}))
+        await rig.run()
+        for op in ops:
+            op = await rig.op(op)
+            jobs = rig.jobs_for(op)
+            assert op.state is State.SUCCEEDED, (op.operation_id, op.state)
+            assert len(jobs) == 1 and op.remote_job_id == jobs[0].job_id
+            path = [t.evidence for t in await rig.history(op)]
+            assert Evidence.RECONCILED_FOUND in path
+        assert (rig.clock.now() - start).total_seconds() < 120  # virtual: well inside the window

@@ -62,7 +62,7 @@ async def test_cancel_is_refused_where_it_means_nothing(rig: Harness) -> None:
         await rig.rt.ledger.cancel(op.operation_id, actor="a", reason="r")
     no_cancel = dict(rig.spec.document)
     no_cancel.pop("cancel")
-    from jobtrail.providers.config import parse_provider
+    from jobtrail.providers.file.config import parse_provider
 
     other = await rig.rt.ledger.submit(parse_provider(no_cancel), {"x": 1}, actor="a")
     with pytest.raises(ActionRefused, match="no cancel endpoint"):

@@ -9,7 +9,7 @@ import pytest
 
 from jobtrail.errors import ProviderConfigError
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import find_provider, find_provider_named
+from jobtrail.providers.file.config import find_provider, find_provider_named
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import pytest
 import jobtrail
 from jobtrail.core.redact import PREFIX, REDACTED, Redactor
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.testing import (
     AttemptKind,
     RemoteStatus,

@@ -164,6 +164,6 @@ async def test_a_planted_result_is_refused_by_replay_and_every_read(
         assert client_view.valid is False and client_view.content is None
         assert client_view.path is None
         agent = AgentTools(h.rt.ledger, worker_running=False, results=h.rt.results)
-        view = await agent.get_result(op.operation_id)
+        view = await agent.get_result(op.operation_id, actor="cli:tester")
         assert view.valid is False and view.content is None
         assert any("audit log" in p for p in view.problems)

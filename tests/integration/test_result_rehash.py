@@ -27,12 +27,12 @@ async def test_get_result_reports_a_changed_file_and_never_serves_it(rig: Harnes
     op = await rig.op(op)
     assert op.state is State.SUCCEEDED and op.result is not None and op.result.location
     tools = AgentTools(rig.rt.ledger, worker_running=False)
-    before = await tools.get_result(op.operation_id)
+    before = await tools.get_result(op.operation_id, actor="cli:tester")
     assert before.valid is True and before.content
     stored = Path(op.result.location)
     stored.write_bytes(stored.read_bytes() + b"forged,row\n")
     found = hashlib.sha256(stored.read_bytes()).hexdigest()
-    after = await tools.get_result(op.operation_id)
+    after = await tools.get_result(op.operation_id, actor="cli:tester")
     expected = (
         f"stored result changed since it was validated: expected sha256:{op.result.sha256}, "
         f"found sha256:{found}"

@@ -132,7 +132,7 @@ async def test_an_agent_reads_a_result_kept_in_the_database(
         location, _ = await _collected(h)
         op_id = (await h.rt.ledger.store.list_operations(states=[], limit=1))[0].operation_id
         view = await AgentTools(h.rt.ledger, worker_running=False, results=h.rt.results).get_result(
-            op_id
+            op_id, actor="cli:tester"
         )
         assert view.location == location
         assert view.content == (await h.rt.results.read(location)).decode()

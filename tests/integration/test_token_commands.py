@@ -16,7 +16,7 @@ from test_hostile_secrets import stored_rows
 
 from jobtrail.core.states import State
 from jobtrail.errors import InvalidInput
-from jobtrail.providers.config import find_provider_named
+from jobtrail.providers.file.config import find_provider_named
 
 from harness import SECRET, Harness, harness
 from stores import LedgerDb

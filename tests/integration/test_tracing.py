@@ -22,7 +22,7 @@ from jobtrail.clock import VirtualClock
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results.files import FileResults
 from jobtrail.simulator import CallRecord, Simulator

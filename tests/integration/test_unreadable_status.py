@@ -61,7 +61,9 @@ async def test_unreadable_status_answers_end_in_needs_human(rig: Harness, body: 
     text = explain_text(op, history, attempts, [], op.created_at)
     assert "the provider's status answers were unreadable" in text
     assert "5 in a row" in text and "-> ambiguous HTTP 200: the status answer" in text
-    told = await AgentTools(rig.rt.ledger, worker_running=False).explain_job(op.operation_id)
+    told = await AgentTools(rig.rt.ledger, worker_running=False).explain_job(
+        op.operation_id, actor="cli:tester"
+    )
     assert "the provider's status answers were unreadable" in told.explanation
     bundle = escalation_bundle(op, history, attempts, op.created_at)
     assert "nothing readable as a state" in bundle["summary"]

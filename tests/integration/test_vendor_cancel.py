@@ -11,8 +11,8 @@ from jobtrail.core.model import AttemptKind
 from jobtrail.core.states import State
 from jobtrail.errors import ProviderConfigError
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import load_provider_text
-from jobtrail.providers.http import HttpProvider
+from jobtrail.providers.file.config import load_provider_text
+from jobtrail.providers.http.provider import HttpProvider
 from vendor_rig import vendor_rig
 
 from factories import make_op

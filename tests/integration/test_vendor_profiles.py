@@ -11,7 +11,7 @@ import pytest
 from jobtrail.core.states import State
 from jobtrail.errors import JobtrailError
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import load_provider_text
+from jobtrail.providers.file.config import load_provider_text
 from vendor_rig import CASES, Rig, shipped_rig, vendor_rig  # noqa: F401 (the fixture `rig`)
 
 ALL = pytest.mark.parametrize("rig", list(CASES), indirect=True)

@@ -12,8 +12,8 @@ import pytest
 from jobtrail.core.states import State
 from jobtrail.errors import InvalidInput, KeyConflict
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import ProviderSpec, load_provider_text
-from jobtrail.providers.placement import uuid_of
+from jobtrail.providers.file.config import ProviderSpec, load_provider_text
+from jobtrail.providers.http.placement import uuid_of
 from vendor_rig import Rig, vendor_rig
 
 from harness import SECRET, Harness, harness

@@ -89,7 +89,7 @@ async def test_a_gemini_batch_from_a_file_collects_its_responses_file(rig: Rig) 
     """A batch built from an input file answers with `response.responsesFile`: the file is
     downloaded and its lines, matched by `key`, are the per-item outcomes."""
     rig.faults(failed_items=1)
-    body = {"batch": {"displayName": "mine", "inputConfig": {"fileName": "files/input-1"}}}
+    body = {"batch": {"inputConfig": {"fileName": "files/input-1"}}}
     op = await rig.finish(await rig.h.submit(body))
     assert op.state is State.SUCCEEDED, op
     assert op.result is not None and op.result.valid, op.result

@@ -13,7 +13,7 @@ import pytest
 
 from jobtrail.core.states import Evidence, State
 from jobtrail.presentation.explain import explain_text
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from vendor_rig import Rig, vendor_rig
 
 from harness import SECRET

@@ -73,7 +73,7 @@ async def test_tokens_reach_the_agent_and_the_dashboard(
         assert op.state is State.SUCCEEDED, op
         assert op.usage == {"input_tokens": 120, "output_tokens": 480}
         tools = AgentTools(rig.h.rt.ledger, worker_running=True)
-        answer = await tools.get_result(op.operation_id)
+        answer = await tools.get_result(op.operation_id, actor="cli:tester")
         assert answer.usage == op.usage and not answer.partial
         story = await read_story(rig.h.rt.ledger, op)
         page = str(facts(story, story.now))
@@ -101,7 +101,9 @@ async def test_a_partial_result_is_marked_in_every_surface(
         assert "partial: what the job finished before it ended cancelled" in str(
             facts(story, story.now)
         )
-        answer = await AgentTools(rig.h.rt.ledger, worker_running=True).get_result(op.operation_id)
+        answer = await AgentTools(rig.h.rt.ledger, worker_running=True).get_result(
+            op.operation_id, actor="cli:tester"
+        )
         assert answer.partial and answer.note.startswith("a PARTIAL result")
         assert answer.content is not None and json.loads(answer.content) == ["The "]
 

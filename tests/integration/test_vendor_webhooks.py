@@ -16,7 +16,7 @@ from aiohttp import web
 
 from jobtrail.core.states import State
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.simulator.vendors.skeleton import end_now
 from jobtrail.simulator.webhooks import new_webhook_secret
 from jobtrail.webhooks.routes import WebhookReceiver

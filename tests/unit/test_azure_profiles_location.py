@@ -11,8 +11,8 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.evidence import judge
 from jobtrail.core.states import RemoteStatus
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import parse_provider
-from jobtrail.providers.parse import parse_create, parse_status
+from jobtrail.providers.file.config import parse_provider
+from jobtrail.providers.http.parse import parse_create, parse_status
 
 ARM_PROFILES = ("azure-arm-put", "azure-arm-patch", "azure-arm-post", "azure-arm-post-async")
 

@@ -12,9 +12,9 @@ import pytest
 from jobtrail.core import outcomes as o
 from jobtrail.errors import ProviderConfigError
 from jobtrail.presentation.text import json_text, shown, shown_lines
-from jobtrail.providers import lookup, parse
-from jobtrail.providers.config import parse_provider
-from jobtrail.providers.spec import Cookies
+from jobtrail.providers.file.config import parse_provider
+from jobtrail.providers.file.spec import Cookies
+from jobtrail.providers.http import lookup, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = parse_provider(tomllib.loads((ROOT / "providers" / "simulator.toml").read_text()))

@@ -26,8 +26,8 @@ from jobtrail.core.schedule import (
 )
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.config import parse_provider, poll_rules
-from jobtrail.providers.spec import PollRules
+from jobtrail.providers.file.config import parse_provider, poll_rules
+from jobtrail.providers.file.spec import PollRules
 
 from factories import T0, make_op
 

@@ -169,7 +169,7 @@ def test_no_module_cycle_inside_the_lower_layers(package: str) -> None:
         ("jobtrail.services.story", "jobtrail.store.base"),
         ("jobtrail.core.plan", "jobtrail.ledger"),
         ("jobtrail.ledger.reading", "jobtrail.presentation.views"),
-        ("jobtrail.providers.http", "jobtrail.store.codec"),
+        ("jobtrail.providers.http.provider", "jobtrail.store.codec"),
         ("jobtrail.ledger.base", "jobtrail.simulator.server"),
     ],
 )

@@ -28,8 +28,8 @@ from jobtrail.core.model import Capabilities, Operation, ResultMode
 from jobtrail.core.outcomes import Basis, Body
 from jobtrail.core.states import RemoteStatus, State
 from jobtrail.core.validate import Candidate, Rules, validate
-from jobtrail.providers.config import ProviderSpec, parse_provider
-from jobtrail.providers.parse import parse_create, parse_status
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
+from jobtrail.providers.http.parse import parse_create, parse_status
 
 from factories import T0, make_op
 

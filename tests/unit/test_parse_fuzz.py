@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobtrail.core import outcomes as o
-from jobtrail.providers import lookup, parse
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
+from jobtrail.providers.http import lookup, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = parse_provider(tomllib.loads((ROOT / "providers" / "simulator.toml").read_text()))

@@ -107,12 +107,17 @@ def test_no_reconciliation_means_a_human_decides() -> None:
 
 
 def test_create_deadline_without_proof_needs_a_human() -> None:
-    """Past the create deadline in create_unknown: needs_human, never a guess."""
-    unknown = step(make_op(), o.Ambiguous(reason="timeout")).operation
+    """Past the create deadline in create_unknown: one lookup (never a resend), and when it
+    finds nothing, needs_human, never a guess."""
+    caps = replace(FULL, absent_after=None)  # a miss never proves absence
+    unknown = step(make_op(capabilities=caps), o.Ambiguous(reason="timeout")).operation
     late = T0 + timedelta(minutes=3)
-    action = plan(unknown, late)
+    assert plan(unknown, late) == Call(kind=AttemptKind.RECONCILE)
+    looked = step(unknown, o.Found(job_ids=(), ref="at_2"), at=late).operation
+    assert looked.state is State.RECONCILIATION
+    action = plan(looked, late)
     assert action == Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.CREATE))
-    assert step(unknown, action.outcome, at=late).operation.state is State.NEEDS_HUMAN
+    assert step(looked, action.outcome, at=late).operation.state is State.NEEDS_HUMAN
 
 
 def test_definitive_rejection_fails_without_retry() -> None:

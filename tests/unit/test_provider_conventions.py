@@ -20,9 +20,9 @@ from jobtrail.core.states import RemoteStatus
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ProviderConfigError
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import ProviderSpec, parse_provider
-from jobtrail.providers.lookup import parse_list
-from jobtrail.providers.parse import parse_create, parse_status, provider_error
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
+from jobtrail.providers.http.lookup import parse_list
+from jobtrail.providers.http.parse import parse_create, parse_status, provider_error
 
 ROOT = Path(__file__).resolve().parents[2]
 ARM = "https://management.azure.com"
@@ -76,8 +76,8 @@ def test_every_convention_example_loads() -> None:
         ("create", {"missing": {"201": "maybe"}}, "create.missing.201 must be running"),
         ("create", {"missing": {"404": "failed"}}, "create.missing: '404' is not a 2xx"),
         ("status", {"ignore_case": "yes"}, "ignore_case must be true or false"),
-        ("status", {"follow": [1]}, "status.follow must name a header"),
-        ("result", {"from": "somewhere"}, "result.from must be one of"),
+        ("status", {"follow": [1]}, "status.follow must be a header, or a list of headers"),
+        ("result", {"from": "somewhere"}, 'result.from must be "path" or "status"'),
         ("result", {"format": "xml"}, "result.format must be"),
         ("result", {"link": "x", "merge": True, "format": "jsonl"}, "result.merge must be"),
         ("result", {"partial": True}, "result.partial must be true or false, and needs"),
@@ -314,7 +314,7 @@ def test_json_lines_results_count_items_by_custom_id() -> None:
 def test_provider_check_names_the_conventions_and_what_they_promise() -> None:
     """`provider check` says which conventions a file uses and why at-most-once is (or is
     not) provable with them."""
-    from jobtrail.cli.admin import guarantees
+    from jobtrail.providers.check import check_lines as guarantees
 
     arm = dict(guarantees(spec("azure-arm-put")))
     assert arm["job identity"] == "the URL the create was sent to"
@@ -434,9 +434,9 @@ def test_a_list_of_resource_names_is_read_when_jobs_are_named_so() -> None:
 def test_provider_check_names_request_ids_path_values_and_partial_results() -> None:
     """`provider check` tells the request ids, the path values asked at submit, the merged
     and partial batch results, and a cancelled count."""
-    from jobtrail.cli.admin import guarantees
     from jobtrail.profiles import shipped_profile
-    from jobtrail.providers.config import load_provider_text
+    from jobtrail.providers.check import check_lines as guarantees
+    from jobtrail.providers.file.config import load_provider_text
 
     def said(name: str, edit: tuple[str, str] = ("", "")) -> dict[str, str]:
         profile = shipped_profile(name)
@@ -557,7 +557,7 @@ def test_missing_by_code_reads_each_code_its_own_way() -> None:
     table has no default (a 2xx of no state states nothing)."""
     from jobtrail.core.outcomes import Basis
     from jobtrail.core.states import RemoteStatus
-    from jobtrail.providers.reading import read_state
+    from jobtrail.providers.http.reading import read_state
 
     spec = parse_provider(examples()["azure-arm-put"])
     rule, body = spec.create_rule, {"id": "/x", "properties": {}}

@@ -11,7 +11,7 @@ import pytest
 
 from jobtrail.core.model import Idempotency, ResultMode
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.config import load_provider_file, parse_provider
+from jobtrail.providers.file.config import load_provider_file, parse_provider
 
 ROOT = Path(__file__).resolve().parents[2]
 

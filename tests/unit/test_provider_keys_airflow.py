@@ -17,10 +17,10 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import parse_provider
-from jobtrail.providers.lookup import parse_lookup
-from jobtrail.providers.parse import parse_create, parse_status
-from jobtrail.providers.spec import ProviderSpec
+from jobtrail.providers.file.config import parse_provider
+from jobtrail.providers.file.spec import ProviderSpec
+from jobtrail.providers.http.lookup import parse_lookup
+from jobtrail.providers.http.parse import parse_create, parse_status
 
 
 def airflow() -> dict[str, Any]:
@@ -68,8 +68,8 @@ def _changed(change: Any) -> dict[str, Any]:
             r"reconcile.lookup.path: \{job_id\}",
         ),
         # the cancel's body
-        (lambda d: d["cancel"].update(body="failed"), r"\[cancel\] body must be a table"),
-        (lambda d: d["cancel"].update(body={}), r"\[cancel\] body must be a table"),
+        (lambda d: d["cancel"].update(body="failed"), r"cancel.body must be a table"),
+        (lambda d: d["cancel"].update(body={}), r"cancel.body must be a table"),
         (lambda d: d["cancel"].update(method="GET"), "body cannot go with method GET"),
         # the lookup
         (lambda d: d["reconcile"]["lookup"].update(path="/x/{dag_id}"), "must hold"),

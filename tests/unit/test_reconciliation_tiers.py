@@ -15,9 +15,9 @@ from jobtrail.core.model import Capabilities, ItemCounts, ResultSummary, Tier
 from jobtrail.core.proof import tier_rule, token_outlived
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.config import find_provider_named, parse_provider
-from jobtrail.providers.reading import read_usage
-from jobtrail.providers.scanning import Page, moment, read_page
+from jobtrail.providers.file.config import find_provider_named, parse_provider
+from jobtrail.providers.http.reading import read_usage
+from jobtrail.providers.http.scanning import Page, moment, read_page
 
 from factories import FULL, T0, make_op, step
 

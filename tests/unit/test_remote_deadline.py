@@ -16,7 +16,7 @@ from jobtrail.core.plan import Call, Settle, plan, watched_until
 from jobtrail.core.remote_deadline import Form, RemoteDeadline, place, unplaced
 from jobtrail.core.states import RemoteStatus, State
 from jobtrail.errors import InvalidInput, ProviderConfigError
-from jobtrail.providers.declared import remote_deadline
+from jobtrail.providers.file.declared import remote_deadline
 
 from factories import T0, make_op, step
 
@@ -65,6 +65,15 @@ def test_the_place_is_jobtrails() -> None:
         place(BEDROCK, ["not", "an", "object"], {}, timedelta(hours=72))
     assert unplaced(BEDROCK, same.body, {}).body == {}
     assert unplaced(REPLICATE, {}, {"cancel-after": "60s", "A": "b"}).headers == {"A": "b"}
+
+
+def test_the_header_place_is_jobtrails_too() -> None:
+    """A header of the deadline's name (in any case) holding another value is refused,
+    naming it; the same value is accepted and sent once, under the provider's spelling."""
+    with pytest.raises(InvalidInput, match="request header Cancel-After is written by"):
+        place(REPLICATE, {}, {"cancel-after": "9999s"}, timedelta(minutes=5))
+    same = place(REPLICATE, {}, {"cancel-after": "300s", "A": "b"}, timedelta(minutes=5))
+    assert same.headers == {"A": "b", "Cancel-After": "300s"}
 
 
 def test_nothing_is_written_when_nothing_fits() -> None:

@@ -13,11 +13,11 @@ SECRET = "tok_live_5f2c9a8e7d6b4a31-DO-NOT-LEAK"
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
-        ("postgresql://u:SECRETPW@h:5432/db", "postgresql://u:***@h:5432/db"),
-        ("postgres://u:p@ss/w@h/db?options=x", "postgres://u:***@h/db?options=x"),
+        ("postgresql://u:SECRETPW@h:5432/db", "postgresql://u:[redacted]@h:5432/db"),
+        ("postgres://u:p@ss/w@h/db?options=x", "postgres://u:[redacted]@h/db?options=x"),
         (
             "postgresql://h/db?user=u&password=SECRETPW&a=1",
-            "postgresql://h/db?user=u&password=***&a=1",
+            "postgresql://h/db?user=u&password=[redacted]&a=1",
         ),
         ("postgresql://u@h/db", "postgresql://u@h/db"),
         ("/tmp/a@b/ledger.db", "/tmp/a@b/ledger.db"),

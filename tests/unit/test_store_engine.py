@@ -15,7 +15,7 @@ from jobtrail.store.sqlite import SqliteStore
 # A dialect's own plumbing: how it connects, runs work on its thread or pool, migrates.
 PLUMBING = {
     SqliteStore: {"__init__", "_call", "_transaction", "_migrate", "backup"},
-    PostgresStore: {"__init__", "_run", "_explain", "_agree", "_rows"},
+    PostgresStore: {"__init__", "_run", "_explain", "_agree", "_rows", "_read_clock"},
 }
 # Queries only one dialect has, each a part of a hook whose statements differ in shape:
 # SQLite has no data-modifying CTE (its claim is four statements, PostgreSQL's one) and
@@ -45,6 +45,7 @@ ONLY = {
         "bound_session",  # each session's liveness bound (dead_after), set on connecting
         "move_audit_head",
         "relax_commit",
+        "ledger_clock",  # the server's clock, read on its own when no claim brought it
     },
 }
 

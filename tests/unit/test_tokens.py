@@ -1,4 +1,4 @@
-"""Expiring tokens (providers/tokens.py): a real command or file, fetched when needed, kept
+"""Expiring tokens (providers/http/tokens.py): a real command or file, fetched when needed, kept
 until its lifetime or its JWT `exp` (less a margin), fetched again after a 401, remembered
 for redaction, and a failure that names the command but never shows its output."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jobtrail.providers.spec import Auth
-from jobtrail.providers.tokens import (
+from jobtrail.providers.file.spec import Auth
+from jobtrail.providers.http.tokens import (
     DEFAULT_LIFETIME,
     TokenSource,
     TokenUnavailable,
@@ -125,13 +125,14 @@ async def test_a_failing_command_is_named_and_its_output_never_shown(
     )
     with pytest.raises(TokenUnavailable, match=message) as failure:
         await TokenSource(auth).get()
-    assert sys.executable in str(failure.value)  # the command is named
+    assert sys.executable in str(failure.value)  # the program is named
     assert "s3cr3t" not in str(failure.value)
+    assert code not in str(failure.value)  # never its arguments: they may hold a secret
 
 
 async def test_a_missing_program_is_named() -> None:
     auth = Auth(header="Authorization", command=("no-such-token-program-here", "print"))
-    with pytest.raises(TokenUnavailable, match="'no-such-token-program-here' was not found"):
+    with pytest.raises(TokenUnavailable, match=r"`no-such-token-program-here` .* not found"):
         await TokenSource(auth).get()
 
 

@@ -20,8 +20,8 @@ from jobtrail.core.model import Operation
 from jobtrail.core.schedule import Refusals
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.presentation.explain import escalation_bundle, explain_text
-from jobtrail.providers import parse
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
+from jobtrail.providers.http import parse
 
 from factories import T0, make_op
 

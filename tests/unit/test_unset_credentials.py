@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobtrail.core.model import Capabilities
-from jobtrail.providers.code import CodeSpec
+from jobtrail.providers.code.contract import CodeSpec
 from jobtrail.providers.credentials import unset_by_provider, unset_credentials
 
 

@@ -14,7 +14,7 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.plan import Call, Settle, plan
 from jobtrail.core.states import Evidence, State
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 
 from factories import FULL, T0, make_op, step
 
@@ -36,15 +36,42 @@ def test_a_lost_create_records_when_it_may_have_landed() -> None:
     assert looked.create_sent_at == T0
 
 
-def test_a_miss_inside_the_window_proves_nothing_and_looks_again_after_it() -> None:
-    """A miss 2 s after the create: still reconciliation, nothing resent, the next lookup no
-    sooner than the window's end."""
+def test_a_miss_inside_the_window_proves_nothing_and_looks_again_on_the_backoff() -> None:
+    """A miss 2 s after the create: still reconciliation, nothing resent, the next lookup on
+    the ordinary backoff (a job listed late is found then), not at the window's end."""
     applied = step(lost(), replace(MISS, ref="at_2"), at=T0 + timedelta(seconds=2))
     op = applied.operation
     assert op.state is State.RECONCILIATION
     assert [t.evidence for t in applied.transitions] == [Evidence.RECONCILE_LOOKUP]
-    assert op.next_poll_at is not None and op.next_poll_at >= T0 + timedelta(seconds=60)
+    assert op.next_poll_at is not None and op.next_poll_at < T0 + timedelta(seconds=10)
     assert plan(op, op.next_poll_at) == Call(kind=AttemptKind.RECONCILE)
+
+
+def test_misses_look_again_at_the_window_s_end_at_the_latest() -> None:
+    """However far the backoff has grown, the lookup that can prove absence is made when
+    the window ends, not a backoff later."""
+    op = lost()
+    for seconds in range(2, 60, 5):
+        op = step(op, MISS, at=T0 + timedelta(seconds=seconds)).operation
+        assert op.state is State.RECONCILIATION
+        assert op.next_poll_at is not None and op.next_poll_at <= T0 + timedelta(seconds=60)
+
+
+def test_a_job_listed_late_is_adopted_long_before_a_long_window_ends() -> None:
+    """A 5-minute window, a 2-minute create deadline, the job listed 8 s after the lost
+    answer: the lookups go on at the backoff and adopt it, instead of one lookup at the
+    deadline (the window's end being past it) and a person asked."""
+    op = lost(replace(LOOKUP_ONLY, absent_after=300.0))
+    op = step(op, MISS, at=T0 + timedelta(seconds=2)).operation
+    while op.state is State.RECONCILIATION:
+        assert op.next_poll_at is not None
+        at = op.next_poll_at
+        action = plan(op, at)
+        assert action == Call(kind=AttemptKind.RECONCILE), action
+        seen = ("job_7",) if at >= T0 + timedelta(seconds=9) else ()
+        op = step(op, o.Found(job_ids=seen, ref="at_n"), at=at).operation
+    assert op.state is State.ACCEPTED and op.remote_job_id == "job_7"
+    assert op.updated_at is not None and op.updated_at < T0 + timedelta(seconds=60)
 
 
 def test_the_job_seen_on_a_later_lookup_is_adopted_once() -> None:
@@ -125,3 +152,17 @@ def test_an_answer_that_rules_our_job_out_is_proof_at_once() -> None:
     absent = step(lost(), ruled, at=T0 + timedelta(seconds=2))
     assert absent.operation.state is State.CREATE_PENDING
     assert absent.transitions[-1].evidence is Evidence.ABSENCE_PROVEN
+
+
+def test_a_miss_read_before_the_window_ended_proves_nothing_when_recorded_after() -> None:
+    """The listing was asked for 1 s before the window's end and its answer recorded 5 s
+    after: it shows the listing as it was when read, so it proves nothing (the SPIN model's
+    JUDGED_AT_ANSWER counterexample: a second job), and the next lookup is made."""
+    op = step(lost(), MISS, at=T0 + timedelta(seconds=2)).operation
+    late = replace(MISS, ref="at_4", asked_at=T0 + timedelta(seconds=59))
+    applied = step(op, late, at=T0 + timedelta(seconds=65))
+    assert applied.operation.state is State.RECONCILIATION
+    assert Evidence.ABSENCE_PROVEN not in [t.evidence for t in applied.transitions]
+    after = replace(MISS, ref="at_5", asked_at=T0 + timedelta(seconds=61))
+    proven = step(applied.operation, after, at=T0 + timedelta(seconds=66)).operation
+    assert proven.state is State.CREATE_PENDING

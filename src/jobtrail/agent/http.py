@@ -5,7 +5,13 @@ Each agent authenticates with its own bearer token (JOBTRAIL_AGENT_TOKENS or a f
 names and token hashes, dashboard/access.py): the token names the agent, the ledger records
 it as `agent:NAME` for the action policy, and its task ids are bound to it. A request
 without a valid token gets 401 before the MCP SDK sees it, and the token never goes further
-than that check. The SDK's Streamable HTTP session manager runs stateless, so any number of
+than that check. A request whose `Origin` header is present and neither the server's own
+origin nor one of the allowed origins (`--allow-origin`, JOBTRAIL_ALLOW_ORIGINS) gets 403
+first, as the MCP specification's Streamable HTTP transport requires (2025-11-25): a page in
+a browser may not drive an agent's tools, whatever token it holds. A request without an
+`Origin` (every client that is not a browser) is judged by its token alone.
+
+The SDK's Streamable HTTP session manager runs stateless, so any number of
 `serve` processes on one PostgreSQL ledger can answer any agent's requests and tasks
 (`Mcp-Name` routing then reaches a process that can resolve the task, whichever it is).
 
@@ -15,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, MutableMapping
+from collections.abc import AsyncIterator, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -24,7 +30,7 @@ from mcp.server import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from jobtrail.agent.identity import SCOPE_KEY
+from jobtrail.agent.identity import SCOPE_KEY, checked_origin
 from jobtrail.dashboard.access import Agent, match_token
 
 PATH = "/mcp"
@@ -36,12 +42,20 @@ Message = MutableMapping[str, Any]
 class McpHttp:
     """`/mcp` for `server`, open to `agents` (none: every request is refused with 401)."""
 
-    def __init__(self, server: MCPServer[Any], agents: list[Agent], *, host: str) -> None:
+    def __init__(
+        self,
+        server: MCPServer[Any],
+        agents: list[Agent],
+        *,
+        host: str,
+        origins: Sequence[str] = (),
+    ) -> None:
         self._agents = [(agent.token_hash, agent) for agent in agents]
-        # No Host/Origin allow-list (the SDK's DNS-rebinding guard, on by default for a
-        # loopback address): every request needs an agent's bearer token, which a page a
-        # browser was tricked into loading cannot attach, and a reverse proxy in front of a
-        # loopback `serve` would be refused by it for its public Host header.
+        self._origins = frozenset(checked_origin(o, "--allow-origin") for o in origins)
+        # Not the SDK's DNS-rebinding guard (on by default for a loopback address): it checks
+        # Host too, and a reverse proxy in front of a loopback `serve` would be refused by it
+        # for its public Host header. Origin is checked here instead (`refused_origin`), and
+        # every request needs an agent's bearer token besides.
         unguarded = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         server.streamable_http_app(stateless_http=True, host=host, transport_security=unguarded)
         self.manager: StreamableHTTPSessionManager = server.session_manager
@@ -61,7 +75,27 @@ class McpHttp:
             return None
         return match_token(self._agents, token.strip())
 
+    def refused_origin(self, request: web.Request) -> str | None:
+        """The request's Origin when it is present and not allowed, else None."""
+        origin = request.headers.get("Origin")
+        if origin is None:
+            return None
+        given = origin.strip().rstrip("/").lower()
+        if given in self._origins or given.partition("://")[2] == request.host.lower():
+            return None
+        return origin
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        refused = self.refused_origin(request)
+        if refused is not None:
+            return web.json_response(
+                {
+                    "error": f"/mcp does not answer pages of the origin {refused[:100]!r}: "
+                    "allow it with `--allow-origin` (JOBTRAIL_ALLOW_ORIGINS), see `jobtrail "
+                    "docs agents`"
+                },
+                status=403,
+            )
         agent = self.agent(request.headers.get("Authorization"))
         if agent is None:
             why = "a bearer token of an agent" if self._agents else "JOBTRAIL_AGENT_TOKENS set"
@@ -174,10 +208,11 @@ async def serve_http(
     worker: asyncio.Task[Any] | None,
     stop: asyncio.Event,
     on_bound: Any = None,
+    origins: Sequence[str] = (),
 ) -> None:
     """Serve `/mcp` alone until `stop` is set (or the worker task ends with an error);
     `on_bound(host, port)` is told where it listens (port 0 picks a free one)."""
-    endpoint = McpHttp(server, agents, host=host)
+    endpoint = McpHttp(server, agents, host=host, origins=origins)
     app = web.Application(client_max_size=MAX_BODY)
     endpoint.add_routes(app)
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5)

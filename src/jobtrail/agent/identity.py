@@ -2,6 +2,8 @@
 else the login that runs the server) or the transport's authentication (HTTP: the agent a
 token names). Never what a client says of itself: its `clientInfo` name is free text that
 would let it pose as another agent or take a named agent's grant in the action policy.
+Nor what a browser page is: over HTTP, a request from a page of an origin not allowed is
+refused (`checked_origin` reads the allowed ones).
 
 Kept free of the MCP SDK so the HTTP surface and the CLI can use it without loading it."""
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from jobtrail.errors import InvalidInput
 from jobtrail.services.defaults import actor as default_actor
 
 # The ASGI scope key where the HTTP surface puts the agent its token names.
@@ -43,3 +46,16 @@ class Identity:
         if self.actor is None:
             raise PermissionError("this request carries no authenticated agent")
         return self.actor
+
+
+def checked_origin(text: str, option: str) -> str:
+    """`text` as an origin to compare (`scheme://host[:port]`, lower case, no path), or
+    InvalidInput naming `option`."""
+    origin = text.strip().rstrip("/").lower()
+    scheme, sep, authority = origin.partition("://")
+    if scheme not in ("http", "https") or not sep or not authority or "/" in authority:
+        raise InvalidInput(
+            f"{option} takes an origin, scheme://host[:port] (like https://app.example.com), "
+            f"not {text[:100]!r}"
+        )
+    return origin

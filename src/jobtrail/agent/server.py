@@ -4,11 +4,13 @@ in-process worker unless told otherwise. A thin surface: parse, call `AgentTools
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict
 from datetime import timedelta
 from importlib.metadata import version
 from pathlib import Path
@@ -16,7 +18,13 @@ from typing import Annotated, Any, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+    UnexpectedToolError,
+)
+from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -32,8 +40,10 @@ from jobtrail.agent.shapes import (
 )
 from jobtrail.agent.tasks import DEFAULT_TTL, LedgerTasks, listen_guard
 from jobtrail.agent.tools import WAIT_CAP_SECONDS, AgentTools
+from jobtrail.agent.waiting import WAIT_DEFAULT_SECONDS
+from jobtrail.agent.watch import OPERATION_URI, watch_operations
 from jobtrail.core.states import State
-from jobtrail.errors import JobtrailError
+from jobtrail.errors import JobtrailError, NotFound
 from jobtrail.providers.resolve import resolve_provider
 from jobtrail.services.runtime import Runtime, runtime
 
@@ -90,7 +100,11 @@ def _arguments_sentence(tool: str, error: ValidationError) -> str:
 
 
 def build_server(
-    tools: AgentTools, identity: Identity, *, task_ttl: timedelta | None = DEFAULT_TTL
+    tools: AgentTools,
+    identity: Identity,
+    *,
+    task_ttl: timedelta | None = DEFAULT_TTL,
+    bus: SubscriptionBus | None = None,
 ) -> MCPServer[Any]:
     """The MCP server exposing `tools`, with the Tasks extension served from the ledger
     (agent/tasks.py; `task_ttl` is each task's time to live, None: unlimited). Every
@@ -104,10 +118,13 @@ def build_server(
         log_level="WARNING",
         extensions=[LedgerTasks(tools, identity, ttl=task_ttl)],
         middleware=[listen_guard],
+        subscriptions=bus,
     )
 
     def who(ctx: Context[Any, Any]) -> str:
         return identity.of(ctx.request_context.request)
+
+    add_operation_resource(server, tools, who)
 
     @server.tool(
         description="Record a job for a provider (by name) and return its operation id. "
@@ -148,22 +165,31 @@ def build_server(
         "next poll time, what jobtrail is waiting for, and its last transitions.",
         annotations=READ_ONLY,
     )
-    async def get_job(operation_id: OperationId) -> JobView:
-        return await _guard(tools.get_job(operation_id))
+    async def get_job(operation_id: OperationId, ctx: Context[Any, Any]) -> JobView:
+        return await _guard(tools.get_job(operation_id, actor=who(ctx)))
 
     @server.tool(
         description=f"Wait until the operation's state changes or its automation ends, at "
-        f"most timeout_seconds (capped at {WAIT_CAP_SECONDS:.0f} s; call again to keep "
-        "waiting). Returns what get_job returns plus `changed`.",
+        f"most timeout_seconds (default {WAIT_DEFAULT_SECONDS:.0f} s, below common clients' "
+        f"call timeouts; capped at {WAIT_CAP_SECONDS:.0f} s). Returns what get_job returns "
+        "plus `changed`, `call_again` and `instruction`: while `call_again` is true, call "
+        "wait_job again. Sends progress notifications while it waits when asked to.",
         annotations=READ_ONLY,
     )
     async def wait_job(
         operation_id: OperationId,
+        ctx: Context[Any, Any],
         timeout_seconds: Annotated[
-            float, Field(description=f"At most this long (capped at {WAIT_CAP_SECONDS:.0f}).")
-        ] = 60.0,
+            float,
+            Field(
+                description=f"At most this long (default {WAIT_DEFAULT_SECONDS:.0f}, capped "
+                f"at {WAIT_CAP_SECONDS:.0f}); keep it below your client's call timeout."
+            ),
+        ] = WAIT_DEFAULT_SECONDS,
     ) -> WaitedJob:
-        return await _guard(tools.wait_job(operation_id, timeout_seconds))
+        return await _guard(
+            tools.wait_job(operation_id, timeout_seconds, ctx.report_progress, actor=who(ctx))
+        )
 
     @server.tool(
         description="Record the intent to stop an operation. This does not stop anything by "
@@ -186,25 +212,53 @@ def build_server(
         "content when it is at most 64 KB (else its stored path and a preview).",
         annotations=READ_ONLY,
     )
-    async def get_result(operation_id: OperationId) -> ResultView:
-        return await _guard(tools.get_result(operation_id))
+    async def get_result(operation_id: OperationId, ctx: Context[Any, Any]) -> ResultView:
+        return await _guard(tools.get_result(operation_id, actor=who(ctx)))
 
-    @server.tool(description="Operations in this ledger, newest first.", annotations=READ_ONLY)
+    @server.tool(
+        description="Operations in this ledger that you may read (by default, those you "
+        "submitted), newest first.",
+        annotations=READ_ONLY,
+    )
     async def list_jobs(
+        ctx: Context[Any, Any],
         state: Annotated[State | None, Field(description="Only operations in this state.")] = None,
         limit: Annotated[int, Field(ge=1, le=200, description="At most this many.")] = 20,
     ) -> JobList:
-        return await _guard(tools.list_jobs(state.value if state else None, limit))
+        return await _guard(tools.list_jobs(state.value if state else None, limit, actor=who(ctx)))
 
     @server.tool(
         description="An operation's story in words: what was asked, which remote job, what "
         "was observed, what jobtrail did and will do next.",
         annotations=READ_ONLY,
     )
-    async def explain_job(operation_id: OperationId) -> Explanation:
-        return await _guard(tools.explain_job(operation_id))
+    async def explain_job(operation_id: OperationId, ctx: Context[Any, Any]) -> Explanation:
+        return await _guard(tools.explain_job(operation_id, actor=who(ctx)))
 
     return server
+
+
+def add_operation_resource(
+    server: MCPServer[Any], tools: AgentTools, who: Callable[[Context[Any, Any]], str]
+) -> None:
+    """`jobtrail://operations/{id}`: each operation, readable as a resource, by whoever may
+    read it as get_job (the read policy)."""
+
+    @server.resource(
+        OPERATION_URI,
+        name="operation",
+        mime_type="application/json",
+        description="One operation as get_job shows it, by its operation id: the same handle "
+        "as the tools' operation_id and a task's operation, unchanged by a server restart.",
+    )
+    async def operation(operation_id: str, ctx: Context[Any, Any]) -> str:
+        try:
+            view = await tools.get_job(operation_id, actor=who(ctx))
+        except NotFound as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+        except JobtrailError as exc:
+            raise ResourceError(str(exc)) from None
+        return json.dumps(asdict(view), ensure_ascii=False)
 
 
 async def _guard(call: Awaitable[T]) -> T:
@@ -247,6 +301,7 @@ async def serve(
     lease_for: timedelta = timedelta(seconds=60),
     task_ttl: timedelta | None = DEFAULT_TTL,
     http: tuple[str, int] | None = None,
+    origins: Sequence[str] = (),
 ) -> None:
     """Serve until stdin closes, then stop the worker gracefully and close the ledger.
     Every request acts as `actor` (None: JOBTRAIL_ACTOR, else the login running this).
@@ -269,12 +324,17 @@ async def serve(
         rt.worker.grace = SHUTDOWN_GRACE
         tools = agent_tools(rt, run_worker=run_worker, data_dir=data_dir)
         identity = Identity(None) if http else Identity.configured(actor)
-        server = build_server(tools, identity, task_ttl=task_ttl)
+        bus = InMemorySubscriptionBus()  # resource updates: agent/watch.py
+        server = build_server(tools, identity, task_ttl=task_ttl, bus=bus)
+        unwatched = asyncio.Event()
+        watching = asyncio.create_task(watch_operations(rt.ledger, bus, unwatched))
         worker = asyncio.create_task(rt.worker.run()) if run_worker else None
         if worker is not None:
             worker.add_done_callback(report_worker_end)
         if http is not None:
-            await _serve_http(server, http, worker)
+            await _serve_http(server, http, worker, origins)
+            unwatched.set()
+            await watching
             rt.worker.stop.set()
             if worker is not None:
                 await asyncio.wait([worker])
@@ -294,6 +354,8 @@ async def serve(
             await asyncio.wait([serving, stopping], return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopping.cancel()
+            unwatched.set()
+            await watching
             rt.worker.stop.set()
             if worker is not None:
                 await asyncio.wait([worker])
@@ -308,7 +370,10 @@ async def serve(
 
 
 async def _serve_http(
-    server: MCPServer[Any], where: tuple[str, int], worker: asyncio.Task[Any] | None
+    server: MCPServer[Any],
+    where: tuple[str, int],
+    worker: asyncio.Task[Any] | None,
+    origins: Sequence[str],
 ) -> None:
     from jobtrail.agent.http import serve_http
     from jobtrail.dashboard.access import agents_from_env
@@ -327,7 +392,14 @@ async def _serve_http(
         print(f"jobtrail mcp: serving http://{host}:{port}/mcp", file=sys.stderr, flush=True)
 
     await serve_http(
-        server, agents, host=where[0], port=where[1], worker=worker, stop=stop, on_bound=bound
+        server,
+        agents,
+        host=where[0],
+        port=where[1],
+        worker=worker,
+        stop=stop,
+        on_bound=bound,
+        origins=origins,
     )
 
 

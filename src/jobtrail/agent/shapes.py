@@ -59,6 +59,8 @@ class WaitedJob(JobView):
     changed: bool
     waited_seconds: float
     result: ResultView | None = None
+    call_again: bool = False  # automation goes on: call wait_job again to keep waiting
+    instruction: str = ""  # the same, in words
 
 
 @dataclass(frozen=True, kw_only=True)

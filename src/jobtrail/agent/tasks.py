@@ -93,9 +93,12 @@ class LedgerTasks(Extension):
     ) -> HandlerResult:
         if params.name not in TASK_TOOLS or not _declared(ctx):
             return await call_next(ctx)
+        owner = self.identity.of(ctx.request)
         if params.name == "wait_job":
             op = await self._running((params.arguments or {}).get("operation_id"))
-            if op is None:  # not an operation id, unknown, or ended: the plain tool answers
+            # not an operation id, unknown, ended, or not the caller's to read: the plain
+            # tool answers (and refuses, audited, what the policy does not let it read)
+            if op is None or not self.agent.ledger.may_read(owner, op):
                 return await call_next(ctx)
             existing = True
         else:
@@ -105,7 +108,6 @@ class LedgerTasks(Extension):
             if found is None or op is None:  # refused, or the operation already ended
                 return answer
             existing = found[1]
-        owner = self.identity.of(ctx.request)
         task_id, handle = await self.agent.ledger.open_task(
             op, owner=owner, tool=params.name, existing=existing, ttl=self.ttl
         )
@@ -215,9 +217,13 @@ class LedgerTasks(Extension):
         """The tool's CallToolResult, as the plain tool would have returned it at the end."""
         try:
             if handle.tool == "wait_job":
-                value: Any = await self.agent.waited_outcome(op, since=handle.created_at)
+                value: Any = await self.agent.waited_outcome(
+                    op, since=handle.created_at, actor=handle.owner
+                )
             else:
-                value = await self.agent.submitted_outcome(op, existing=handle.existing)
+                value = await self.agent.submitted_outcome(
+                    op, existing=handle.existing, actor=handle.owner
+                )
         except JobtrailError as exc:
             return _tool_error(str(exc))
         structured = TypeAdapter(type(value)).dump_python(value, mode="json")

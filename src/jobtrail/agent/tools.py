@@ -2,7 +2,8 @@
 
 Each method parses its input, calls the ledger (or the views), and returns a record from
 `shapes`. Errors are `JobtrailError`s whose message is one sentence saying what happened and
-what the agent can do next."""
+what the agent can do next. Every read names its `actor`: the ledger's action policy says
+which operations that agent may read (by default, those it submitted)."""
 
 from __future__ import annotations
 
@@ -29,15 +30,23 @@ from jobtrail.agent.shapes import (
     TransitionView,
     WaitedJob,
 )
+from jobtrail.agent.waiting import (
+    PROGRESS_EVERY_SECONDS,
+    WAIT_DEFAULT_SECONDS,
+    Progress,
+    instruction,
+    progress_words,
+)
 from jobtrail.core.model import Operation, Transition
-from jobtrail.core.nextstep import next_step
-from jobtrail.core.states import REMOTE_MAY_RUN, State
+from jobtrail.core.nextstep import next_step, remote_may_run
+from jobtrail.core.states import State
 from jobtrail.core.words import iso
 from jobtrail.errors import InvalidInput, NotFound
 from jobtrail.ledger import Ledger
+from jobtrail.ledger.policy import Action
 from jobtrail.presentation.views import operation_json, transition_json
-from jobtrail.providers.code import CodeSpec
-from jobtrail.providers.config import ProviderSpec, find_provider_named
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.file.config import ProviderSpec, find_provider_named
 from jobtrail.results import ResultStore
 from jobtrail.services.story import read_story
 
@@ -97,6 +106,8 @@ class AgentTools:
         op, existing = await self.ledger.admit(
             spec, request, path=path, key=key, actor=actor, reason=reason or None
         )
+        if existing:  # the key names an operation already there: whose may be another's
+            await self.ledger.permit(Action.READ, actor, op)
         self._wake()
         if existing:
             step = (
@@ -123,7 +134,7 @@ class AgentTools:
         )
 
     async def cancel_job(self, operation_id: str, *, reason: str, actor: str) -> CancelRecorded:
-        await self._get(operation_id)
+        await self._exists(operation_id)  # the cancel policy decides, not the read policy
         op = await self.ledger.cancel(operation_id, actor=actor, reason=reason)
         self._wake()
         intent = op.cancel_intent
@@ -143,37 +154,51 @@ class AgentTools:
             cancel_requested_by=intent.actor,
             cancel_reason=intent.reason,
             requested_at=iso(intent.requested_at),
-            remote_may_still_run=op.state in REMOTE_MAY_RUN,
+            remote_may_still_run=remote_may_run(op),
             next_step=step,
         )
 
     # -- reading -------------------------------------------------------------------------
 
-    async def get_job(self, operation_id: str) -> JobView:
-        return await self._view(await self._get(operation_id))
+    async def get_job(self, operation_id: str, *, actor: str) -> JobView:
+        return await self._view(await self._get(operation_id, actor))
 
-    async def wait_job(self, operation_id: str, timeout_seconds: float) -> WaitedJob:
+    async def wait_job(
+        self,
+        operation_id: str,
+        timeout_seconds: float = WAIT_DEFAULT_SECONDS,
+        progress: Progress | None = None,
+        *,
+        actor: str,
+    ) -> WaitedJob:
+        """Wait for a change of state, at most the bound given (capped); `progress` is told
+        what the operation is doing while the call waits (MCP progress notifications)."""
         if math.isnan(timeout_seconds):
             raise InvalidInput("timeout_seconds must be a number of seconds")
         timeout = min(max(timeout_seconds, 0.0), WAIT_CAP_SECONDS)
         started = self._monotonic()
-        op = await self._get(operation_id)
-        first = op.state
+        op = await self._get(operation_id, actor)
+        first, told = op.state, -PROGRESS_EVERY_SECONDS
         while op.state is first and not op.state.ends_automation:
-            left = timeout - (self._monotonic() - started)
-            if left <= 0:
+            waited = self._monotonic() - started
+            if progress is not None and waited - told >= PROGRESS_EVERY_SECONDS:
+                told = waited
+                await progress(waited, timeout, progress_words(op, self.ledger.now()))
+            if timeout - waited <= 0:
                 break
-            await self._sleep(min(WAIT_POLL_SECONDS, left))
-            op = await self._get(operation_id)
+            await self._sleep(min(WAIT_POLL_SECONDS, timeout - waited))
+            op = await self._exists(op.operation_id)
         view = await self._view(op)
         return WaitedJob(
             **{f.name: getattr(view, f.name) for f in fields(view)},
             changed=op.state is not first,
             waited_seconds=round(self._monotonic() - started, 3),
+            call_again=not op.state.ends_automation,
+            instruction=instruction(op),
         )
 
-    async def get_result(self, operation_id: str) -> ResultView:
-        op = await self._get(operation_id)
+    async def get_result(self, operation_id: str, *, actor: str) -> ResultView:
+        op = await self._get(operation_id, actor)
         summary = op.result
         if summary is None:
             return _no_result(op, self.ledger.now())
@@ -218,14 +243,17 @@ class AgentTools:
             usage=op.usage,
         )
 
-    async def list_jobs(self, state: str | None = None, limit: int = 20) -> JobList:
+    async def list_jobs(self, state: str | None = None, limit: int = 20, *, actor: str) -> JobList:
+        """The newest operations `actor` may read (others are left out, not refused)."""
         try:
             states = [State(state)] if state else []
         except ValueError:
             raise InvalidInput(
                 f"unknown state {state!r}; use one of {', '.join(s.value for s in State)}"
             ) from None
-        ops = await self.ledger.list_operations(states=states, limit=min(max(limit, 1), LIST_CAP))
+        ops = await self.ledger.readable_operations(
+            actor, states=states, limit=min(max(limit, 1), LIST_CAP)
+        )
         jobs = [
             JobSummary(
                 operation_id=op.operation_id,
@@ -241,16 +269,17 @@ class AgentTools:
         ]
         return JobList(jobs=jobs, count=len(jobs))
 
-    async def explain_job(self, operation_id: str) -> Explanation:
-        op = await self._get(operation_id)
+    async def explain_job(self, operation_id: str, *, actor: str) -> Explanation:
+        op = await self._get(operation_id, actor)
         text = (await read_story(self.ledger, op)).text()
         return Explanation(operation_id=op.operation_id, state=op.state.value, explanation=text)
 
     # -- the ends of tasks (agent/tasks.py): what the call would have answered -----------
 
-    async def submitted_outcome(self, op: Operation, *, existing: bool) -> Submitted:
+    async def submitted_outcome(self, op: Operation, *, existing: bool, actor: str) -> Submitted:
         """A `submit_job` call's answer once its operation's automation has ended, with
-        the result: what a task opened by submit_job completes with."""
+        the result: what a task opened by submit_job completes with (for `actor`, the
+        task's owner)."""
         return Submitted(
             operation_id=op.operation_id,
             key=op.key,
@@ -258,10 +287,10 @@ class AgentTools:
             state=op.state.value,
             existing=existing,
             next_step=_ended_step(op, self.ledger.now()),
-            result=await self.get_result(op.operation_id),
+            result=await self.get_result(op.operation_id, actor=actor),
         )
 
-    async def waited_outcome(self, op: Operation, *, since: datetime) -> WaitedJob:
+    async def waited_outcome(self, op: Operation, *, since: datetime, actor: str) -> WaitedJob:
         """A `wait_job` call's answer once its operation's automation has ended (a task
         opened by wait_job lasts that long), with the result."""
         view = await self._view(op)
@@ -269,19 +298,24 @@ class AgentTools:
             **{f.name: getattr(view, f.name) for f in fields(view)},
             changed=True,
             waited_seconds=round((self.ledger.now() - since).total_seconds(), 3),
-            result=await self.get_result(op.operation_id),
+            result=await self.get_result(op.operation_id, actor=actor),
+            instruction=instruction(op),
         )
 
     # -- helpers -------------------------------------------------------------------------
 
-    async def _get(self, operation_id: str) -> Operation:
+    async def _get(self, operation_id: str, actor: str) -> Operation:
+        """The operation, when `actor` may read it (NotPermitted, audited, when not)."""
+        try:
+            return await self.ledger.read_as(operation_id, actor)
+        except NotFound:
+            raise _unknown(operation_id) from None
+
+    async def _exists(self, operation_id: str) -> Operation:
         try:
             return await self.ledger.get(operation_id)
         except NotFound:
-            raise NotFound(
-                f"no operation {operation_id[:80]!r} in this ledger; list_jobs shows the "
-                "operations it holds"
-            ) from None
+            raise _unknown(operation_id) from None
 
     async def _view(self, op: Operation) -> JobView:
         store = self.ledger
@@ -318,6 +352,13 @@ class AgentTools:
             result_deadline=doc["result_deadline"],
             recent_transitions=[_transition(tr) for tr in history[-RECENT_TRANSITIONS:]],
         )
+
+
+def _unknown(operation_id: str) -> NotFound:
+    return NotFound(
+        f"no operation {operation_id[:80]!r} in this ledger; list_jobs shows the operations "
+        "you may read"
+    )
 
 
 def _ended_step(op: Operation, now: datetime) -> str:

@@ -19,12 +19,8 @@ from jobtrail.cli.context import (
     run_async,
 )
 from jobtrail.core.audit import ChainReport, verify
-from jobtrail.core.durations import format_duration
-from jobtrail.core.proof import absence_rule, at_most_once_rule
-from jobtrail.providers import baseurl, promises
-from jobtrail.providers.code import CodeSpec
-from jobtrail.providers.config import ProviderSpec
-from jobtrail.providers.declared import declared_lines
+from jobtrail.providers.check import check_lines
+from jobtrail.providers.code.contract import CodeSpec
 
 if TYPE_CHECKING:
     from jobtrail.ledger.histories import Forgery
@@ -132,89 +128,6 @@ def provider() -> None:
     """Inspect provider files."""
 
 
-# C901: one line per declaration of the provider file, in the order provider check prints them
-def guarantees(spec: ProviderSpec) -> list[tuple[str, str]]:  # noqa: C901
-    """The provider's declared capabilities, and what jobtrail can promise with them."""
-    caps = spec.capabilities
-    idem = spec.idempotency
-    lines = [("create", f"{spec.create_method} {spec.create_path}")]
-    if idem is None:
-        lines.append(("idempotency", "none: the provider cannot recognise a repeated create"))
-    elif idem.natural:
-        lines.append(("idempotency", idem.describe()))
-    else:
-        lines.append(("idempotency", f"token sent in {idem.describe()}"))
-    if spec.client_reference is not None:
-        lines.append(
-            ("client reference", f"operation id sent in {spec.client_reference.describe()}")
-        )
-    means = []
-    if caps.same_token_retry:
-        means.append("same-token retry")
-    if spec.listing:
-        means.append(f"lookup by client reference ({spec.listing.path})")
-    if spec.lookup:
-        means.append(f"lookup by our key (GET {spec.lookup.path})")
-    lines.append(("reconciliation", ", ".join(means) or "none"))
-    note = promises.idempotency_note(spec)
-    if note:
-        lines.append(("reconciliation note", note))
-    if caps.same_token_retry and not caps.lookup:
-        lines.append(
-            (
-                "lookup",
-                "none declared: after a lost create answer, a refused retry (409 already "
-                "exists, 400, 422) or retries unreadable until the create deadline stop for "
-                "a human (needs_human), since only a lookup can prove nothing was created",
-            )
-        )
-    lines.append(("at-most-once create", at_most_once_rule(caps, means)))
-    absence = absence_rule(caps, spec.deadlines["create"])
-    if caps.at_most_once_provable and absence is not None:
-        lines.append(("proof of absence", absence))
-    lines.append(("cancel", promises.cancel_line(spec)))
-    result = spec.result
-    special = promises.result_line(spec)
-    if result.path or special:
-        checks = [
-            c
-            for c in (
-                result.content_type and f"content type {result.content_type}",
-                result.checksum_header and f"checksum header {result.checksum_header}",
-                result.checksum_field and f"checksum field {result.checksum_field}",
-                result.count_header and f"record count {result.count_header}",
-                result.schema is not None and "JSON schema",
-                result.items and "per-item outcomes",
-            )
-            if c
-        ]
-        where = special or f"GET {result.path}"
-        lines.append(("result", f"{where}; checked: {', '.join(checks) or 'nothing'}"))
-    elif result.inline_field:
-        lines.append(("result", f"inline in the create answer (field {result.inline_field})"))
-    else:
-        lines.append(("result", "none declared: success is the remote terminal state alone"))
-    lines.extend(promises.convention_lines(spec))
-    lines.append(
-        (
-            "webhooks",
-            f"{spec.webhooks.signing} signatures, secret from ${spec.webhooks.secret_env}"
-            if spec.webhooks
-            else "none: polling only",
-        )
-    )
-    lines.append(("credentials", promises.credentials_line(spec)))
-    lines.append(("environment", "; ".join(baseurl.environment(spec)) or "nothing"))
-    lines.append(
-        (
-            "deadlines",
-            ", ".join(f"{name} {format_duration(value)}" for name, value in spec.deadlines.items()),
-        )
-    )
-    lines += declared_lines(caps, spec.deadlines["create"], spec.remote_deadline, spec.usage)
-    return lines
-
-
 @provider.command("check")
 @click.argument("file")
 @json_option
@@ -223,18 +136,17 @@ def provider_check(file: str, as_json: bool, provider_modules: tuple[str, ...]) 
     """Load a provider file (or a code provider, by name) and say in plain words what
     jobtrail can guarantee with it."""
     from jobtrail.errors import JobtrailError
-    from jobtrail.providers.plugins import load_plugins
+    from jobtrail.providers.code.plugins import load_plugins
     from jobtrail.providers.resolve import resolve_provider
 
     try:
         spec = resolve_provider(file, load_plugins(provider_modules))
     except JobtrailError as exc:
         fail(str(exc))
+    lines = check_lines(spec)
     if isinstance(spec, CodeSpec):
-        lines = code_guarantees(spec)
         where = f"code provider {spec.name!r} version {spec.version}"
     else:
-        lines = guarantees(spec)
         where = f"provider {spec.name!r} at {spec.base_url}"
     if as_json:
         emit_json(
@@ -254,43 +166,6 @@ def provider_check(file: str, as_json: bool, provider_modules: tuple[str, ...]) 
     width = max(len(name) for name, _ in lines)
     for name, text in lines:
         click.echo(f"  {name.ljust(width)}  {text}")
-
-
-def code_guarantees(spec: CodeSpec) -> list[tuple[str, str]]:
-    """What a code provider declares, and what jobtrail can promise with it."""
-    caps = spec.capabilities
-    means = [
-        what
-        for what, declared in (
-            ("same-token retry", caps.same_token_retry),
-            ("lookup by client reference", caps.list_by_reference),
-            ("status by client id", caps.status_by_client_id),
-        )
-        if declared
-    ]
-    secrets = [f"${n} ({'set' if os.environ.get(n) else 'NOT SET'})" for n in spec.secret_env]
-    return [
-        ("idempotency", f"{caps.idempotency.value} (the provider places the token itself)"),
-        ("reconciliation", ", ".join(means) or "none"),
-        ("at-most-once create", at_most_once_rule(caps, means)),
-        *(
-            [("proof of absence", absence)]
-            if (absence := absence_rule(caps, spec.deadlines["create"]))
-            else []
-        ),
-        ("cancel", "supported" if caps.cancel else "not supported: cancel requests refused"),
-        ("result", f"{caps.result.value}; validated by jobtrail, never by the provider"),
-        ("webhooks", "declared" if caps.webhooks else "none: polling only"),
-        ("settings", ", ".join(sorted(spec.settings)) or "none"),
-        ("secrets", (", ".join(secrets) + "; never stored") if secrets else "none declared"),
-        (
-            "deadlines",
-            ", ".join(f"{name} {format_duration(v)}" for name, v in spec.deadlines.items()),
-        ),
-        ("poll", ", ".join(f"{k} {v}" for k, v in sorted(spec.poll.items())) or "defaults"),
-        ("call timeout", format_duration(spec.timeout)),
-        *declared_lines(caps, spec.deadlines["create"], spec.remote_deadline, None),
-    ]
 
 
 @provider.command("list")

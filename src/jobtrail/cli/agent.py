@@ -9,6 +9,7 @@ import click
 
 from jobtrail.cli.context import (
     Settings,
+    allow_origin_option,
     concurrency_option,
     fail,
     pass_settings,
@@ -52,6 +53,7 @@ from jobtrail.errors import JobtrailError
     metavar="DURATION",
     help="How long the worker's claim holds an operation before others may take it over.",
 )
+@allow_origin_option
 @concurrency_option
 @provider_module_option
 @pass_settings
@@ -63,6 +65,7 @@ async def mcp(
     http: str | None,
     task_ttl: str,
     lease: str,
+    origins: tuple[str, ...],
     concurrency: int,
     provider_modules: tuple[str, ...],
 ) -> None:
@@ -95,6 +98,7 @@ async def mcp(
         lease_for=lease_for,
         task_ttl=ttl,
         http=where,
+        origins=origins,
     )
 
 

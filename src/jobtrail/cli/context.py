@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 import click
 
 from jobtrail.errors import JobtrailError
-from jobtrail.ledger import MASK, shown_url, url_passwords
+from jobtrail.ledger import without_passwords
 from jobtrail.services.defaults import actor, data_dir_for, ledger_url, results_url
 
 if TYPE_CHECKING:  # imported where used: `jobtrail --version` needs none of them
@@ -102,12 +102,7 @@ def without_db_password(text: str) -> str:
     """`text` with the ledger URL's password masked, wherever an error put it."""
     context = click.get_current_context(silent=True)
     settings = context.find_object(Settings) if context is not None else None
-    if settings is not None:
-        text = text.replace(settings.db, shown_url(settings.db))
-        for password in url_passwords(settings.db):
-            if len(password) >= 3:  # shorter ones would mask every such letter pair, not a secret
-                text = text.replace(password, MASK)
-    return text
+    return without_passwords(text, settings.db) if settings is not None else text
 
 
 def emit_json(document: Any) -> None:
@@ -144,6 +139,29 @@ concurrency_option = click.option(
 )
 worker_id_option = click.option(
     "--worker-id", help="Name recorded as the actor of this worker's steps."
+)
+
+
+def _origins(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    from jobtrail.agent.identity import checked_origin
+
+    try:
+        return tuple(checked_origin(v, "--allow-origin") for v in value)
+    except JobtrailError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+allow_origin_option = click.option(
+    "--allow-origin",
+    "origins",
+    multiple=True,
+    metavar="ORIGIN",
+    envvar="JOBTRAIL_ALLOW_ORIGINS",
+    callback=_origins,
+    help="A browser page of this origin (scheme://host[:port]) may call /mcp with an agent's "
+    "token; any other Origin header is answered 403 (a request without one, as from every "
+    "non-browser client, and the server's own origin are allowed). Repeatable; "
+    "JOBTRAIL_ALLOW_ORIGINS takes them separated by spaces.",
 )
 provider_module_option = click.option(
     "--provider-module",

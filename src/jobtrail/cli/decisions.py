@@ -74,7 +74,7 @@ async def resolve(
     be its key); `jobtrail explain` says which decisions fit. Adopting a job id the
     operation never saw reads it through the operation's provider first: a code provider's
     operation needs that plug-in here (installed, or --provider-module)."""
-    from jobtrail.providers.plugins import load_plugins
+    from jobtrail.providers.code.plugins import load_plugins
 
     async with opened(settings) as ledger:
         # for adopt: reads a job id it never saw, with the operation's own provider

@@ -17,7 +17,7 @@ from jobtrail.core.audit import ChainReport, verify
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import State
 from jobtrail.profiles import shipped_profile
-from jobtrail.providers.config import parse_provider
+from jobtrail.providers.file.config import parse_provider
 from jobtrail.services.runtime import runtime
 from jobtrail.simulator import Simulator
 
@@ -129,7 +129,7 @@ def _outcome(op: Operation) -> str:
                 f"({', '.join(result.items.failed_refs)})"
             )
         case State.SUCCEEDED if op.cancel_intent:
-            return "completed after the cancel request (reported, not hidden)"
+            return "succeeded, not cancelled (reported, not hidden; explain gives the order)"
         case State.SUCCEEDED:
             return f"result validated ({result.size if result else 0} bytes)"
         case State.RESULT_VALIDATION_FAILED if result:
@@ -139,7 +139,7 @@ def _outcome(op: Operation) -> str:
         case State.NEEDS_HUMAN:
             return "lost answer, nothing to find the job by: never resent, a person decides"
         case State.CANCELLED:
-            return "provider confirmed the cancel"
+            return "the provider reported the job cancelled"
         case _:
             return op.state.value
 

@@ -27,6 +27,8 @@ MODULES = (
     "ledgerfile",
     "retention",
     "docs",
+    "census",
+    "notifying",
 )
 HOME = {
     **dict.fromkeys(("submit", "list", "history", "explain", "cancel"), "ops"),
@@ -42,6 +44,8 @@ HOME = {
     "prune": "retention",
     "archive": "retention",
     "docs": "docs",
+    "census": "census",
+    "notify": "notifying",
 }
 
 

@@ -95,8 +95,8 @@ async def submit(
     (`jobtrail worker`, or `jobtrail run OPERATION_ID`) sends it.
     """
     from jobtrail.ledger import prepare_submission
+    from jobtrail.providers.code.plugins import load_plugins
     from jobtrail.providers.credentials import unset_credentials
-    from jobtrail.providers.plugins import load_plugins
     from jobtrail.providers.resolve import resolve_provider
 
     spec = resolve_provider(provider, load_plugins(provider_modules))
@@ -137,6 +137,8 @@ async def submit(
         document = operation_json(op, ledger.now()) | {"existing": existing}
     if unset is not None:
         say(unset.at_submit(), err=True)
+    if (takeover := _takeover_note(spec, op)) is not None:
+        say(f"note: {takeover}", err=True)
     if as_json:
         emit_json(document)
     elif existing:
@@ -313,3 +315,14 @@ async def cancel(
 
 
 COMMANDS = [submit, list_, history, explain, cancel]
+
+
+def _takeover_note(spec: object, op: Operation) -> str | None:
+    """What `submit` says when the operation's create deadline is shorter than a takeover
+    after a worker dies mid-create (core/proof.takeover_rule). A code provider keeps its
+    call timeout on its object: the default stands in for it here."""
+    from jobtrail.core.proof import takeover_rule
+    from jobtrail.providers.file.spec import DEFAULT_TIMEOUT, ProviderSpec
+
+    timeout = spec.timeout if isinstance(spec, ProviderSpec) else DEFAULT_TIMEOUT
+    return takeover_rule(op.capabilities, op.create_deadline - op.created_at, timeout)

@@ -19,7 +19,7 @@ def not_installed_here(op: Operation) -> str | None:
     it scans cost `status` more than the rest of its start-up."""
     if op.provider_kind is not ProviderKind.CODE:
         return None
-    from jobtrail.providers.plugins import not_installed
+    from jobtrail.providers.code.plugins import not_installed
 
     return not_installed(op)
 

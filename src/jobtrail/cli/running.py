@@ -25,6 +25,7 @@ from jobtrail.cli.context import (
     worker_id_option,
 )
 from jobtrail.cli.exits import EXIT_HELP, RunExit, run_exit
+from jobtrail.cli.notifying import notify_option, notifying
 from jobtrail.cli.stopping import Stopper, log_steps, warn_unset_credentials
 from jobtrail.cli.tables import Col, print_rows
 from jobtrail.core.durations import parse_duration
@@ -36,7 +37,7 @@ from jobtrail.core.words import counted, iso, progress_text, relative
 from jobtrail.ledger import shown_url
 from jobtrail.presentation.views import operation_json
 from jobtrail.providers.registry import missing_message
-from jobtrail.services.runtime import runtime
+from jobtrail.services.runtime import runtime, settle_heap
 
 
 @click.command()
@@ -58,6 +59,7 @@ from jobtrail.services.runtime import runtime
     "-v", "--verbose", is_flag=True, help="Log each claim, call, outcome and release to stderr."
 )
 @provider_module_option
+@notify_option
 @click.option(
     "--processes",
     default=1,
@@ -75,6 +77,7 @@ def worker(
     lease: str,
     verbose: bool,
     provider_modules: tuple[str, ...],
+    notify: tuple[str, ...],
     processes: int,
 ) -> None:
     """Claim due operations and carry them forward until stopped. Ctrl-C (or SIGTERM) stops
@@ -84,7 +87,7 @@ def worker(
     Ctrl-C and SIGTERM to them, and starts one again that dies (docs/scaling.md)."""
     if processes == 1:
         work = run_async(_work)
-        work(settings, concurrency, until_idle, worker_id, lease, verbose, provider_modules)
+        work(settings, concurrency, until_idle, worker_id, lease, verbose, provider_modules, notify)
         return
     from jobtrail.cli.processes import child_env, supervise
 
@@ -92,6 +95,8 @@ def worker(
     args += ["--until-idle"] * until_idle + ["--verbose"] * verbose
     for module in provider_modules:
         args += ["--provider-module", module]
+    for url in notify:
+        args += ["--notify", url]
     if not settings.is_postgres:
         click.echo(
             f"supervisor: {processes} worker processes on a SQLite ledger take its one write "
@@ -111,6 +116,7 @@ async def _work(
     lease: str,
     verbose: bool,
     provider_modules: tuple[str, ...],
+    notify: tuple[str, ...] = (),
 ) -> None:
     if verbose:
         log_steps()
@@ -125,6 +131,7 @@ async def _work(
         provider_modules=provider_modules,
     ) as rt:
         stopper = Stopper(rt, rt.worker.in_flight, rt.worker.abandon)
+        settle_heap()
         code = sorted(rt.providers.plugins)
         click.echo(
             f"{rt.runner.actor} working on {shown_url(settings.db)} (concurrency {concurrency}"
@@ -133,7 +140,8 @@ async def _work(
         )
         # An installed code provider that cannot be loaded was logged by the runtime.
         await warn_unset_credentials(rt)
-        stats = await rt.worker.run(until_idle=until_idle)
+        async with notifying(rt.ledger, notify):
+            stats = await rt.worker.run(until_idle=until_idle)
         await stopper.record(claimed=stats.claimed, finished=stats.finished)
     click.echo(
         f"stopped: {counted(stats.claimed, 'claim')}, "

@@ -7,6 +7,8 @@ import contextlib
 import logging
 import os
 import signal
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,20 +18,24 @@ from aiohttp import web
 
 from jobtrail.cli.context import (
     Settings,
+    allow_origin_option,
     concurrency_option,
     pass_settings,
     provider_module_option,
     worker_id_option,
 )
+from jobtrail.cli.notifying import notify_option, notifying
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.redact import Redactor
 from jobtrail.dashboard.access import Access, agents_from_env, operators_from_env
+from jobtrail.dashboard.metrics import Metrics
 from jobtrail.dashboard.web import Dashboard
-from jobtrail.errors import JobtrailError, ProviderConfigError
+from jobtrail.errors import InvalidInput, JobtrailError, ProviderConfigError
 from jobtrail.ledger import shown_url, url_passwords
-from jobtrail.providers.config import load_provider_file
+from jobtrail.providers.file.config import load_provider_file
+from jobtrail.services.census_rounds import census_rounds
 from jobtrail.services.logs import install_json_logging
-from jobtrail.services.runtime import Runtime, runtime
+from jobtrail.services.runtime import Runtime, runtime, settle_heap
 from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
 from jobtrail.worker.loop import WorkerStats
 
@@ -43,6 +49,7 @@ def secrets_redactor(folder: Path, db: str = "") -> Redactor:
     """A redactor holding every secret the provider files in `folder` name, the audit key,
     the dashboard's operator tokens and the ledger URL's password: read once, at start."""
     values = [os.environ.get("JOBTRAIL_AUDIT_KEY", ""), *url_passwords(db)]
+    values.append(os.environ.get("JOBTRAIL_NOTIFY_SECRET", ""))  # a notifier's signing key
     for variable in ("JOBTRAIL_OPERATOR_TOKENS", "JOBTRAIL_VIEWER_TOKENS", "JOBTRAIL_AGENT_TOKENS"):
         pairs = os.environ.get(variable, "").split(",")
         values.extend(pair.partition(":")[2].strip() for pair in pairs)
@@ -90,6 +97,24 @@ class Health:
     help="How long the worker's claim holds an operation before others may take it over.",
 )
 @provider_module_option
+@notify_option
+@click.option(
+    "--metrics-listen",
+    metavar="HOST:PORT",
+    help="Also serve GET /metrics, unguarded, on this address (on serve's own address it "
+    "needs an operator's bearer token; see `jobtrail docs dashboard`).",
+)
+@allow_origin_option
+@click.option(
+    "--census",
+    "census",
+    multiple=True,
+    metavar="PROVIDER",
+    help="Take a census of PROVIDER (a provider file's name) at start and every "
+    "--census-every, logged and recorded; off unless named. Repeatable. `jobtrail docs census`.",
+)
+@click.option("--census-every", default="24h", show_default=True, metavar="DURATION")
+@click.option("--census-since", default="7d", show_default=True, metavar="DURATION")
 @pass_settings
 def serve(
     settings: Settings,
@@ -99,6 +124,12 @@ def serve(
     worker_id: str | None,
     lease: str,
     provider_modules: tuple[str, ...],
+    notify: tuple[str, ...],
+    metrics_listen: str | None,
+    origins: tuple[str, ...],
+    census: tuple[str, ...],
+    census_every: str,
+    census_since: str,
 ) -> None:
     """Run the worker, the webhook receiver (POST /webhooks/PROVIDER, GET /healthz), the
     dashboard (GET /, for operators named in JOBTRAIL_OPERATOR_TOKENS) and the MCP tools over
@@ -109,6 +140,7 @@ def serve(
     install_json_logging(secrets_redactor(folder, settings.db))
     try:
         access = Access(operators_from_env())
+        rounds = Rounds(census, parse_duration(census_every), parse_duration(census_since))
         asyncio.run(
             _serve(
                 settings,
@@ -120,6 +152,10 @@ def serve(
                 access,
                 provider_modules=provider_modules,
                 lease_for=parse_duration(lease),
+                notify=notify,
+                metrics_listen=metrics_listen,
+                origins=origins,
+                rounds=rounds,
             )
         )
     except (JobtrailError, OSError) as exc:
@@ -139,8 +175,19 @@ async def _serve(
     with_worker: bool = True,
     provider_modules: tuple[str, ...] = (),
     lease_for: timedelta = timedelta(seconds=60),
+    notify: tuple[str, ...] = (),
+    metrics_listen: str | None = None,
+    origins: tuple[str, ...] = (),
+    rounds: Rounds | None = None,
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
+    specs = []
+    if rounds is not None:
+        from jobtrail.providers.code.plugins import load_plugins
+        from jobtrail.providers.resolve import resolve_named
+
+        plugins = load_plugins(provider_modules)  # a census of a code provider needs it
+        specs = [resolve_named(name, plugins) for name in rounds.providers]
     stop = asyncio.Event()
     stack = contextlib.AsyncExitStack()
     loop = asyncio.get_running_loop()
@@ -163,7 +210,8 @@ async def _serve(
             WebhookReceiver(rt.ledger, folder, on_recorded=rt.worker.wake).add_routes(app)
             app.router.add_get("/healthz", health.handle)
         Dashboard(rt.ledger, rt.results, rt.providers, access).add_routes(app)
-        mcp = _mcp_endpoint(rt, settings, host) if with_worker else None
+        Metrics(rt.ledger, access).add_routes(app)
+        mcp = _mcp_endpoint(rt, settings, host, origins) if with_worker else None
         if mcp is not None:
             mcp.add_routes(app)
         server = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=10)
@@ -171,12 +219,27 @@ async def _serve(
         worker = None
         try:
             await stack.enter_async_context(mcp.running() if mcp else contextlib.nullcontext())
+            if with_worker:
+                await stack.enter_async_context(notifying(rt.ledger, notify))
             await web.TCPSite(server, host, port).start()
+            if metrics_listen:
+                await stack.enter_async_context(metrics_site(rt, metrics_listen))
             bound_host, bound_port = server.addresses[0][:2]
+            settle_heap()
             running: list[asyncio.Task[Any]] = [asyncio.create_task(stop.wait())]
             if with_worker:
                 health.worker = worker = asyncio.create_task(rt.worker.run())
                 running.append(worker)
+            if specs and rounds is not None:
+                censuses = census_rounds(
+                    rt.ledger,
+                    rt.providers,
+                    specs,
+                    every=rounds.every,
+                    since=rounds.since,
+                    stop=stop,
+                )
+                stack.push_async_callback(_cancelled, asyncio.create_task(censuses))
             log.info(
                 "serving on http://%s:%d",
                 bound_host,
@@ -203,7 +266,43 @@ async def _serve(
     )
 
 
-def _mcp_endpoint(rt: Runtime, settings: Settings, host: str) -> McpHttp | None:
+@contextlib.asynccontextmanager
+async def metrics_site(rt: Runtime, listen: str) -> AsyncIterator[None]:
+    """GET /metrics alone, unguarded, on `listen` (HOST:PORT)."""
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit():
+        raise InvalidInput(f"--metrics-listen: {listen!r} is not HOST:PORT")
+    app = web.Application()
+    Metrics(rt.ledger, None).add_routes(app)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, host, int(port)).start()
+    bound = runner.addresses[0][:2]
+    log.info("metrics on http://%s:%d/metrics", *bound, extra={"metrics_port": bound[1]})
+    try:
+        yield
+    finally:
+        await runner.cleanup()
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """`serve`'s scheduled census: which providers, how often, how far back."""
+
+    providers: tuple[str, ...]
+    every: timedelta
+    since: timedelta
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def _mcp_endpoint(
+    rt: Runtime, settings: Settings, host: str, origins: tuple[str, ...]
+) -> McpHttp | None:
     """/mcp for the agents of JOBTRAIL_AGENT_TOKENS / JOBTRAIL_AGENT_FILE; the MCP SDK is
     imported here, only by `serve` (None, with a warning, when it is not installed)."""
     try:
@@ -219,7 +318,7 @@ def _mcp_endpoint(rt: Runtime, settings: Settings, host: str) -> McpHttp | None:
     if not agents:
         log.warning("/mcp refuses every call: no JOBTRAIL_AGENT_TOKENS or JOBTRAIL_AGENT_FILE")
     tools = agent_tools(rt, run_worker=True, data_dir=settings.data_dir)
-    return McpHttp(build_server(tools, Identity(None)), agents, host=host)
+    return McpHttp(build_server(tools, Identity(None)), agents, host=host, origins=origins)
 
 
 @click.command()

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from jobtrail.client.census import CensusMethods
 from jobtrail.client.providers import ProviderRef, resolve_provider
 from jobtrail.client.result import Result, read_result
 from jobtrail.clock import Clock
@@ -36,7 +37,7 @@ from jobtrail.errors import (
     MissingCredentialWarning,
     WaitTimedOut,
 )
-from jobtrail.providers.code import CodeProvider
+from jobtrail.providers.code.contract import CodeProvider
 from jobtrail.providers.credentials import unset_by_provider, unset_credentials
 from jobtrail.services import decisions, defaults
 from jobtrail.services.runtime import Runtime, runtime
@@ -46,7 +47,7 @@ Duration = timedelta | str  # "90s", "2h", "1d" or a timedelta
 log = logging.getLogger("jobtrail.client")
 
 
-class Client:
+class Client(CensusMethods):
     """An asyncio client over one ledger; use it as `async with jobtrail.Client(db) as jt:`.
 
     `db` is a SQLite path or a `postgresql://` URL (default: JOBTRAIL_DB, else

@@ -94,6 +94,9 @@ class SyncClient:
     explain = _blocking(Client.explain)
     resolve = _blocking(Client.resolve)
     extend = _blocking(Client.extend)
+    census = _blocking(Client.census)
+    adopt_job = _blocking(Client.adopt_job)
+    cancel_job = _blocking(Client.cancel_job)
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         if not self._thread.is_alive():

@@ -2,8 +2,11 @@
 
 The request is stored as it will be sent (a restart resends it byte for byte), so it must
 never hold a credential: those come from the provider file's `auth`, read from the
-environment at call time. Headers that belong to the connection, not to the request, and
-control characters that would split a header are refused too.
+environment at call time. What counts as one is core/redact.py's, the chokepoint's own
+vocabulary: a credential name (header or field), a secret in use by the redactor's rules
+(whole, a long run or a long beginning of it), or a value shaped like a credential.
+Headers that belong to the connection, not to the request, and control characters that
+would split a header are refused too.
 """
 
 from __future__ import annotations
@@ -12,23 +15,10 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from jobtrail.core.redact import Redactor
+from jobtrail.core.lookup import MISSING, find
+from jobtrail.core.redact import Redactor, credential_named, looks_like_credential
 from jobtrail.errors import InvalidInput
 
-# A header whose name holds one of these words is taken for a credential.
-CREDENTIAL_WORDS = (
-    "authoriz",
-    "authent",
-    "cookie",
-    "token",
-    "key",
-    "secret",
-    "signature",
-    "session",
-    "password",
-    "passwd",
-    "credential",
-)
 # Headers of the connection (RFC 9110 section 7.6.1), and those the HTTP client must compute.
 CONNECTION_HEADERS = frozenset(
     {
@@ -61,6 +51,18 @@ def check_request(
         raise InvalidInput(redactor.text(str(exc))) from None
 
 
+def check_own_fields(body: Any, places: Mapping[str, str]) -> None:
+    """Raise InvalidInput, in one line naming it, for a body field jobtrail writes itself
+    (`places`: each dotted path and what goes there) that the request already holds: the
+    stored request would keep the caller's value while the wire carries jobtrail's."""
+    for path, what in places.items():
+        if find(body, path, MISSING) is not MISSING:
+            raise InvalidInput(
+                f"the request body's {path} is where jobtrail writes {what} on every create "
+                "attempt, so a value given there would be recorded but never sent: leave it out"
+            )
+
+
 def _check(headers: Mapping[str, str], body: Any, redactor: Redactor, ours: set[str]) -> None:
     for name, value in headers.items():
         _check_header(name, value, redactor, ours)
@@ -75,6 +77,11 @@ def _check(headers: Mapping[str, str], body: Any, redactor: Redactor, ours: set[
             )
         if isinstance(value, str) and _holds_secret(value, redactor):
             raise InvalidInput(f"the request field {path} holds a secret in use: {_USE_AUTH}")
+        if isinstance(value, str) and looks_like_credential(value):
+            raise InvalidInput(
+                f"the request field {path} holds a credential (a bearer token or a JWT): "
+                f"{_USE_AUTH}"
+            )
 
 
 def _check_header(name: str, value: str, redactor: Redactor, ours: set[str]) -> None:
@@ -91,7 +98,9 @@ def _check_header(name: str, value: str, redactor: Redactor, ours: set[str]) -> 
         )
     if lower in ours:
         raise InvalidInput(f"header {name!r} is set by jobtrail itself; leave it out")
-    if redactor.is_sensitive_header(name) or any(word in lower for word in CREDENTIAL_WORDS):
+    # credential_named too: the public exceptions of recorded answers (a rate limit's token
+    # counts, an idempotency key) are not for a request to set
+    if redactor.is_sensitive_header(name) or credential_named(lower):
         raise InvalidInput(f"header {name!r} carries a credential, and {_USE_AUTH}")
     if lower in CONNECTION_HEADERS or lower.startswith("proxy-"):
         raise InvalidInput(
@@ -100,10 +109,14 @@ def _check_header(name: str, value: str, redactor: Redactor, ours: set[str]) -> 
         )
     if _holds_secret(value, redactor):
         raise InvalidInput(f"the value of header {name!r} is a secret in use: {_USE_AUTH}")
+    if looks_like_credential(value):
+        raise InvalidInput(
+            f"the value of header {name!r} is a credential (a bearer token or a JWT): {_USE_AUTH}"
+        )
 
 
 def _holds_secret(text: str, redactor: Redactor) -> bool:
-    return any(secret in text for secret in redactor.values)
+    return redactor.holds_secret(text)
 
 
 def _walk(node: Any, path: str) -> Iterator[tuple[str, str | None, Any]]:

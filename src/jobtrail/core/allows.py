@@ -77,6 +77,17 @@ def cancellability(op: Operation) -> Cancel:
     )
 
 
+def awaiting_adoption(op: Operation) -> bool:
+    """An operation recorded to adopt a job the census found (`candidate_job_id`): nothing
+    was sent for it, nothing will be (it is never due), until a person adopts the job."""
+    return (
+        op.state is State.CREATE_PENDING
+        and op.candidate_job_id is not None
+        and op.create_attempts == 0
+        and op.next_poll_at is None
+    )
+
+
 def resolutions(state: State) -> tuple[Decision, ...]:
     """The decisions that resolve `state` (none: it does not wait for a resolution)."""
     return _RESOLUTIONS.get(state, ())
@@ -101,6 +112,10 @@ def decision_refusal(op: Operation, decision: Decision, job_id: str | None) -> s
                 f"{wanted} deadline; extend that one (--{fits}-deadline)"
             )
         return f"{op.operation_id} is {op.state}: no deadline of it can be extended"
+    if decision is Decision.ADOPT and awaiting_adoption(op):
+        if job_id == op.candidate_job_id:
+            return None
+        return f"{op.operation_id} was recorded to adopt {op.candidate_job_id!r}, not {job_id!r}"
     allowed = resolutions(op.state)
     if decision not in allowed:
         head = f"the decision '{decision.spoken}' does not apply in state {op.state}"

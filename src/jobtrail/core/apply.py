@@ -7,24 +7,20 @@ need no call are handled in local.py.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from jobtrail.core import evidence, local, refused
 from jobtrail.core import outcomes as o
 from jobtrail.core.draft import Applied, Draft, Schedule, cause_of
 from jobtrail.core.model import AttemptKind, Operation, evolve
-from jobtrail.core.plan import Call, call_for, watched_until
-from jobtrail.core.states import ENDS_AUTOMATION, Evidence, RemoteStatus, State
+from jobtrail.core.plan import Call, absence_provable_at, call_for, lookup_owed, watched_until
+from jobtrail.core.states import ENDS_AUTOMATION, OBSERVED_MOVES, Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused
 
 __all__ = ["Applied", "Schedule", "apply", "misdirected"]
 
-_OBSERVED = {
-    RemoteStatus.SUCCEEDED: (State.RESULT_COLLECTING, Evidence.OBSERVED_SUCCEEDED),
-    RemoteStatus.FAILED: (State.FAILED, Evidence.OBSERVED_FAILED),
-    RemoteStatus.CANCELLED: (State.CANCELLED, Evidence.OBSERVED_CANCELLED),
-}
+_OBSERVED = OBSERVED_MOVES
 
 
 def apply(
@@ -39,7 +35,7 @@ def apply(
             f"a {type(outcome).__name__} outcome cannot apply to an operation in {op.state}"
         )
     draft = Draft(op, now, actor, schedule)
-    if _answers_create(op, outcome):
+    if _answers_create(op, outcome, now):
         # The create may have reached the provider: a lookup miss proves nothing until the
         # provider's visibility window has passed since now (see _on_found).
         draft.set(create_sent_at=now)
@@ -73,14 +69,14 @@ def judged(outcome: o.Outcome, op: Operation) -> o.Outcome:
     return outcome
 
 
-def _answers_create(op: Operation, outcome: o.Outcome) -> bool:
+def _answers_create(op: Operation, outcome: o.Outcome, now: datetime) -> bool:
     """Whether `outcome` answers a create call (the call the plan makes in `op`'s state), or
     settles one interrupted by a crash."""
     if op.state not in _CREATING:
         return False
     if isinstance(outcome, o.Interrupted):
         return True
-    call = call_for(op)
+    call = call_for(op, now)
     return (
         isinstance(call, Call)
         and call.kind is AttemptKind.CREATE
@@ -201,6 +197,10 @@ def _on_ambiguous(draft: Draft, out: o.Outcome) -> None:
         if sent or out.http_status == 409:
             draft.move(State.CREATE_UNKNOWN, Evidence.CREATE_AMBIGUOUS, cause_of("create", out.ref))
         draft.schedule_retry(retry_after, op.create_attempts, throttled=throttled)
+    elif lookup_owed(op, draft.now):
+        # The one lookup owed past the create deadline went unanswered: a person decides.
+        draft.move(State.NEEDS_HUMAN, Evidence.CREATE_DEADLINE_PASSED, "deadline:create")
+        draft.set(next_poll_at=None)
     elif op.state in (State.CREATE_UNKNOWN, State.RECONCILIATION):
         draft.set(create_attempts=op.create_attempts + 1)
         draft.schedule_retry(retry_after, op.create_attempts, throttled=throttled)
@@ -279,28 +279,20 @@ def _on_found(draft: Draft, out: o.Outcome) -> None:
         draft.set(next_poll_at=None)
         draft.move(State.NEEDS_HUMAN, Evidence.LOOKUP_CAPPED, cause)
     else:
-        proven_at = draft.now if out.ruled_out else _absence_provable_at(draft.op)
-        if proven_at is not None and draft.now >= proven_at:
+        proven_at = draft.now if out.ruled_out else absence_provable_at(draft.op)
+        asked_at = out.asked_at or draft.now  # the listing as it was when it was read
+        if proven_at is not None and (out.ruled_out or asked_at >= proven_at):
             draft.move(State.CREATE_PENDING, Evidence.ABSENCE_PROVEN, cause)
             draft.now_next()
             return
-        # Our create may still land, or the provider may not list it yet: look again (no
-        # sooner than the window's end, if it has one) until the create deadline passes,
-        # when a person decides. Never a resend on a miss that proves nothing.
+        # Our create may still land, or the provider may not list it yet: look again on the
+        # ordinary backoff (a job listed late is adopted as soon as it shows), and at the
+        # window's end at the latest, when a miss proves absence; at the create deadline a
+        # person decides. Never a resend on a miss that proves nothing.
         draft.set(create_attempts=draft.op.create_attempts + 1)
         draft.schedule_retry(None, draft.op.create_attempts)
         if proven_at is not None and draft.op.next_poll_at is not None:
-            draft.set(next_poll_at=max(draft.op.next_poll_at, proven_at))
-
-
-def _absence_provable_at(op: Operation) -> datetime | None:
-    """When a lookup that finds nothing becomes proof that no job exists: the provider's
-    visibility window after the create was last sent; None if a miss never proves it."""
-    window = op.capabilities.absent_after
-    if window is None:
-        return None
-    sent = op.create_sent_at or op.updated_at or op.created_at
-    return sent + timedelta(seconds=window)
+            draft.set(next_poll_at=min(draft.op.next_poll_at, proven_at))
 
 
 def _on_cancel_ack(draft: Draft, out: o.Outcome) -> None:
@@ -346,6 +338,12 @@ def _ended_after_result(draft: Draft, cause: str) -> bool:
 
 def _on_interrupted(draft: Draft, out: o.Outcome) -> None:
     assert isinstance(out, o.Interrupted)
+    if lookup_owed(draft.op, draft.now):
+        # Past the create deadline, a call was cut (a create retry, or the owed lookup): it
+        # was treated as sent already, and the lookup owed is made now.
+        draft.set(inflight_attempt=None, create_attempts=draft.op.create_attempts + 1)
+        draft.now_next()
+        return
     # We cannot know whether the interrupted call reached the provider: treat it as sent.
     _on_ambiguous(draft, o.Ambiguous(reason="attempt interrupted", ref=out.attempt_id))
     if draft.op.state is State.CANCEL_REQUESTED:

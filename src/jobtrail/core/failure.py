@@ -6,7 +6,8 @@ provider file's reader or a code provider), and our own reason where the answer 
 (`error`, or the body of a refused create). The reason shown is that of the last finished
 attempt that failed, as long as nothing since went right: a 503 on a create that was then
 accepted, or a refused read followed by good ones, is history, not the reason now. An
-operation that succeeded has no failure reason."""
+operation that succeeded has no failure reason, and a lookup's answer (a declared 404 says
+"no job") is a reading, never a failure."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 from jobtrail.core import outcomes as o
 from jobtrail.core.model import Attempt, Observation, Operation
 from jobtrail.core.states import State
+from jobtrail.core.words import cut_middle
 
 # Outcome words of an answer that went right: a later one makes an earlier failure stale.
 _WENT_RIGHT = frozenset(
@@ -59,6 +61,8 @@ def failure_reason(
         outcome = o.stored_word(at.outcome)
         if at.finished_at is None or outcome is None:
             continue
+        if outcome == o.Found.word:
+            return None  # a lookup answered (a declared 404 is "no job"): not a failure
         said = provider_said(at)
         if said is None and outcome in _WENT_RIGHT:
             return None
@@ -83,4 +87,6 @@ def _our_words(at: Attempt) -> str | None:
 
 
 def _bounded(text: str) -> str:
-    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
+    """At most about MAX_TEXT characters, cut in the middle: a reason that ends the text
+    ("… must be an integer") is kept."""
+    return cut_middle(text, MAX_TEXT)

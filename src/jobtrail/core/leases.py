@@ -1,7 +1,16 @@
 """Whether a lease still holds: the one test the worker, `run`, the webhook intake and the
 dashboard apply to an operation's lease (the store applies the same rule in its claim
-query: a lease expiring at or before now is free), and whether a call with an effect may
-still be sent under a lease renewed a while ago."""
+query: a lease expiring at or before now is free), whether a call with an effect may still
+be sent under a lease renewed a while ago, and how long a takeover can take after a worker
+dies mid-call.
+
+Which clock: every `now` handed to these rules is the ledger's (store/ledger_clock.py:
+PostgreSQL's server clock; on SQLite the machine's wall clock as every process on it reads
+it), never a worker's own; the store judges a lease's end on the ledger's clock as well
+(`lease_until`). `may_send` is given a duration, measured on the machine's boot clock
+(Ledger.stopwatch), which runs at the ledger clock's rate and which no step or faker of a
+process's clock moves.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +31,16 @@ def lease_left(op: Operation, now: datetime) -> float | None:
     if op.lease_expires_at is None:
         return None
     return (op.lease_expires_at - now).total_seconds()
+
+
+EFFECT_MARGIN = 1.0  # seconds kept for recording the outcome after a call's own timeout
+
+
+def effect_lease(lease_for: float, call_timeout: float, margin: float = EFFECT_MARGIN) -> float:
+    """The lease (seconds) a call with an effect is made under: the worker's, or longer where
+    the call's timeout would not leave as much again for the renewal's answer. It is also
+    how long a takeover can take when the worker dies in the middle of that call."""
+    return max(lease_for, 2 * call_timeout + margin)
 
 
 def may_send(

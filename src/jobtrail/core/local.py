@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.allows import decision_refusal
-from jobtrail.core.draft import Draft
+from jobtrail.core.draft import Draft, cause_of
 from jobtrail.core.model import Operation, evolve
-from jobtrail.core.states import Evidence, State
+from jobtrail.core.plan import watched_until
+from jobtrail.core.states import OBSERVED_MOVES, Evidence, RemoteStatus, State
 from jobtrail.errors import ActionRefused
 
 _DEADLINE_MOVES = {
@@ -97,7 +98,25 @@ def _adopt(draft: Draft, out: o.HumanDecision, cause: str) -> None:
         draft.observe("status", out.read, out.read.ref)
     draft.move(State.ACCEPTED, Evidence.HUMAN_DECISION, cause, actor=out.actor)
     draft.set(poll_count=0, refused_reads=0, refused_since=None)
+    if out.read is not None and out.read.remote_status.terminal:
+        _adopted_ended(draft, out.read)
     draft.now_next()
+
+
+def _adopted_ended(draft: Draft, read: o.Observed) -> None:
+    """The adoption's status read saw the job ended: that read is the operation's terminal
+    observation, followed at once as any status read's is (never `result_timed_out`, which
+    is for a job not seen ended). A succeeded job adopted past the end of the watch gets the
+    cancel timeout to have its result collected, as one read back after it is (apply.py)."""
+    status = read.remote_status
+    to, evidence = OBSERVED_MOVES[status]
+    if read.partial_result and status is not RemoteStatus.SUCCEEDED:
+        to = State.RESULT_COLLECTING  # what it finished is collected before it ends so
+    if status is RemoteStatus.SUCCEEDED and read.location is not None:
+        draft.set(inline_result=read.location)  # the answer is the result: nothing to fetch
+    draft.move(to, evidence, cause_of("observation", read.ref))
+    if to is State.RESULT_COLLECTING and draft.now >= watched_until(draft.op):
+        draft.set(result_deadline=draft.now + draft.op.cancel_timeout)
 
 
 def _mark_failed(draft: Draft, out: o.HumanDecision, cause: str) -> None:

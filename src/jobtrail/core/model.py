@@ -46,7 +46,8 @@ class Idempotency(StrEnum):
 
 class ProviderKind(StrEnum):
     """What drives an operation: the generic HTTP provider built from its provider file, or a
-    code provider (a plug-in, see providers/code.py) that only a worker having it may drive."""
+    code provider (a plug-in, see providers/code/contract.py) that only a worker having it may
+    drive."""
 
     HTTP = "http"
     CODE = "code"
@@ -103,6 +104,17 @@ class Capabilities:
     def tier(self) -> Tier:
         """The best way this provider offers to resolve a lost create answer."""
         if self.same_token_retry or self.status_by_client_id:
+            return Tier.TOKEN
+        if self.list_by_reference:
+            return Tier.SCAN if self.scan_pages is not None else Tier.FILTER
+        return Tier.NONE
+
+    @property
+    def lookup_tier(self) -> Tier:
+        """The tier a lookup call (`reconcile`) of this provider uses, which may not be its
+        best tier (a same-token retry, then a filtered listing): a GET by our key is the
+        token tier, a listing the filter or the scan tier."""
+        if self.status_by_client_id:
             return Tier.TOKEN
         if self.list_by_reference:
             return Tier.SCAN if self.scan_pages is not None else Tier.FILTER

@@ -5,12 +5,14 @@ still run, and what to do."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from jobtrail.core.model import Operation, ProviderKind
+from jobtrail.core.leases import lease_alive
+from jobtrail.core.model import Attempt, Operation, ProviderKind
 from jobtrail.core.plan import Nothing, Wait, plan
-from jobtrail.core.states import State
-from jobtrail.core.words import when
+from jobtrail.core.states import REMOTE_MAY_RUN, State
+from jobtrail.core.words import iso, relative, when
 
 PERSON = "a person must act: "
 # The states that wait for a person (each says what to do in `halted`).
@@ -24,18 +26,47 @@ PERSON_STATES = frozenset(
 )
 
 
-def next_step(op: Operation, now: datetime) -> str:
-    """What jobtrail will do next for `op`, in words."""
+def next_step(op: Operation, now: datetime, attempts: Sequence[Attempt] = ()) -> str:
+    """What jobtrail will do next for `op`, in words. With `op`'s `attempts`, a call in
+    flight is named with the time it was sent (its recorded start)."""
     action = plan(op, now)
     if isinstance(action, Nothing):
         return halted(op)
+    if op.inflight_attempt is not None:
+        return in_flight(op, now, attempts)
     if isinstance(action, Wait):
         return f"{action.then.describe()} {when(action.until, now)}"
     if op.lease_owner:
         return f"{action.describe()} (in progress on {op.lease_owner})"
+    return f"{action.describe()} now ({_waiting(op)})"
+
+
+def in_flight(op: Operation, now: datetime, attempts: Sequence[Attempt] = ()) -> str:
+    """A call whose intent is recorded and whose outcome is not yet: in flight while its
+    worker's lease holds; interrupted (a crash) only once that lease lapsed with the call
+    unsettled. Said from the record: the attempt's start, the lease's owner and expiry."""
+    call = next((a for a in attempts if a.attempt_id == op.inflight_attempt), None)
+    what = f"the {call.kind} call {call.attempt_id}" if call else f"the call {op.inflight_attempt}"
+    sent = f" {iso(call.started_at)} ({relative(call.started_at, now)})" if call else ""
+    if lease_alive(op, now):
+        return f"{what} is in flight{' since' + sent if sent else ''} (owner {op.lease_owner})"
+    if op.lease_owner is not None and op.lease_expires_at is not None:
+        why = (
+            f"interrupted by a crash: the lease of {op.lease_owner} lapsed at "
+            f"{iso(op.lease_expires_at)} with the call unsettled"
+        )
+    else:
+        why = "its outcome was never recorded, and no worker holds the operation"
+    return (
+        f"settle {what}{', sent' + sent if sent else ''}: {why}; it is taken as sent, its "
+        f"answer unknown, now ({_waiting(op)})"
+    )
+
+
+def _waiting(op: Operation) -> str:
     if op.provider_kind is ProviderKind.CODE:
-        return f"{action.describe()} now (waiting for a worker that has {driver(op)})"
-    return f"{action.describe()} now (waiting for a worker)"
+        return f"waiting for a worker that has {driver(op)}"
+    return "waiting for a worker"
 
 
 def halted(op: Operation) -> str:
@@ -46,9 +77,15 @@ def halted(op: Operation) -> str:
         case State.FAILED:
             return "nothing: the operation ended failed"
         case State.CANCELLED:
-            return "nothing: the provider confirmed the cancel"
+            return "nothing: the provider reported the job cancelled"
         case State.RESULT_UNAVAILABLE:
-            return "nothing: the job finished, but its result could not be collected"
+            return "nothing: the job finished, but its result was not collected (see the timeline)"
+        case State.RESULT_TIMED_OUT if seen_ended(op):
+            return (
+                PERSON + f"the result deadline passed, but the job was seen ended "
+                f"{op.remote_state!r}: extend the result deadline (extend --result-deadline) "
+                "to collect what it left"
+            )
         case State.RESULT_TIMED_OUT:
             return (
                 PERSON + "the result deadline passed and polling stopped; the remote job "
@@ -146,7 +183,7 @@ _ATTENTION = {
     State.CANCELLATION_UNCONFIRMED: "cancel not confirmed before its deadline; the job may "
     "still run (extend the cancel deadline)",
     State.RESULT_TIMED_OUT: "result deadline passed; the job may still run",
-    State.RESULT_UNAVAILABLE: "finished, but the result could not be collected",
+    State.RESULT_UNAVAILABLE: "finished, but the result was not collected",
     State.RESULT_VALIDATION_FAILED: "the result failed validation (resolve: mark failed, "
     "accept as is or collect again)",
 }
@@ -154,7 +191,20 @@ _ATTENTION = {
 
 def attention_reason(op: Operation) -> str:
     """Why `op` is on the list of operations that need attention, in a few words."""
+    if op.state is State.RESULT_TIMED_OUT and seen_ended(op):
+        return "result deadline passed; the job was seen ended (extend it to collect)"
     return _ATTENTION.get(op.state, op.state.value)
+
+
+def seen_ended(op: Operation) -> bool:
+    """Whether the operation's own record holds a terminal observation of its job."""
+    return op.remote_status is not None and op.remote_status.terminal
+
+
+def remote_may_run(op: Operation) -> bool:
+    """Whether a remote job may still be running under `op`'s name, as far as its record
+    knows: never once the job was seen ended."""
+    return op.state in REMOTE_MAY_RUN and not seen_ended(op)
 
 
 def driver(op: Operation) -> str:

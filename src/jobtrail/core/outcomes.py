@@ -189,6 +189,10 @@ class Found:
     # of a listing stopped at its page or time cap before it reached back to the create).
     # Such a miss proves nothing, now or later: a person decides.
     capped: str | None = None
+    # When the lookup was asked (its attempt's start, on the ledger's clock): a miss proves
+    # absence only if the listing was read after the visibility window had passed, so it
+    # is judged at this time, never at the later time its answer was recorded.
+    asked_at: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -37,7 +37,7 @@ class Call:
             AttemptKind.STATUS: "poll status",
             AttemptKind.CANCEL: "send cancel",
             AttemptKind.RESULT: "collect result",
-            AttemptKind.RECONCILE: "reconcile by client reference",
+            AttemptKind.RECONCILE: "look the job up (reconcile)",
         }[self.kind]
 
 
@@ -56,7 +56,7 @@ class Settle:
             case o.Withdrawn():
                 return "withdraw: cancel requested before any create was sent"
             case o.Interrupted():
-                return "settle an attempt interrupted by a crash"
+                return "settle an interrupted call (its outcome never recorded): taken as sent"
             case o.NoReconciliation():
                 return "escalate: the provider offers no reconciliation"
             case _:
@@ -100,7 +100,7 @@ def plan(op: Operation, now: datetime) -> Action:
     settled = _settlement(op, now)
     if settled is not None:
         return settled
-    call = call_for(op)
+    call = call_for(op, now)
     if isinstance(call, Settle):
         return call
     if op.next_poll_at is not None and now < op.next_poll_at:
@@ -114,7 +114,7 @@ def _settlement(op: Operation, now: datetime) -> Settle | None:
     if state is State.CREATE_PENDING and op.cancel_intent is not None:
         return Settle(outcome=o.Withdrawn(intent=op.cancel_intent))
     if state in (State.CREATE_PENDING, State.CREATE_UNKNOWN, State.RECONCILIATION):
-        if now >= op.create_deadline:
+        if now >= op.create_deadline and not lookup_owed(op, now):
             return Settle(outcome=o.DeadlinePassed(deadline=o.Deadline.CREATE))
         return None
     if state in (State.ACCEPTED, State.OBSERVING):
@@ -166,13 +166,36 @@ def deadline_in_force(op: Operation) -> datetime | None:
     return None
 
 
-def call_for(op: Operation) -> Call | Settle:
-    """The call the state asks for (deadlines and waits aside): the call whose outcome the
-    next `apply` answers."""
+def lookup_owed(op: Operation, now: datetime) -> bool:
+    """Whether `op`, past its create deadline at `now`, is owed one lookup before a person is
+    asked: a create was sent and its outcome is unknown (create_unknown: no lookup has
+    answered since, as any answer moves it on), and the provider declares a lookup, which
+    may find the job in one call that creates nothing. A worker that died mid-create is
+    taken over only when the call's lease ends (twice the call timeout at least), which may
+    be past a short create deadline; the lookup is made then, never a resend."""
+    return op.state is State.CREATE_UNKNOWN and op.capabilities.lookup and now >= op.create_deadline
+
+
+def absence_provable_at(op: Operation) -> datetime | None:
+    """When a lookup that finds nothing becomes proof that no job exists: the provider's
+    visibility window after the create was last sent (on the ledger's clock, as every time
+    in the record); None if a miss never proves it."""
+    window = op.capabilities.absent_after
+    if window is None:
+        return None
+    sent = op.create_sent_at or op.updated_at or op.created_at
+    return sent + timedelta(seconds=window)
+
+
+def call_for(op: Operation, now: datetime | None = None) -> Call | Settle:
+    """The call the state asks for (deadlines and waits aside) at `now` (None: before any
+    deadline): the call whose outcome the next `apply` answers."""
     caps = op.capabilities
     match op.state:
         case State.CREATE_PENDING:
             return Call(kind=AttemptKind.CREATE, retry=op.create_attempts > 0)
+        case State.CREATE_UNKNOWN if now is not None and lookup_owed(op, now):
+            return Call(kind=AttemptKind.RECONCILE)
         case State.CREATE_UNKNOWN:
             retries_left = op.create_attempts <= RETRIES_BEFORE_LOOKUP or not caps.lookup
             if caps.same_token_retry and retries_left:

@@ -5,10 +5,12 @@ work stops by itself at the deadline."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from jobtrail.core.durations import format_duration
-from jobtrail.core.model import Capabilities, Idempotency, Tier
+from jobtrail.core.leases import effect_lease
+from jobtrail.core.model import Capabilities, Idempotency, Json, Operation, Tier
 from jobtrail.core.remote_deadline import RemoteDeadline
 
 
@@ -21,7 +23,7 @@ def at_most_once_rule(caps: Capabilities, means: list[str]) -> str:
             "cannot be proven: this provider offers no reconciliation (no idempotency token "
             "it honours, no lookup by a reference it keeps). A create whose answer is lost "
             "stops for a human (needs_human) instead of being retried: jobtrail never "
-            "resubmits it on its own"
+            "resubmits it on its own, whatever its method (its HTTP client re-sends nothing)"
         )
     how = " and ".join(means) or "the provider's own token"
     only_token = caps.same_token_retry and not caps.lookup
@@ -61,6 +63,28 @@ def absence_rule(caps: Capabilities, create_deadline: timedelta) -> str | None:
             "such a miss goes to a person (needs_human) instead"
         )
     return rule
+
+
+def takeover_rule(
+    caps: Capabilities, create_deadline: timedelta, call_timeout: timedelta
+) -> str | None:
+    """What becomes of a create whose worker died mid-call when the create deadline is
+    shorter than the takeover can take (core/leases.effect_lease), or None when it is not."""
+    least = timedelta(seconds=effect_lease(0.0, call_timeout.total_seconds()))
+    if create_deadline >= least:
+        return None
+    then = (
+        "looked up once past its deadline (the job adopted if the lookup finds it) before a "
+        "person is asked (needs_human)"
+        if caps.lookup
+        else "left to a person (needs_human) when it is taken over"
+    )
+    return (
+        f"the create deadline ({format_duration(create_deadline)}) is shorter than a takeover "
+        f"after a worker dies mid-create (at least {format_duration(least)}: twice the call "
+        f"timeout of {format_duration(call_timeout)} and a second, or the worker's --lease if "
+        f"longer): such a create is {then}; it is never sent again"
+    )
 
 
 TIER_NAMES = {
@@ -104,7 +128,8 @@ def tier_rule(caps: Capabilities, create_deadline: timedelta) -> str:
     if tier is Tier.NONE:
         return (
             f"{TIER_NAMES[tier]}: nothing can find a job whose create answer was lost, so the "
-            "operation stops for a person (needs_human); jobtrail never resubmits it on its own"
+            "operation stops for a person (needs_human); jobtrail never resubmits it on its own, "
+            "whatever its method (its HTTP client re-sends nothing)"
         )
     window = (
         "never, so a miss goes to a person at the create deadline"
@@ -155,3 +180,22 @@ def token_outlived(caps: Capabilities, create_deadline: timedelta) -> str | None
         f"remembers a create token ({format_duration(_seconds(kept))}): a retry after that "
         "could make a second job; give a shorter create deadline"
     )
+
+
+def lookup_name(op: Operation, request: Json) -> str:
+    """What one lookup call of `op` was, named by the tier it used and, for a GET by our key,
+    by the key its recorded `request` holds: "lookup by our token", "lookup by a
+    server-side filter on our reference", "scan of a listing for our reference"."""
+    match op.capabilities.lookup_tier:
+        case Tier.TOKEN:
+            sent = request if isinstance(request, str) else json.dumps(request, default=str)
+            if op.idempotency_token in sent:
+                return "lookup by our token"
+            if op.operation_id in sent:
+                return "lookup by our operation id"
+            return "lookup by our key"
+        case Tier.FILTER:
+            return f"lookup by {TIER_NAMES[Tier.FILTER]}"
+        case Tier.SCAN:
+            return "scan of a listing for our reference"
+    return "lookup"

@@ -7,9 +7,12 @@ elsewhere may have left of one: a run of FRAGMENT or more of its characters anyw
 beginning of it of PREFIX characters or more anywhere, and a beginning of it (4 characters
 or more) that ends the text.
 
-A header is sensitive by name when it is one of SENSITIVE_HEADERS or when its name holds a
-credential word (CREDENTIAL_WORDS: `X-Auth`, `X-JWT`, `X-Passphrase`...), unless it is one
-of the few public headers that happen to (PUBLIC_HEADERS, rate-limit counts of tokens).
+A header is sensitive by name when it is one of SENSITIVE_HEADERS, when its name holds a
+credential word (CREDENTIAL_WORDS: `X-Auth`, `X-JWT`, `X-Passphrase`...) or is made of parts
+one of which is a short credential word (CREDENTIAL_PARTS: `X-Sig`, `X-OTP`, `X-Private`),
+unless it is one of the few public headers that happen to (PUBLIC_HEADERS, rate-limit counts
+of tokens). A value is a credential by its shape when it is a bearer credential or a JSON
+Web Token as a whole (`looks_like_credential`): submit refuses those wherever they are.
 """
 
 from __future__ import annotations
@@ -60,6 +63,16 @@ CREDENTIAL_WORDS = (
     "session",
     "cookie",
     "signature",
+    "hmac",
+)
+# ...or whose name has one of these as a part (`X-Sig`, `X-OTP`): too short to look for
+# inside a word (`otp` is in `footprint`)
+CREDENTIAL_PARTS = frozenset({"sig", "otp", "totp", "hotp", "mfa", "private", "privatekey"})
+_PARTS = re.compile(r"[-_.]+")
+# A whole value shaped like a credential: `Bearer` and a token, or a JSON Web Token.
+_CREDENTIAL_VALUE = re.compile(
+    r"(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
 )
 # ...except these, which are public by definition: jobtrail's own idempotency key, and
 # the rate-limit counts providers send (`x-ratelimit-remaining-tokens`).
@@ -93,6 +106,14 @@ SENSITIVE_FIELDS = frozenset(
         "secretkey",
         "session_token",
         "sessiontoken",
+        "bearer",
+        "bearer_token",
+        "bearertoken",
+        "auth_token",
+        "authtoken",
+        "otp",
+        "totp",
+        "hmac",
     }
 )
 
@@ -153,7 +174,7 @@ class Redactor:
             return True
         if lower in PUBLIC_HEADERS or any(part in lower for part in _PUBLIC_PARTS):
             return False
-        return any(word in lower for word in CREDENTIAL_WORDS)
+        return credential_named(lower)
 
     def header_map(self, headers: Mapping[str, str]) -> dict[str, str]:
         return {
@@ -164,13 +185,23 @@ class Redactor:
     def text(self, value: str) -> str:
         if self._suspect is None or len(value) < _MIN_SECRET or not self._suspect.search(value):
             return value
+        return self._truncated_tail(self._within(value))
+
+    def holds_secret(self, value: str) -> bool:
+        """Whether `value` holds a secret in use by the rules of `text` (the whole secret, a
+        run of FRAGMENT of its characters, a beginning of PREFIX or more), a truncated tail
+        aside: what submit refuses, since a submitted request is stored as it is."""
+        if self._suspect is None or len(value) < _MIN_SECRET or not self._suspect.search(value):
+            return False
+        return self._within(value) != value
+
+    def _within(self, value: str) -> str:
         for secret in self.values:
             if secret in value:
                 value = value.replace(secret, REDACTED)
         if any(probe in value for probe in self._probes):
             value = self._fragments(value)
-        value = self._prefixes(value)
-        return self._truncated_tail(value)
+        return self._prefixes(value)
 
     def _prefixes(self, value: str) -> str:
         """Replace every beginning of a secret PREFIX characters or longer, wherever it is
@@ -267,6 +298,21 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         return value
+
+
+def credential_named(name: str) -> bool:
+    """Whether a header or field name says it carries a credential: a credential word in
+    it, or a short one as one of its parts (public exceptions aside: `is_sensitive_header`)."""
+    lower = name.lower()
+    if any(word in lower for word in CREDENTIAL_WORDS):
+        return True
+    return any(part in CREDENTIAL_PARTS for part in _PARTS.split(lower))
+
+
+def looks_like_credential(value: str) -> bool:
+    """Whether `value`, as a whole, is shaped like a credential: `Bearer` and a token, or
+    a JSON Web Token."""
+    return _CREDENTIAL_VALUE.fullmatch(value.strip()) is not None
 
 
 def _shown_as_is(text: str) -> bool:

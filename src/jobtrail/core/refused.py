@@ -2,7 +2,7 @@
 for a human when they keep coming (DESIGN rule 13: nothing spins).
 
 A refusal is a status answer in 4xx other than 408, 425 and 429 (those are "later", see
-providers/parse.py). An unreadable answer is one the provider gave (2xx, or a code its file
+providers/http/parse.py). An unreadable answer is one the provider gave (2xx, or a code its file
 declares) that states nothing jobtrail can read as a state: no body, `{}` without a state
 field, JSON cut short, not JSON. Both are the provider's answer, not a lost one, and both
 break its status contract: a provider that keeps answering either way would otherwise be

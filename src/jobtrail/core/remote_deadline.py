@@ -106,9 +106,18 @@ def place(
         return Placed(body=body, headers=headers, seconds=None)
     written = deadline.rendered(value)
     if deadline.header is not None:
+        name = deadline.header.lower()
+        given = [v for k, v in headers.items() if k.lower() == name]
+        if given and given != [str(written)]:
+            raise InvalidInput(
+                f"the request header {deadline.header} is written by jobtrail from the result "
+                f"deadline ({format_duration(result)}, so {str(written)!r}): leave it out, or "
+                "give the result deadline you want instead"
+            )
+        kept = {k: v for k, v in headers.items() if k.lower() != name}
         return Placed(
             body=body,
-            headers={**headers, deadline.header: str(written)},
+            headers={**kept, deadline.header: str(written)},
             seconds=deadline.seconds(value),
         )
     assert deadline.field is not None

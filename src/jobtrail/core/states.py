@@ -114,9 +114,9 @@ EVIDENCE_MEANING: dict[Evidence, str] = {
     Evidence.CREATE_REJECTED: "a definitive rejection of the create request (4xx)",
     Evidence.CREATE_AMBIGUOUS: "a create call whose outcome is unknown "
     "(timeout, reset after sending, 5xx, malformed answer, 409 in flight, interrupted attempt)",
-    Evidence.RECONCILE_LOOKUP: "a lookup by client reference was made",
-    Evidence.RECONCILED_FOUND: "a lookup by client reference found exactly our job",
-    Evidence.ABSENCE_PROVEN: "a lookup by client reference proved no job exists",
+    Evidence.RECONCILE_LOOKUP: "a lookup for our job was made (by the provider's declared means)",
+    Evidence.RECONCILED_FOUND: "a lookup found exactly our job",
+    Evidence.ABSENCE_PROVEN: "a lookup proved that no job exists",
     Evidence.CONTRACT_VIOLATION: "the provider tied our token or reference to another job id",
     Evidence.CREATE_UNPROVEN: "an answer after a create may have reached the provider that "
     "proves neither a job nor its absence (a refused retry: 409 already exists, 400, 422)",
@@ -145,12 +145,21 @@ EVIDENCE_MEANING: dict[Evidence, str] = {
     "time cap before it reached back to the create, without finding our job",
 }
 
+# Where a terminal observation moves a watched operation (a succeeded job is collected first).
+OBSERVED_MOVES: dict[RemoteStatus, tuple[State, Evidence]] = {
+    RemoteStatus.SUCCEEDED: (State.RESULT_COLLECTING, Evidence.OBSERVED_SUCCEEDED),
+    RemoteStatus.FAILED: (State.FAILED, Evidence.OBSERVED_FAILED),
+    RemoteStatus.CANCELLED: (State.CANCELLED, Evidence.OBSERVED_CANCELLED),
+}
+
 S, E = State, Evidence
 _OBSERVING = (S.ACCEPTED, S.OBSERVING)
 _CANCELLING = (S.CANCEL_REQUESTED, S.CANCELLING)
 
 TRANSITIONS: dict[tuple[State, State], frozenset[Evidence]] = {
-    (S.CREATE_PENDING, S.ACCEPTED): frozenset({E.CREATE_ACCEPTED}),
+    # HUMAN_DECISION: a job found at the provider under our marker (a census) and adopted
+    # into an operation recorded for it, on a person's word and a status read of the job
+    (S.CREATE_PENDING, S.ACCEPTED): frozenset({E.CREATE_ACCEPTED, E.HUMAN_DECISION}),
     (S.CREATE_PENDING, S.RESULT_COLLECTING): frozenset({E.SYNC_RESULT}),
     (S.CREATE_PENDING, S.FAILED): frozenset(
         {E.CREATE_REJECTED, E.WITHDRAWN, E.CREATE_DEADLINE_PASSED}

@@ -22,6 +22,7 @@ from jobtrail.core.canonical import canonical_json
 from jobtrail.core.evidence import is_nothing
 from jobtrail.core.lookup import find
 from jobtrail.core.model import ItemCounts, ResultSummary
+from jobtrail.core.words import cut_middle
 
 MAX_FAILED_REFS = 1000
 
@@ -82,13 +83,10 @@ def validate(candidate: Candidate, rules: Rules, location: str | None) -> Result
                 f"checksum mismatch: provider stated {stated[:16]}…, "
                 f"content hashes to {digest[:16]}…"
             )
+    known = len(report.problems)
     rows, items = _records(content, media, rules, report)
-    if rows is not None and candidate.stated_records is not None:
-        report.checks.append("record_count")
-        if rows != candidate.stated_records:
-            report.problems.append(
-                f"{rows} records, but the provider stated {candidate.stated_records}"
-            )
+    if candidate.stated_records is not None:
+        _stated_count(candidate.stated_records, rows, media, report, unread=known)
     if rows is not None and rules.expected_items is not None:
         report.checks.append("expected_items")
         if rows != rules.expected_items:
@@ -106,6 +104,22 @@ def validate(candidate: Candidate, rules: Rules, location: str | None) -> Result
         checks=tuple(report.checks),
         problems=tuple(report.problems),
     )
+
+
+def _stated_count(
+    stated: int, rows: int | None, media: str | None, report: _Report, *, unread: int
+) -> None:
+    """The provider's record count against the records read. A declared check is applied or
+    it fails, never silently skipped: a result that cannot be counted fails it (unless its
+    reading already failed, `unread` being the number of problems before it)."""
+    report.checks.append("record_count")
+    if rows is None and len(report.problems) == unread:
+        report.problems.append(
+            f"the provider stated {stated} records, but a {media or 'untyped'} result cannot "
+            "be counted (a JSON array, CSV or JSON Lines can)"
+        )
+    elif rows is not None and rows != stated:
+        report.problems.append(f"{rows} records, but the provider stated {stated}")
 
 
 def _records(
@@ -187,6 +201,10 @@ def _body_checksum(document: dict[str, Any], name: str, report: _Report) -> None
         report.problems.append(f"checksum field `{name}` does not match the content")
 
 
+_SCHEMA_SHOWN = 300  # characters of a schema error kept (its beginning and its reason)
+_PATH_SHOWN = 120  # characters of the path to the failing value
+
+
 def _schema(document: Any, schema: Any, report: _Report) -> None:
     import jsonschema  # imported on use: only results with a schema pay for it
 
@@ -195,7 +213,9 @@ def _schema(document: Any, schema: Any, report: _Report) -> None:
         jsonschema.validate(document, schema)
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "the top level"
-        report.problems.append(f"schema: at {where}: {exc.message[:200]}")
+        # the reason ends the message ("'…' is not of type 'integer'"): cut the middle
+        why = cut_middle(exc.message, _SCHEMA_SHOWN)
+        report.problems.append(f"schema: at {cut_middle(where, _PATH_SHOWN)}: {why}")
     except jsonschema.SchemaError as exc:
         report.problems.append(f"the provider file's schema is itself invalid: {exc.message}")
 

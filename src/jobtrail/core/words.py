@@ -60,3 +60,16 @@ def progress_text(progress: object) -> str:
 
 def _count(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def cut_middle(text: str, limit: int, *, tail: int | None = None) -> str:
+    """`text` in at most about `limit` characters, its middle cut out and counted: the
+    beginning and the end are kept (`tail` characters of the end, two thirds by default),
+    so a message whose reason comes last (a schema error's "is not of type 'integer'")
+    keeps it."""
+    if len(text) <= limit:
+        return text
+    end = (limit * 2) // 3 if tail is None else min(tail, limit)
+    head = max(limit - end, 0)
+    cut = len(text) - head - end
+    return f"{text[:head]}… [{cut} characters cut] …{text[len(text) - end :]}"

@@ -75,7 +75,8 @@ PAGE = Template("""<!doctype html>
 <body>
 <header class="top">
 <a class="brand" href="/">jobtrail</a>
-<nav><a href="/">Needs attention</a> <a href="/operations">Operations</a></nav>
+<nav><a href="/">Needs attention</a> <a href="/operations">Operations</a>
+<a href="/census">Census</a></nav>
 <span class="who">$who</span>
 </header>
 <main>

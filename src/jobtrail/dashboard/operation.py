@@ -12,6 +12,7 @@ from jobtrail.core.allows import cancellability
 from jobtrail.core.failure import failure_reason
 from jobtrail.core.model import Attempt, Operation
 from jobtrail.core.nextstep import deadlines_shown, next_step, other_jobs_text
+from jobtrail.core.order import cancel_order
 from jobtrail.core.words import progress_text
 from jobtrail.dashboard.html import Html, join, path, render, when
 from jobtrail.presentation.facts import fact_rows
@@ -29,7 +30,10 @@ def facts(story: Story, now: datetime) -> Html:
         ("remote job", op.remote_job_id or "none known"),
         ("remote state", op.remote_state or "—"),
         ("progress", progress_text(op.progress)),
-        ("next", render(Template('<span id="next">$t</span>'), t=next_step(op, now))),
+        (
+            "next",
+            render(Template('<span id="next">$t</span>'), t=next_step(op, now, story.attempts)),
+        ),
         ("cancel", render(Template('<span id="cancellable">$t</span>'), t=cancel.why)),
     ]
     if (why := failure_reason(op, story.attempts, story.observations)) is not None:
@@ -64,6 +68,9 @@ def facts(story: Story, now: datetime) -> Html:
         rows.append(
             ("cancel asked", f"by {ci.actor}: {ci.reason} (expected: {ci.expected_effect})")
         )
+        ended = cancel_order(op, story.history, story.attempts, story.observations)
+        if ended is not None:
+            rows.append(("cancel outcome", ended))
     if op.conflicting_job_ids:
         rows.append(("conflicting jobs", ", ".join(op.conflicting_job_ids)))
     if op.result:
@@ -83,7 +90,7 @@ def attempts_table(attempts: list[Attempt], now: datetime) -> Html:
         took = (
             f"{(at.finished_at - at.started_at).total_seconds() * 1000:.0f} ms"
             if at.finished_at
-            else "no outcome (interrupted)"
+            else "no outcome recorded"
         )
         previous = at.finished_at or at.started_at
         rows.append(
@@ -116,7 +123,7 @@ def story_sections(story: Story, now: datetime) -> Html:
     op = story.op
     lines = join(
         render(Template("<li>$at <span>$text</span></li>"), at=when(at, now), text=text)
-        for at, text in timeline(op, story.history, story.attempts, story.observations)
+        for at, text in timeline(op, story.history, story.attempts, story.observations, now)
     )
     audit = join(_audit_row(entry) for entry in story.audit)
     request = op.request

@@ -35,8 +35,9 @@ from jobtrail.dashboard.access import (
 from jobtrail.dashboard.actions import ACTIONS, action_forms, perform
 from jobtrail.dashboard.bulkpages import bulk_form
 from jobtrail.dashboard.bulkweb import BulkRoutes
+from jobtrail.dashboard.census import CensusRoutes, job_actions
 from jobtrail.dashboard.filters import filters_of, query_of
-from jobtrail.dashboard.html import Html, page, path, render
+from jobtrail.dashboard.html import Html, join, page, path, render
 from jobtrail.dashboard.operation import facts, story_sections
 from jobtrail.dashboard.pages import ATTENTION, Attention, attention_page, list_page
 from jobtrail.errors import InvalidInput, JobtrailError, NotFound, ResultError
@@ -104,6 +105,7 @@ class Dashboard:
         bulk = BulkRoutes(self)
         r.add_post("/bulk", self._gate(bulk.post, act=True))
         r.add_get("/bulk/{id}", self._gate(bulk.show))
+        CensusRoutes(self).add_routes(app)
         r.add_get("/favicon.ico", self.favicon)
         r.add_post("/login", self.login)
         r.add_post("/logout", self.logout)
@@ -279,7 +281,12 @@ class Dashboard:
             id=story.op.operation_id,
             notice=self.told(request, who),
             facts=facts(story, now),
-            forms=action_forms(story.op, self.access.csrf(who), may_act, self.ledger.rand),
+            forms=join(
+                [
+                    action_forms(story.op, self.access.csrf(who), may_act, self.ledger.rand),
+                    job_actions(story.op, self.access.csrf(who), may_act),
+                ]
+            ),
             story=story_sections(story, now),
         )
         return self.respond(page(story.op.operation_id, body, self.who_line(who)))

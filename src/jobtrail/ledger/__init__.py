@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from jobtrail.store.base import Claim, Verdict
     from jobtrail.store.finding import OperationPage, OperationQuery
     from jobtrail.store.retention import PRUNABLE, Pruned
-    from jobtrail.store.urls import MASK, shown_url, url_passwords
+    from jobtrail.store.urls import MASK, shown_url, url_passwords, without_passwords
 
 _HOME = {
     "prepare_submission": "jobtrail.ledger.asking",
@@ -34,6 +34,7 @@ _HOME = {
     "MASK": "jobtrail.store.urls",
     "shown_url": "jobtrail.store.urls",
     "url_passwords": "jobtrail.store.urls",
+    "without_passwords": "jobtrail.store.urls",
 }
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "prepare_submission",
     "shown_url",
     "url_passwords",
+    "without_passwords",
 ]
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from jobtrail.core.admission import check_request
+from jobtrail.core.admission import check_own_fields, check_request
 from jobtrail.core.audit import AuditEntry
 from jobtrail.core.canonical import canonical_json, fingerprint
 from jobtrail.core.ids import idempotency_token, operation_id, trace_id
@@ -27,8 +27,8 @@ from jobtrail.ledger.redaction import Redactors, redacted_entries
 
 if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no provider,
     # nor the core's apply (its planner, schedules and evidence rules)
-    from jobtrail.providers.code import CodeSpec
-    from jobtrail.providers.config import ProviderSpec
+    from jobtrail.providers.code.contract import CodeSpec
+    from jobtrail.providers.file.config import ProviderSpec
 
 MAX_BODY_BYTES = 1024 * 1024  # a request body, as canonical JSON (docs/guarantees/surfaces.md)
 
@@ -147,7 +147,7 @@ class Asking(LedgerBase):
         )
         if stored.operation_id == op_id:
             return stored, False
-        from jobtrail.providers.config import ProviderSpec
+        from jobtrail.providers.file.config import ProviderSpec
 
         if isinstance(provider, ProviderSpec) and _recorded_before_base_url(
             stored, provider, request
@@ -170,9 +170,9 @@ def prepare_submission(
     """The request a submit would record, its fingerprint and its body's size, or the
     InvalidInput that refuses it: everything a submit checks before it writes, so that a
     surface can refuse a bad submit before it opens (or creates) a ledger."""
-    from jobtrail.providers.baseurl import unfilled
-    from jobtrail.providers.config import ProviderSpec
-    from jobtrail.providers.pathvalues import checked
+    from jobtrail.providers.file.baseurl import unfilled
+    from jobtrail.providers.file.config import ProviderSpec
+    from jobtrail.providers.file.pathvalues import checked
 
     if isinstance(provider, ProviderSpec):
         placeholder = unfilled(provider)  # ARM's .../subscriptions/SUBSCRIPTION/...
@@ -186,6 +186,7 @@ def prepare_submission(
         (redactors or Redactors()).extended(provider.redactor, in_use),
         own=_own_headers(provider),
     )
+    check_own_fields(body, _own_fields(provider))
     values = checked(provider.create_placeholders, path)
     if any(s in value for s in in_use if s for value in values.values()):
         raise InvalidInput("a path value holds a secret in use; credentials go in `auth`")
@@ -221,16 +222,30 @@ def prepare_submission(
 
 
 def _own_headers(provider: ProviderSpec | CodeSpec) -> list[str]:
-    from jobtrail.providers.code import CodeSpec
+    from jobtrail.providers.code.contract import CodeSpec
 
     if isinstance(provider, CodeSpec):
         return ["traceparent"]
     placed = (provider.idempotency, provider.client_reference)
     names = [p.header for p in placed if p is not None and p.header]
     # the client request id header ([request_ids] send) may be given: it is then sent on
-    # every call of the operation instead of a fresh UUID (providers/http.py)
+    # every call of the operation instead of a fresh UUID (providers/http/provider.py)
     names += [h for h in (provider.trace_header,) if h]
     return [*names, "traceparent"]
+
+
+def _own_fields(provider: ProviderSpec | CodeSpec) -> dict[str, str]:
+    """The body fields jobtrail (or the code provider) writes at each create, and what."""
+    from jobtrail.providers.file.config import ProviderSpec
+
+    if not isinstance(provider, ProviderSpec):
+        what = f"its own value (the code provider {provider.name}'s)"
+        return dict.fromkeys(provider.own_fields, what)
+    places = (
+        (provider.idempotency, "the operation's idempotency token"),
+        (provider.client_reference, "the client reference (the operation id)"),
+    )
+    return {p.field: what for p, what in places if p is not None and p.field}
 
 
 def _check_key(key: str) -> None:

@@ -4,11 +4,12 @@ audit entries every verb writes."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from jobtrail.clock import Clock, SystemClock
+from jobtrail.clock import Clock
 from jobtrail.core.audit import AuditEntry
 from jobtrail.core.model import (
     Attempt,
@@ -20,6 +21,7 @@ from jobtrail.errors import (
     NotPermitted,
 )
 from jobtrail.ledger.bindings import bind
+from jobtrail.ledger.escalating import with_notices
 from jobtrail.ledger.histories import (
     COLLECTED,
 )
@@ -28,12 +30,28 @@ from jobtrail.ledger.redaction import Redactors, redacted, redacted_entries
 from jobtrail.randomness import PooledSystemRandom
 from jobtrail.store.base import Change, CommitResult, Store
 from jobtrail.store.group import GroupCommitter
+from jobtrail.store.machine_clock import machine_now
 
 if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no provider,
     # nor the core's apply (its planner, schedules and evidence rules)
     from jobtrail.core.apply import Applied, Schedule
 
 EVERY = 2**62  # a list limit meaning "all"
+
+
+class LedgerClock:
+    """The ledger's clock (store/ledger_clock.py: PostgreSQL's server clock, on SQLite the
+    machine's) as a jobtrail.clock.Clock: the clock a ledger, its worker and its surfaces
+    read when none is given (tests give a VirtualClock, and move everything with it)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def now(self) -> datetime:
+        return self._store.ledger_now()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))  # the clocks run at one rate
 
 
 class LedgerBase:
@@ -48,7 +66,7 @@ class LedgerBase:
     ) -> None:
         self.store = store
         self.actions = actions or ActionPolicy.default()
-        self.clock: Clock = clock or SystemClock()
+        self.clock: Clock = clock or LedgerClock(store)
         self.rand = rand or PooledSystemRandom()
         self._group = GroupCommitter(store) if group_commit else None
         self._schedules: dict[tuple[tuple[str, str], ...], Schedule] = {}
@@ -61,7 +79,7 @@ class LedgerBase:
         policy = self._schedules.get(shape)
         if policy is None:
             from jobtrail.core.apply import Schedule
-            from jobtrail.providers.config import poll_rules
+            from jobtrail.providers.file.config import poll_rules
 
             rules = poll_rules(poll)
             policy = self._schedules[shape] = Schedule(
@@ -70,9 +88,16 @@ class LedgerBase:
         return policy
 
     def now(self) -> datetime:
-        """The time on the ledger's clock: the same kind of clock the runtime and the
-        worker use (jobtrail.clock.Clock), so tests move all of them at once."""
+        """The time on the ledger's clock (LedgerClock), which every judgment of time that
+        decides safety or an end is made on: the worker, `run` and the surfaces share this
+        clock (a test's VirtualClock moves all of them at once)."""
         return self.clock.now()
+
+    def stopwatch(self) -> float:
+        """Seconds on the machine's boot clock (store/machine_clock.py), for measuring how
+        long something took: neither a time faker inside this process nor a step of its
+        clock moves it, and it runs at the ledger clock's rate."""
+        return machine_now()[1]
 
     async def close(self) -> None:
         """Close the store under the ledger (its connections, its writer thread)."""
@@ -90,6 +115,7 @@ class LedgerBase:
 
     async def _commit(self, change: Change) -> CommitResult:
         change = bind(self.scrub(change))  # attempt entries bind the redacted rows by hash
+        change = with_notices(change, self._redactors.for_operation(change.operation))
         if self._group is not None:
             return await self._group.commit(change)
         (result,) = await self.store.commit([change])

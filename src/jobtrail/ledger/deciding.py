@@ -189,8 +189,8 @@ class Deciding(Asking):
     async def resubmit(self, op: Operation, *, actor: str, reason: str) -> Operation:
         """The same request as a new operation (new token), after a human gave up on `op`.
         Its key derives from the old operation, so repeating the decision is harmless."""
-        from jobtrail.providers.code import stored_spec
-        from jobtrail.providers.config import parse_provider
+        from jobtrail.providers.code.contract import stored_spec
+        from jobtrail.providers.file.config import parse_provider
 
         code = op.provider_kind is ProviderKind.CODE
         spec = stored_spec(op) if code else parse_provider(op.provider_config)

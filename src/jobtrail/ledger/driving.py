@@ -22,6 +22,7 @@ from jobtrail.core.model import (
 from jobtrail.core.plan import Call, Settle, plan
 from jobtrail.core.redact import Redactor
 from jobtrail.core.retry import on_stale
+from jobtrail.core.usage import checked_usage
 from jobtrail.errors import (
     ConcurrentUpdate,
     LostOwnership,
@@ -161,6 +162,15 @@ class Driving(LedgerBase):
 
         outcome = evolve(outcome, ref=attempt.attempt_id)  # every cause names its attempt
         detail = capped_document(detail)  # what a provider says is stored capped (core/caps)
+        if isinstance(outcome, o.Observed) and outcome.usage is not None:
+            usage, dropped = checked_usage(outcome.usage)  # only counts: none below zero
+            if dropped:
+                outcome = evolve(outcome, usage=usage)
+                detail = {**detail, "usage_dropped": dropped}
+        if isinstance(outcome, o.Found):  # what a lookup found, as the timeline tells it
+            detail = {**detail, "found": list(outcome.job_ids)}
+            # a miss is judged when the listing was asked for, not when its answer came
+            outcome = evolve(outcome, asked_at=attempt.started_at)
         judged_ = judged(outcome, op)  # the core's word on what the answer proves
         if judged_ is not outcome:
             if isinstance(judged_, o.Ambiguous) and "error" not in detail:

@@ -8,9 +8,16 @@ gives each kind, and optionally single actors, a scope per action:
     own    only on operations this actor submitted (for submit: the same as any)
     none   never (also what an action the table does not list gets)
 
+`read` is reading an operation and its result (the agent tools `get_job`, `wait_job`,
+`get_result`, `explain_job`, a task's answer; `list_jobs` lists only what may be read). The
+dashboard's viewers and the CLI's people read under their own rules (the dashboard's roles,
+the ledger file's permissions), not this one.
+
 A policy file (TOML, named by `--policy` or JOBTRAIL_POLICY) looks like the default below.
 A kind the file does not mention keeps its default; an actor's table overrides its kind's
-entries one action at a time.
+entries one action at a time. A kind's table that does not name `read` keeps the default's
+`read` (policy files written before reads were governed keep working as they did, with
+agents reading their own operations).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ class Action(StrEnum):
     RESOLVE = "resolve"  # adopt, mark failed, retry as new
     EXTEND = "extend"  # a result or cancel deadline
     PRUNE = "prune"
+    READ = "read"  # an operation, its story and its result
 
 
 class Kind(StrEnum):
@@ -53,16 +61,19 @@ cancel = "any"
 resolve = "any"
 extend = "any"
 prune = "any"
+read = "any"
 
 [kinds.agent]
 submit = "any"
 cancel = "own"
+read = "own"
 
 [kinds.worker]
 # workers drive operations under leases; they take no decisions of their own
 
 # [actors."agent:nightly-reports"]   # one actor, over its kind
 # cancel = "any"
+# read = "any"
 """
 
 
@@ -143,8 +154,23 @@ def parse_policy(text: str, source: str) -> ActionPolicy:
         for name, table in _tables(document.get("actors", {}), source, "actors").items()
     }
     if source != "the default policy":
-        kinds = {**ActionPolicy.default().kinds, **kinds}
+        default = ActionPolicy.default().kinds
+        kinds = {
+            **default,
+            **{
+                kind: _with_default_read(table, default.get(kind, {}))
+                for kind, table in kinds.items()
+            },
+        }
     return ActionPolicy(kinds=kinds, actors=actors, source=source)
+
+
+def _with_default_read(
+    table: Mapping[Action, Scope], default: Mapping[Action, Scope]
+) -> Mapping[Action, Scope]:
+    if Action.READ in table or Action.READ not in default:
+        return table
+    return {**table, Action.READ: default[Action.READ]}
 
 
 def load_policy(path: str | None) -> ActionPolicy:

@@ -29,6 +29,7 @@ from jobtrail.ledger.histories import (
     result_problem,
 )
 from jobtrail.ledger.histories import check as check_history
+from jobtrail.ledger.policy import Action, Scope
 from jobtrail.store.finding import OperationPage, OperationQuery
 
 
@@ -46,6 +47,31 @@ class Reading(LedgerBase):
     ) -> list[Operation]:
         """Newest first."""
         return await self.store.list_operations(states=states, limit=limit)
+
+    async def read_as(self, ref: str, actor: str) -> Operation:
+        """The operation `ref` names (an id or a key) when the action policy lets `actor`
+        read it: NotFound when there is none, NotPermitted (the refusal audited, like a
+        refused action's) when `actor` may not read it."""
+        op = await self.get(ref)
+        await self.permit(Action.READ, actor, op)
+        return op
+
+    def may_read(self, actor: str, op: Operation) -> bool:
+        """Whether the action policy lets `actor` read `op` (nothing audited)."""
+        return self.actions.allows(Action.READ, actor, owner=op.actor)
+
+    async def readable_operations(
+        self, actor: str, *, states: Sequence[State] = (), limit: int = 50
+    ) -> list[Operation]:
+        """Newest first, only those the action policy lets `actor` read: any, its own (the
+        store filters by submitter, so a page is full), or none."""
+        scope = self.actions.scope(Action.READ, actor)
+        if scope is Scope.ANY:
+            return await self.store.list_operations(states=states, limit=limit)
+        if scope is Scope.OWN:
+            query = OperationQuery(states=states, actor=actor, limit=limit)
+            return (await self.store.find_operations(query)).operations
+        return []
 
     async def find_operations(self, query: OperationQuery) -> OperationPage:
         """One page of the operations matching `query`, newest first, and the total."""

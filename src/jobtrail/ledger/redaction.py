@@ -33,7 +33,7 @@ from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.store.base import Change
 
 if TYPE_CHECKING:
-    from jobtrail.providers.spec import Auth
+    from jobtrail.providers.file.spec import Auth
 
 _FALLBACK = Redactor()
 _SHAPES_KEPT = 4096
@@ -76,7 +76,7 @@ class Redactors:
         if known is None:
             known = self._bases[shape] = _base(doc)
         base, names, auth = known
-        from jobtrail.providers.tokens import known_values  # where used: see _base
+        from jobtrail.providers.http.tokens import known_values  # where used: see _base
 
         # the secrets in use: from the environment, and tokens this process fetched
         values = tuple(os.environ.get(name, "") for name in names) + known_values(auth)
@@ -100,8 +100,8 @@ def _base(doc: dict[str, Any]) -> tuple[Redactor, tuple[str, ...], Auth | None]:
     """The provider's redactor without values, the environment variables holding them, and
     its `auth` (whose fetched tokens are secrets in use too)."""
     # imported here: a ledger opened only to read (`status`) parses no provider file
-    from jobtrail.providers.code import is_code_document, stored_document
-    from jobtrail.providers.config import parse_provider
+    from jobtrail.providers.code.contract import is_code_document, stored_document
+    from jobtrail.providers.file.config import parse_provider
 
     if is_code_document(doc):
         try:

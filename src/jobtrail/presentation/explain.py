@@ -10,7 +10,14 @@ from typing import Any
 
 from jobtrail.core.failure import failure_reason
 from jobtrail.core.model import Attempt, Observation, Operation, ProviderKind, Transition
-from jobtrail.core.nextstep import deadlines_shown, driver, next_step, other_jobs_text
+from jobtrail.core.nextstep import (
+    deadlines_shown,
+    driver,
+    next_step,
+    other_jobs_text,
+)
+from jobtrail.core.notices import escalation_summary
+from jobtrail.core.order import cancel_order
 from jobtrail.core.states import Evidence, State
 from jobtrail.core.words import iso, progress_text, when
 from jobtrail.presentation.facts import fact_lines
@@ -47,7 +54,7 @@ def explain_text(  # noqa: C901
     lines += [
         f"  remote job: {op.remote_job_id or 'none known'}{seen}",
         f"  deadlines:  {_deadlines_line(op, now)}",
-        f"  next:       {next_step(op, now)}",
+        f"  next:       {next_step(op, now, attempts)}",
     ]
     if op.provider_kind is ProviderKind.CODE:
         lines.append(f"  provider:   {driver(op)}" + (f" — {missing}" if missing else ""))
@@ -74,11 +81,8 @@ def explain_text(  # noqa: C901
         lines.append(
             f"  cancel:     asked by {ci.actor} ({ci.reason}); expected: {ci.expected_effect}"
         )
-        if op.state in (State.SUCCEEDED, State.FAILED, State.RESULT_COLLECTING):
-            lines.append(
-                "              the job completed after the cancel request: "
-                f"it ended {op.state}, not cancelled"
-            )
+        if (order := cancel_order(op, history, attempts, observations)) is not None:
+            lines.append(f"              {order}")
     lines += fact_lines(op, history)  # reconciled by which tier, remote deadline, usage
     if op.result:
         lines.append(f"  result:     {_result_line(op)}")
@@ -88,7 +92,7 @@ def explain_text(  # noqa: C901
         lines.append(f"  other jobs: {others}")
     lines.append("")
     lines.append("Timeline")
-    for at, text in timeline(op, history, attempts, observations):
+    for at, text in timeline(op, history, attempts, observations, now):
         lines.append(f"  {at.strftime('%Y-%m-%d %H:%M:%S')}  {text}")
     # each entry is one line of ours: a provider's line break or escape inside it is shown
     return "\n".join(shown(line) for line in lines)
@@ -197,39 +201,6 @@ def _stopped_unreadable(op: Operation, history: list[Transition]) -> bool:
 
 
 def _escalation_summary(op: Operation, history: list[Transition]) -> str:
-    match op.state:
-        case State.CANCELLATION_UNCONFIRMED:
-            return (
-                f"We asked {op.provider} to cancel job {op.remote_job_id} and saw no "
-                "terminal state before the cancel deadline. The job may still be running."
-            )
-        case State.NEEDS_HUMAN if op.conflicting_job_ids:
-            return (
-                f"{op.provider} tied one idempotency token / client reference to several "
-                f"jobs ({', '.join(op.conflicting_job_ids)}). Automation stopped; decide "
-                "which job is ours."
-            )
-        case State.NEEDS_HUMAN if op.refused_reads and _stopped_unreadable(op, history):
-            return (
-                f"{op.provider} answered {op.refused_reads} status reads of job "
-                f"{op.remote_job_id} in a row with nothing readable as a state (no body, no "
-                "state field, JSON cut short or not JSON; the answers are in request_history). "
-                "Automation stopped; check the job, then adopt it to resume polling or "
-                "mark the operation failed."
-            )
-        case State.NEEDS_HUMAN if op.refused_reads:
-            return (
-                f"{op.provider} refused {op.refused_reads} status reads of job "
-                f"{op.remote_job_id} in a row (the answers are in request_history). "
-                "Automation stopped; check the job, then adopt it to resume polling or "
-                "mark the operation failed."
-            )
-        case State.NEEDS_HUMAN:
-            return "The create outcome could not be proven; decide whether a job exists."
-        case State.RESULT_TIMED_OUT:
-            return (
-                f"Job {op.remote_job_id} did not finish before the result deadline; it "
-                "may still be running."
-            )
-        case _:
-            return f"Operation is {op.state}."
+    """The summary (core/notices.py), given the evidence that last stopped automation."""
+    stops = [t for t in history if t.to_state is State.NEEDS_HUMAN]
+    return escalation_summary(op, stops[-1].evidence if stops else None)

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from jobtrail.core.durations import format_duration
-from jobtrail.core.model import Operation, Tier, Transition
-from jobtrail.core.plan import watched_until
+from jobtrail.core.model import AttemptKind, Operation, Tier, Transition
+from jobtrail.core.plan import Call, call_for, watched_until
 from jobtrail.core.proof import TIER_NAMES
 from jobtrail.core.states import Evidence, State
 
@@ -51,10 +51,10 @@ def reconciled_text(op: Operation, history: list[Transition]) -> str | None:
     looked = [t for t in history if t.from_state in _LOOKING]
     if not looked and op.state not in _LOOKING:
         return None
-    tier = op.capabilities.tier
+    looked_up = op.capabilities.lookup_tier
     end = next((t for t in looked if t.to_state is not State.RECONCILIATION), None)
     if end is None:
-        return f"a create answer was lost; {_by(tier)} is looking for the job"
+        return f"a create answer was lost; {_looking(op)}"
     retried = any(t.evidence in _ANSWERED for t in looked)
     match end.to_state, end.evidence:
         case (
@@ -68,17 +68,54 @@ def reconciled_text(op: Operation, history: list[Transition]) -> str | None:
                 f"{_job(end)}, and the lookup confirmed it"
             )
         case State.ACCEPTED, Evidence.RECONCILED_FOUND:
-            how = f"{_by(tier)}: the lookup found job {_job(end)}"
+            how = f"{_by(looked_up)}: the lookup found job {_job(end)}"
         case State.CREATE_PENDING, Evidence.ABSENCE_PROVEN:
             how = (
-                f"{_by(tier)}: the lookup proved that no job existed, so the create was sent again"
+                f"{_by(looked_up)}: the lookup proved that no job existed, so the operation "
+                "went back to create_pending to send the create again"
             )
         case State.NEEDS_HUMAN, evidence:
             why = _STOPPED.get(evidence, "it could not be settled")
-            return f"a create answer was lost and not resolved: {why}; a person decides"
+            return _decided(history[history.index(end) + 1 :], why)
         case _:
             return f"a create answer was lost; it ended {end.to_state}"
     return f"a create answer was lost; resolved by {how}"
+
+
+def _decided(after: list[Transition], why: str) -> str:
+    """A lost create answer that stopped for a person: not resolved until a person decided,
+    then resolved by that decision (who, when, what), as the history records it."""
+    decision = next(
+        (
+            t
+            for t in after
+            if t.from_state is State.NEEDS_HUMAN and t.evidence is Evidence.HUMAN_DECISION
+        ),
+        None,
+    )
+    if decision is None:
+        return f"a create answer was lost and not resolved: {why}; a person decides"
+    if decision.to_state is State.ACCEPTED:
+        what = f"adopted job {_job(decision)}"
+    else:
+        what = f"ended it {decision.to_state}"
+    return (
+        f"a create answer was lost and could not be settled automatically ({why}); resolved "
+        f"by a person: {decision.actor} {what} at {iso(decision.at)}"
+    )
+
+
+def _looking(op: Operation) -> str:
+    """The means the next call looking for a lost create's job uses: a retry under the
+    same token, or the lookup (by the tier it uses)."""
+    call = call_for(op)
+    if isinstance(call, Call) and call.kind is AttemptKind.CREATE:
+        return (
+            f"jobtrail is looking for the job by a retry under the same token ({_by(Tier.TOKEN)})"
+        )
+    if isinstance(call, Call) and call.kind is AttemptKind.RECONCILE:
+        return f"jobtrail is looking for the job by a lookup ({_by(op.capabilities.lookup_tier)})"
+    return "the provider declares no way to find the job: a person decides"
 
 
 def _by(tier: Tier) -> str:

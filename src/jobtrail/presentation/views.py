@@ -13,9 +13,11 @@ from typing import Any
 from jobtrail.core import outcomes as o
 from jobtrail.core.allows import cancellability
 from jobtrail.core.failure import failure_reason, provider_said
+from jobtrail.core.leases import lease_alive
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
-from jobtrail.core.nextstep import needs_person, next_step, other_jobs
-from jobtrail.core.states import EVIDENCE_MEANING, REMOTE_MAY_RUN
+from jobtrail.core.nextstep import needs_person, next_step, other_jobs, remote_may_run
+from jobtrail.core.proof import lookup_name
+from jobtrail.core.states import EVIDENCE_MEANING
 from jobtrail.core.words import iso, progress_text
 
 
@@ -52,7 +54,7 @@ def operation_json(
         "result_deadline": iso(op.result_deadline),
         "cancel_deadline": iso(op.cancel_deadline),
         "next_poll_at": iso(op.next_poll_at) if not op.lease_owner else None,
-        "waiting_for": next_step(op, now),
+        "waiting_for": next_step(op, now, attempts or ()),
         "cancel_intent": (
             asdict(op.cancel_intent) | {"requested_at": iso(op.cancel_intent.requested_at)}
             if op.cancel_intent
@@ -63,7 +65,7 @@ def operation_json(
         "result": asdict(op.result) if op.result else None,
         "usage": op.usage,
         "remote_deadline_s": op.request.remote_deadline,
-        "remote_may_still_run": op.state in REMOTE_MAY_RUN,
+        "remote_may_still_run": remote_may_run(op),
         "cancellable": cancel.allowed,
         "cancel": cancel.why,
         "needs_person": needs_person(op),
@@ -95,7 +97,7 @@ def attempt_json(at: Attempt) -> dict[str, Any]:
         "fence": at.fence,
         "started_at": iso(at.started_at),
         "finished_at": iso(at.finished_at),
-        "outcome": at.outcome or "no outcome recorded (interrupted)",
+        "outcome": at.outcome or "no outcome recorded",
         "http_status": at.http_status,
         "provider_request_id": at.provider_request_id,
         "request": at.request,
@@ -108,8 +110,10 @@ def timeline(
     history: list[Transition],
     attempts: list[Attempt],
     observations: list[Observation],
+    now: datetime | None = None,
 ) -> list[tuple[datetime, str]]:
-    """Events in time order; each observation run of status reads is one line."""
+    """Events in time order; each observation run of status reads is one line. With `now`,
+    a call still unsettled is told in flight or interrupted by its owner's lease."""
     events: list[tuple[datetime, int, str]] = [
         (
             op.created_at,
@@ -128,7 +132,7 @@ def timeline(
     for at in attempts:
         if at.kind.value == "status" and at.outcome == o.Observed.word:
             continue  # its observation run tells what it saw
-        events.append((at.started_at, 1, _attempt_line(at)))
+        events.append((at.started_at, 1, _attempt_line(op, at, now)))
     for ob in observations:
         if ob.source == "webhook":
             events.append((ob.observed_at, 1, f"webhook {ob.event_id}: remote {ob.remote_state}"))
@@ -145,12 +149,12 @@ def timeline(
     return [(at, text) for at, _, text in events]
 
 
-def _attempt_line(at: Attempt) -> str:
+def _attempt_line(op: Operation, at: Attempt, now: datetime | None) -> str:
     what = {
         "create": "create sent",
         "cancel": "cancel sent",
         "result": "result fetched",
-        "reconcile": "lookup by client reference",
+        "reconcile": lookup_name(op, at.request),
         "status": "status read",
     }[at.kind.value]
     detail = at.detail if isinstance(at.detail, dict) else {}
@@ -158,8 +162,12 @@ def _attempt_line(at: Attempt) -> str:
     if detail.get("sent") is False or "nothing was sent" in str(detail.get("error", "")):
         what = f"{at.kind.value} not sent"
     if at.outcome is None:
-        return f"{what} ({at.attempt_id}): no outcome recorded — the worker stopped mid-call"
+        return f"{what} ({at.attempt_id}): {_unsettled(op, at, now)}"
     status = f" HTTP {at.http_status}" if at.http_status else ""
+    outcome: str = at.outcome
+    if at.outcome == o.Found.word:  # what it found, never "found HTTP 404"
+        outcome = found_text(detail)
+        status = f" (answered HTTP {at.http_status})" if at.http_status else ""
     request = f", provider request {at.provider_request_id}" if at.provider_request_id else ""
     reason = ""
     if isinstance(at.detail, dict) and at.detail.get("error"):
@@ -174,4 +182,29 @@ def _attempt_line(at: Attempt) -> str:
         reason += f"; {items.get('failed')} failed item(s), first {first.get('ref')}" + (
             f" ({said})" if said else ""
         )
-    return f"{what} ({at.attempt_id}) -> {at.outcome}{status}{reason}{request}"
+    return f"{what} ({at.attempt_id}) -> {outcome}{status}{reason}{request}"
+
+
+def _unsettled(op: Operation, at: Attempt, now: datetime | None) -> str:
+    """An attempt whose outcome is not recorded, said from the record: in flight while its
+    owner's lease holds, interrupted once it lapsed or once the call was settled without it
+    (taken as sent, its answer unknown)."""
+    if at.attempt_id != op.inflight_attempt:
+        return "no outcome recorded: interrupted, settled as sent with its answer unknown"
+    if now is not None and lease_alive(op, now):
+        return f"in flight, no answer yet (owner {op.lease_owner})"
+    if now is not None:
+        return "no outcome recorded, and its owner's lease has lapsed: interrupted"
+    return "no outcome recorded yet (next: says whether it is in flight)"
+
+
+def found_text(detail: dict[str, Any]) -> str:
+    """What a lookup found, as its attempt recorded it: "found no job", "found job X",
+    "found jobs X, Y"; a record from before the ids were kept says it does not know."""
+    scanned = detail.get("scanned")
+    found = detail.get("found", scanned.get("found") if isinstance(scanned, dict) else None)
+    if not isinstance(found, list):
+        return "answered (what it found is not recorded)"
+    if not found:
+        return "found no job"
+    return f"found job{'s' if len(found) > 1 else ''} {', '.join(str(i) for i in found)}"

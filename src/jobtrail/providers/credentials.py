@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobtrail.errors import JobtrailError
-from jobtrail.providers.code import CodeSpec, is_code_document, stored_document
-from jobtrail.providers.config import ProviderSpec, parse_provider
+from jobtrail.providers.code.contract import CodeSpec, is_code_document, stored_document
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,15 +13,18 @@ import aiohttp
 
 from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.errors import ProviderMissing
-from jobtrail.providers.config import ProviderSpec, parse_provider
-from jobtrail.providers.http import HttpProvider
-from jobtrail.providers.plugins import Plugins
+from jobtrail.providers.code.contract import CodeSpec
+from jobtrail.providers.code.plugins import Plugins
+from jobtrail.providers.file.config import ProviderSpec, parse_provider
+from jobtrail.providers.file.spec import DEFAULT_TIMEOUT, ResultSpec
+from jobtrail.providers.http.provider import HttpProvider
 from jobtrail.providers.protocol import Provider
-from jobtrail.providers.spec import DEFAULT_TIMEOUT, ResultSpec
+from jobtrail.providers.transport import check_transport, provider_session
 
 
 class ProviderRegistry:
     def __init__(self, *, connections: int = 100, plugins: Plugins | None = None) -> None:
+        check_transport()  # at start: an aiohttp that would re-send on its own is refused
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
         self._built: dict[str, Provider] = {}
@@ -40,13 +43,10 @@ class ProviderRegistry:
         return frozenset(self.plugins) | frozenset(self._code)
 
     def session(self) -> aiohttp.ClientSession:
+        """The one session of every HTTP provider call: it sends each request once
+        (providers/transport.py)."""
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._connections, limit_per_host=0)
-            # One session serves every operation: a shared jar would carry one operation's
-            # cookies into another's calls. Providers that need them get a jar per operation.
-            self._session = aiohttp.ClientSession(
-                connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar()
-            )
+            self._session = provider_session(self._connections)
         return self._session
 
     def spec(self, op: Operation) -> ProviderSpec:
@@ -92,6 +92,19 @@ class ProviderRegistry:
             result = getattr(self.for_operation(op), "result", None)
             return result if isinstance(result, ResultSpec) else ResultSpec()
         return self.spec(op).result
+
+    def code_provider(self, spec: CodeSpec) -> Provider:
+        """The provider object of a code provider's spec (a census lists through it): the
+        one registered under its name, else the plug-in's, made from the spec's settings."""
+        if spec.name in self._code:
+            return self._code[spec.name]
+        plugin = self.plugins.get(spec.name)
+        if plugin is None:
+            raise ProviderMissing(f"the code provider {spec.name!r} is not installed here")
+        key = (spec.name, json.dumps(spec.settings, sort_keys=True, default=str))
+        if key not in self._made:
+            self._made[key], _ = plugin.build(spec.settings)
+        return self._made[key]
 
     def _plugin_provider(self, op: Operation) -> Provider:
         plugin = self.plugins.get(op.provider)

@@ -4,7 +4,7 @@ point or a `--provider-module`'s); or a profile shipped in the package
 (`jobtrail/profiles/NAME.toml`), in that order.
 
 A provider file holding `code = "NAME"` is a code provider's settings file: its `[settings]`
-go to that plug-in's factory (providers/code.py). A local file wins over a code provider or
+go to that plug-in's factory (providers/code/contract.py). A local file wins over a code provider or
 a shipped profile of the same name; a local file that exists but is broken is reported,
 never silently replaced by either."""
 
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.code import CodeSpec, file_settings, is_code_document, with_file
-from jobtrail.providers.config import find_provider, load_provider_file, parse_provider
-from jobtrail.providers.plugins import Plugin, Plugins
-from jobtrail.providers.spec import ProviderSpec
+from jobtrail.providers.code.contract import CodeSpec, file_settings, is_code_document, with_file
+from jobtrail.providers.code.plugins import Plugin, Plugins
+from jobtrail.providers.file.config import find_provider, load_provider_file, parse_provider
+from jobtrail.providers.file.spec import ProviderSpec
 
 ProviderRef = str | os.PathLike[str] | ProviderSpec | CodeSpec
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
@@ -59,6 +59,16 @@ def resolve_provider(
         return parse_provider(tomllib.loads(shipped.read_text(encoding="utf-8")))
     except (ProviderConfigError, tomllib.TOMLDecodeError) as exc:  # a packaging bug
         raise ProviderConfigError(f"the shipped profile {provider!r} is broken: {exc}") from None
+
+
+def resolve_named(name: str, plugins: Mapping[str, Plugin]) -> ProviderSpec | CodeSpec:
+    """A provider by NAME only, never a path (a census, a dashboard form): NAME.toml (a code
+    provider's settings file included), an installed code provider, a shipped profile."""
+    if not _NAME.fullmatch(name):
+        from jobtrail.providers.file.config import find_provider_named
+
+        find_provider_named(name)  # says why it is not a name
+    return resolve_provider(name, plugins)
 
 
 def _from_file(path: Path, plugins: Mapping[str, Plugin]) -> ProviderSpec | CodeSpec:

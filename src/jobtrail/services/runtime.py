@@ -3,6 +3,7 @@ drivers (CLI, MCP server, `serve`) that need to move operations, not just read t
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import socket
@@ -13,13 +14,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from jobtrail.clock import Clock, SystemClock
+from jobtrail.clock import Clock
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger, OperationQuery, open_ledger
 from jobtrail.ledger.policy import ActionPolicy, policy_from_env
-from jobtrail.providers.code import CodeProvider, Factory
+from jobtrail.providers.code.contract import CodeProvider, Factory
+from jobtrail.providers.code.plugins import Plugin, load_plugins
 from jobtrail.providers.credentials import Unset, unset_by_provider
-from jobtrail.providers.plugins import Plugin, load_plugins
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results, open_results
 from jobtrail.worker.loop import Worker
@@ -84,11 +85,11 @@ async def runtime(
             name=given.name, factory=_always(given), origin="a provider object given to it"
         )
     actions = actions or policy_from_env()
-    clock = clock or SystemClock()
     stored = open_results(results, data_dir=data_dir, ledger=db)  # a bad URL fails here first
     ledger = await open_ledger(
         db, audit_key=audit_key, create=create, clock=clock, group_commit=True, actions=actions
     )
+    clock = ledger.clock  # the ledger's clock unless one was given (a test's)
     registry = ProviderRegistry(connections=max(10, concurrency), plugins=plugins)
     try:
         await _say_unusable(ledger, plugins.broken)
@@ -133,6 +134,16 @@ async def _say_unusable(ledger: Ledger, broken: Mapping[str, str]) -> None:
                 page.total,
                 name,
             )
+
+
+def settle_heap() -> None:
+    """Once start-up is over, in a long-running process (`worker`, `serve`): move every
+    object alive now (modules, the runtime, provider specs) out of the cyclic collector's
+    reach, so later collections walk only what the work itself makes (the previous
+    measurement put collection at 8.7 % of a lifecycle's CPU). Not for a library's embedded
+    client: the host's objects are not ours to freeze."""
+    gc.collect()
+    gc.freeze()
 
 
 def _always(provider: CodeProvider) -> Factory:

@@ -6,11 +6,12 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jobtrail.core.audit import AuditEntry, AuditRow
 from jobtrail.core.bulk import BulkRecord
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
+from jobtrail.core.notices import DeliveryAttempt, Notice, Outboxed
 from jobtrail.core.states import State
 from jobtrail.store.codec import storable
 from jobtrail.store.leases import Lease
@@ -48,6 +49,9 @@ class Change:
     # A non-owner asking for a status read now: if a worker holds the operation, its
     # releasing write makes the operation due at once rather than at its own next time.
     request_poll: bool = False
+    # The notices to people this change raises (core/notices.py), written with it in its
+    # transaction into the outbox, when it is applied.
+    notices: Sequence[Notice] = ()
 
 
 def folds(change: Change) -> bool:
@@ -214,6 +218,13 @@ class Store(Protocol):
         status run is also closed when the change ends automation for the operation."""
         ...
 
+    def ledger_now(self) -> datetime:
+        """The time on the ledger's clock (store/ledger_clock.py): PostgreSQL's server clock,
+        or on SQLite the machine's wall clock as every process on it reads it alike. Every
+        judgment of time that decides safety or an end is made on it, never on a worker's
+        own clock."""
+        ...
+
     async def claim_due(
         self,
         owner: str,
@@ -292,5 +303,32 @@ class Store(Protocol):
         ...
 
     async def bulk(self, bulk_id: str) -> BulkRecord | None: ...
+
+    async def add_notice(self, notice: Notice) -> None:
+        """Write one notice into the outbox alone; a second with its id changes nothing."""
+        ...
+
+    async def claim_notices(self, now: datetime, until: datetime, limit: int) -> list[Outboxed]:
+        """Up to `limit` notices due by `now`, each claimed until `until`."""
+        ...
+
+    async def finish_notice(self, box: Outboxed, attempts: Sequence[DeliveryAttempt]) -> bool:
+        """Record a delivery round's attempts and the notice after it; False if its claim
+        was taken over meanwhile."""
+        ...
+
+    async def notices(
+        self, operation_id: str | None = None, limit: int = 1000
+    ) -> list[Outboxed]: ...
+
+    async def delivery_attempts(self, event_id: str) -> list[DeliveryAttempt]: ...
+
+    async def metric_rows(self) -> dict[str, list[Any]]:
+        """The rows behind the metrics, by query name (store/notices.py), one transaction."""
+        ...
+
+    async def notice_backlog(self) -> int:
+        """How many notices wait for delivery."""
+        ...
 
     async def close(self) -> None: ...

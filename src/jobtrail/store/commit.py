@@ -27,6 +27,7 @@ from jobtrail.store.base import (
     must_sync,
     refusal,
 )
+from jobtrail.store.notices import notice_row
 
 if TYPE_CHECKING:
     from jobtrail.store.conn import Conn, Engine
@@ -38,6 +39,7 @@ _APPENDS = (
     "insert_transition",
     "insert_observation",
     "release_lease_row",
+    "insert_notice",
 )
 
 
@@ -54,6 +56,7 @@ class Prepared(Change):
     transition_rows: tuple[dict[str, Any], ...]
     observation_rows: tuple[dict[str, Any], ...]
     audit_texts: tuple[tuple[str | None, str], ...]
+    notice_rows: tuple[dict[str, Any], ...]
     sync: bool
 
 
@@ -84,6 +87,7 @@ def prepare(change: Change, codec: c.Codec, update: tuple[str, Any]) -> Prepared
         ),
         audit_texts=tuple((e.operation_id, e.canonical()) for e in change.audit),
         sync=must_sync(change),
+        notice_rows=tuple(notice_row(codec, n) for n in change.notices),
     )
     return prepared
 
@@ -216,3 +220,4 @@ class Batch:
             writes["finish_attempt"].append(change.finished)
         writes["insert_transition"] += change.transition_rows
         writes["insert_observation"] += change.observation_rows
+        writes["insert_notice"] += change.notice_rows

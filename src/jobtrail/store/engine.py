@@ -35,6 +35,7 @@ from jobtrail.store.conn import Conn, Work, first
 from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.group import Grouped
 from jobtrail.store.leases import CLOCK_FIELDS, Lease
+from jobtrail.store.notices import NoticeVerbs
 from jobtrail.store.prune import prune
 from jobtrail.store.retention import Bind, Keep, Pruned
 from jobtrail.store.tasks import task_handle, task_row
@@ -54,6 +55,7 @@ HOOKS = frozenset(
         "_write",
         "array",
         "lease_clock",
+        "ledger_now",
         "update_statement",
         "claim_due",
         "renew",
@@ -62,7 +64,7 @@ HOOKS = frozenset(
 )
 
 
-class EngineStore:
+class EngineStore(NoticeVerbs):
     # Set by each dialect: its queries (one dict, the same names in both; prune's apart),
     # codec, and the placeholder of a positional parameter.
     Q: ClassVar[dict[str, str]]
@@ -88,6 +90,11 @@ class EngineStore:
 
     def lease_clock(self) -> float | None:
         """The lease clock's reading as a parameter, or None when the SQL reads the clock."""
+        raise NotImplementedError
+
+    def ledger_now(self) -> datetime:
+        """The time on the ledger's clock (store/ledger_clock.py), which every judgment of
+        time that decides safety or an end is made on."""
         raise NotImplementedError
 
     def update_statement(self, change: Change) -> tuple[str, Any]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 _UPTIME = "/proc/uptime"
@@ -49,3 +50,36 @@ def machine_now() -> tuple[str, float]:
         except (OSError, ValueError, IndexError):
             pass
     return "monotonic", time.monotonic()
+
+
+_STAT = "/proc/stat"
+_BTIME_FOR = 1.0  # seconds of the boot clock a reading of the boot time is reused for
+_btime: list[float] = []  # [boot time (epoch seconds), boot-clock reading when read]
+
+
+def machine_wall() -> datetime:
+    """The machine's wall clock, as every process on it reads it alike whatever its own
+    clock says: the kernel's boot time (/proc/stat `btime`, seconds since the epoch, moved
+    only when the machine's clock is set) plus the boot clock. It trails the real time by
+    the boot time's lost fraction (under a second), the same for every process, so no
+    difference between two readings is off. Without /proc, the process's own clock."""
+    name, reading = machine_now()
+    if name == "monotonic":
+        return datetime.now(UTC)
+    if not _btime or not 0 <= reading - _btime[1] < _BTIME_FOR:
+        boot = _boot_time()
+        if boot is None:
+            return datetime.now(UTC)
+        _btime[:] = [boot, reading]
+    return datetime.fromtimestamp(_btime[0] + reading, UTC)
+
+
+def _boot_time() -> float | None:
+    try:
+        with open(_STAT, "rb") as stat:
+            for line in stat:
+                if line.startswith(b"btime "):
+                    return float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

@@ -23,12 +23,14 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from jobtrail.core.redact import Redactor
 from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
 from jobtrail.store.base import Change, Claim
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.conn import Work
 from jobtrail.store.engine import EngineStore
+from jobtrail.store.ledger_clock import ServerClock
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.prune import prune_queries
 from jobtrail.store.queries import load_queries
@@ -67,6 +69,7 @@ Q = {
     for name, sql in _RAW.items()
 }
 Q |= load_queries("postgres", "tasks.sql") | load_queries("postgres", "bulk.sql")
+Q |= load_queries("postgres", "notices.sql") | load_queries("postgres", "metrics.sql")
 _ONE = {"only": "operation_id = %(only)s AND "}
 _DRIVES = {"drives": "(provider_kind = 'http' OR provider = ANY(%(code)s::text[])) AND "}
 _NONE = {"only": "", "drives": ""}
@@ -108,6 +111,7 @@ class PostgresStore(EngineStore):
     ) -> None:
         self._pool, self._where, self._secret = pool, where, secret
         self._chain = AuditChain(key)
+        self._clock = ServerClock()
 
     @classmethod
     async def open(
@@ -139,6 +143,8 @@ class PostgresStore(EngineStore):
                 await bound(conn)
                 await _migrate(conn)
             await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+            store = cls(pool, audit_key, where, secret)
+            await store._read_clock()
         except StoreError:  # the ledger itself refused (a newer schema)
             await pool.close()
             raise
@@ -148,7 +154,7 @@ class PostgresStore(EngineStore):
                 f"cannot open the ledger database at {where} ({_reason(exc, secret)}); check "
                 "that the server is running, or set JOBTRAIL_DB / --db to the right ledger"
             ) from None
-        return cls(pool, audit_key, where, secret)
+        return store
 
     async def _run(self, work: Callable[[Conn], Awaitable[T]], *, transaction: bool = True) -> T:
         """Run `work` on a pooled connection (in one transaction unless told otherwise),
@@ -179,6 +185,8 @@ class PostgresStore(EngineStore):
 
     async def _write(self, work: Work[T], *, sync: bool = True) -> T:
         await self._agree()
+        if self._clock.stale():  # a process that writes without claiming (webhooks, people)
+            await self._read_clock()
 
         async def run(conn: Conn) -> T:
             if not sync:
@@ -204,6 +212,14 @@ class PostgresStore(EngineStore):
 
     def lease_clock(self) -> float | None:
         return None  # the SQL reads the server's clock
+
+    def ledger_now(self) -> datetime:
+        return self._clock.now()
+
+    async def _read_clock(self) -> None:
+        """Read the server's clock (store/ledger_clock.py)."""
+        rows = await self._read(lambda conn: conn.rows(Q["ledger_clock"]))
+        self._clock.read(float(rows[0]["now"]))
 
     def update_statement(self, change: Change) -> tuple[str, Any]:
         """One statement for every kind of change, so it is prepared once per connection."""
@@ -231,6 +247,10 @@ class PostgresStore(EngineStore):
         args["lease_s"] = lease_for.total_seconds()
         query = ("claim_one" if only else "claim_due") + ("" if code is None else "_drives")
         rows = await self._rows(query, args | {"only": only, "code": list(code or ())})
+        if rows:  # the new leases' end on the server's clock, less their length: its now
+            self._clock.read(float(rows[0]["lease_until"]) - lease_for.total_seconds())
+        elif self._clock.stale():
+            await self._read_clock()
         return [
             Claim(operation=CODEC.operation(row), was_due=row["was_due"].astimezone(UTC))
             for row in rows
@@ -343,4 +363,4 @@ def _parse(url: str) -> tuple[str, dict[str, int], str, str]:
 
 def _reason(exc: BaseException, secret: str) -> str:
     text = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
-    return text.replace(secret, "***") if secret else text
+    return Redactor().extended(values=[secret]).text(text) if secret else text

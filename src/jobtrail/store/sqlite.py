@@ -27,7 +27,7 @@ from jobtrail.store.base import Change, Claim
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.conn import Conn, Work, run_sync
 from jobtrail.store.engine import EngineStore
-from jobtrail.store.machine_clock import machine_now
+from jobtrail.store.machine_clock import machine_now, machine_wall
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.prune import prune_queries
 from jobtrail.store.queries import load_queries
@@ -53,6 +53,7 @@ Q = load_queries(
     },
 )
 Q |= load_queries("sqlite", "tasks.sql") | load_queries("sqlite", "bulk.sql")
+Q |= load_queries("sqlite", "notices.sql") | load_queries("sqlite", "metrics.sql")
 _UPDATES: dict[tuple[Any, ...], str] = {}  # update_operation, per shape of change
 
 
@@ -184,6 +185,9 @@ class SqliteStore(EngineStore):
 
     def lease_clock(self) -> float | None:
         return machine_now()[1]
+
+    def ledger_now(self) -> datetime:
+        return machine_wall()  # every process sharing the file is on this machine
 
     def update_statement(self, change: Change) -> tuple[str, Any]:
         """Only the columns the change moves (against the record it was derived from)."""

@@ -4,7 +4,8 @@ Every place that prints, logs or reports where the ledger is (the worker's banne
 logs, `demo`, errors) shows `shown_url(url)`. The password is masked whether it sits in the
 user information (`postgresql://user:PASSWORD@host/db`, even unencoded with `@` or `/` in
 it) or in the query (`?password=...`, `?sslpassword=...`, `pwd`, `secret`, `token`). A
-SQLite path is shown as it is.
+SQLite path is shown as it is. The mask is the redactor's one word, `[redacted]`, and a
+password found in any other text is masked by the redactor's rules (`without_passwords`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
-MASK = "***"
+from jobtrail.core.redact import REDACTED, Redactor
+
+MASK = REDACTED  # the one mask word of every redaction (core/redact.py)
 _QUERY_PASSWORD = re.compile(r"(?i)([?&](?:(?:ssl)?password|passwd|pwd|secret|token)=)[^&#]*")
 
 
@@ -29,7 +32,7 @@ def _split(url: str) -> tuple[str, str, str] | None:
 
 
 def shown_url(url: str) -> str:
-    """`url` with any password replaced by ***."""
+    """`url` with any password replaced by the mask word, `[redacted]`."""
     parts = _split(url)
     if parts is not None:
         head, userinfo, rest = parts
@@ -46,6 +49,15 @@ def url_passwords(url: str) -> list[str]:
         found.append(parts[1].partition(":")[2])
     found += [m.group(0).partition("=")[2] for m in _QUERY_PASSWORD.finditer(url)]
     return [value for raw in found if raw for value in dict.fromkeys((raw, unquote(raw)))]
+
+
+def without_passwords(text: str, url: str) -> str:
+    """`text` with `url`, and each password it holds (as written and decoded), masked by
+    the redactor's one rule: a password shorter than 4 characters is left as it is (masking
+    it would mask every such run of letters), a longer one wherever it or a long beginning
+    of it appears."""
+    text = text.replace(url, shown_url(url)) if url else text
+    return Redactor().extended(values=url_passwords(url)).text(text)
 
 
 def unencoded_at(url: str) -> str | None:

@@ -13,8 +13,8 @@ from jobtrail.core.canonical import canonical_json
 from jobtrail.core.lookup import find
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput
-from jobtrail.providers import parse
-from jobtrail.providers.config import ProviderSpec
+from jobtrail.providers.file.config import ProviderSpec
+from jobtrail.providers.http import parse
 from jobtrail.webhooks.verify import Delivery, Refusal, WebhookRefused
 
 _MAX_TEXT = 512

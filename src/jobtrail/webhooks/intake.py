@@ -20,7 +20,7 @@ from jobtrail.core.model import Observation, Operation
 from jobtrail.core.retry import on_stale
 from jobtrail.errors import ConcurrentUpdate, NotFound
 from jobtrail.ledger import Ledger, Verdict
-from jobtrail.providers.config import ProviderSpec
+from jobtrail.providers.file.config import ProviderSpec
 from jobtrail.webhooks.event import Event
 
 log = logging.getLogger("jobtrail.webhooks")

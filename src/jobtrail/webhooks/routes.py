@@ -23,7 +23,7 @@ from aiohttp import web
 
 from jobtrail.errors import ConcurrentUpdate, NotFound, ProviderConfigError
 from jobtrail.ledger import Ledger
-from jobtrail.providers.config import ProviderSpec, find_provider_named
+from jobtrail.providers.file.config import ProviderSpec, find_provider_named
 from jobtrail.webhooks.event import read_event
 from jobtrail.webhooks.intake import record_event
 from jobtrail.webhooks.verify import Refusal, WebhookRefused, verify_delivery

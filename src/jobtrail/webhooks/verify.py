@@ -28,7 +28,7 @@ from standardwebhooks import Webhook
 
 from jobtrail.core.lookup import header
 from jobtrail.errors import JobtrailError
-from jobtrail.providers.spec import WebhookSpec
+from jobtrail.providers.file.spec import WebhookSpec
 
 _MAX_TIMESTAMP_DIGITS = 12
 _ASCII_DIGITS = "0123456789"

@@ -175,8 +175,9 @@ class Worker:
         """Sleep until something may be due: a task finishing, the next due time, or a stop.
         While steps are in flight their ends wake us often, so the next due time is only
         asked of the store when the worker is otherwise idle. A due time that has passed
-        while the claim found nothing is a lease still running on the ledger's clock (this
-        worker's clock is ahead of it): look again shortly, never spin."""
+        while the claim found nothing is a lease still running on the ledger's clock (its
+        shown expiry, reckoned by its holder, came a little sooner): look again shortly,
+        never spin. Times here are the ledger's (the runtime's clock is the ledger's)."""
         delay = min(self.idle_poll, BUSY_POLL)
         if not self._inflight:
             next_due = await self._next_due()

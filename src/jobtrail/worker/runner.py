@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from datetime import timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
-from jobtrail.core.leases import lease_left, may_send
+from jobtrail.core.leases import EFFECT_MARGIN, effect_lease, lease_left, may_send
 from jobtrail.core.lookup import find
 from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary, evolve
 from jobtrail.core.plan import Call, Nothing, Settle, Wait, plan
@@ -19,14 +18,14 @@ from jobtrail.core.redact import REDACTED
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ConcurrentUpdate, LostOwnership, ResultError
 from jobtrail.ledger import Ledger
+from jobtrail.providers.file.spec import ResultSpec
 from jobtrail.providers.guarded import guarded_call
 from jobtrail.providers.protocol import Reply
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.providers.spec import ResultSpec
 from jobtrail.results import UNSTORED, ResultStore
 
 log = logging.getLogger("jobtrail.worker")
-RENEW_MARGIN = 1.0  # seconds kept for recording the outcome after a call's own timeout
+RENEW_MARGIN = EFFECT_MARGIN  # seconds kept for recording the outcome after a call's own timeout
 
 
 class Runner:
@@ -66,7 +65,9 @@ class Runner:
         return await self._call(op, action)
 
     async def _call(self, op: Operation, action: Call) -> Operation:
-        asked, lease = time.monotonic(), None  # a safe read's lease is not checked again
+        # Measured on the machine's boot clock (Ledger.stopwatch), which runs at the ledger
+        # clock's rate and which no step or faker of this process's clock moves.
+        asked, lease = self.ledger.stopwatch(), None  # a safe read's lease is not checked again
         if action.kind.safe:
             op = await self._renew_if_short(op)
         else:
@@ -92,7 +93,7 @@ class Runner:
         if action.kind is AttemptKind.CREATE:
             forged = await self.ledger.submission_problem(op)
         if lease is not None:  # last, just before sending: every answer above counts
-            self._check_lease_outlasts(op, time.monotonic() - asked, lease)
+            self._check_lease_outlasts(op, self.ledger.stopwatch() - asked, lease)
         if forged is not None:
             reply = _not_sent(op, forged)
         elif local:
@@ -133,7 +134,7 @@ class Runner:
         """The lease a call with an effect is made under: the worker's, or longer where the
         provider's call timeout would not leave as much again for the renewal's answer."""
         timeout = self.providers.timeout(op).total_seconds()
-        return max(self.lease_for, timedelta(seconds=2 * timeout + RENEW_MARGIN))
+        return timedelta(seconds=effect_lease(self.lease_for.total_seconds(), timeout))
 
     def _check_lease_outlasts(self, op: Operation, waited: float, lease: timedelta) -> None:
         """LostOwnership, before anything is sent, when the renewal and the intent were

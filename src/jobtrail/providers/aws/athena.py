@@ -52,9 +52,9 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
-from jobtrail.providers.code import Factory
+from jobtrail.providers.code.contract import Factory
+from jobtrail.providers.file.spec import ResultSpec
 from jobtrail.providers.protocol import Fetched, Reply
-from jobtrail.providers.spec import ResultSpec
 
 NAME = "aws-athena"
 STATES = {
@@ -79,7 +79,7 @@ class AthenaProvider(AwsProvider):
     """One work group. `call` never raises for anything AWS or the network does."""
 
     capabilities = CAPABILITIES
-    # The rest of the CodeProvider contract (providers/code.py); a provider file's
+    # The rest of the CodeProvider contract (providers/code/contract.py); a provider file's
     # [deadlines] and [poll] override these.
     deadlines: Mapping[str, str | timedelta] = {"create": "5m", "result": "6h", "cancel": "10m"}
     poll: Mapping[str, Any] = {"initial": "1s", "cap": "30s"}
@@ -122,32 +122,6 @@ class AthenaProvider(AwsProvider):
             case _:
                 what |= {"action": "GetQueryExecution", "QueryExecutionId": op.remote_job_id}
         return what
-
-    def guarantees(self) -> list[tuple[str, str]]:
-        """What `provider check` can say about this provider, in plain words."""
-        return [
-            ("create", f"StartQueryExecution in work group {self.work_group}"),
-            (
-                "idempotency",
-                "token sent as ClientRequestToken (how long AWS keeps it: undocumented)",
-            ),
-            ("reconciliation", "same-token retry only"),
-            (
-                "lookup",
-                "none: Athena cannot be asked which query holds a token, so after a lost "
-                "create answer a refused or unanswered retry stops for a human (needs_human); "
-                "nothing can prove that no query ran",
-            ),
-            (
-                "at-most-once create",
-                "provable while AWS remembers the token: a retry returns the first "
-                "QueryExecutionId; never a new token",
-            ),
-            ("cancel", "StopQueryExecution; cancelled only when Athena says CANCELLED"),
-            ("result", f"GetQueryResults as JSON (columns, rows), at most {self.max_rows} rows"),
-            ("credentials", "the standard AWS chain (environment, ~/.aws, roles); never stored"),
-            ("library retries", "off: every call the ledger did not record is never sent"),
-        ]
 
     # -- calls ---------------------------------------------------------------------------
 

@@ -22,6 +22,9 @@ output: collected, marked partial, the operation `failed`), one that never began
                GetModelInvocationJob says Stopped
     result     the output file `<output s3Uri>/<job id>/<input file>.out` (S3 GetObject),
                JSON Lines of records by `recordId`, a record with an `error` a failed item
+    census     ListModelInvocationJobs(nameContains "jobtrail-", newest first): a job name
+               jobtrail built (`jobtrail-op-…`) names its operation; a name the body set
+               carries no marker
 
 The request body is CreateModelInvocationJob's parameters (`modelId`, `inputDataConfig`,
 `outputDataConfig`, optionally `jobName`, `roleArn`, `tags`, `vpcConfig`); `roleArn` may be
@@ -39,6 +42,7 @@ from datetime import timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.census import Listed
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation, ResultMode
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.states import RemoteStatus
@@ -54,9 +58,10 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
-from jobtrail.providers.code import Factory
+from jobtrail.providers.aws.listings import listed, listed_page, operation_marker
+from jobtrail.providers.code.contract import Factory, Listing
+from jobtrail.providers.file.spec import ItemsRule, ResultSpec
 from jobtrail.providers.protocol import Fetched, Reply
-from jobtrail.providers.spec import ItemsRule, ResultSpec
 
 NAME = "aws-bedrock-batch"
 STATES = {
@@ -108,6 +113,7 @@ class BedrockBatchProvider(AwsProvider):
     deadlines: Mapping[str, str | timedelta] = {"create": "10m", "result": "72h", "cancel": "1h"}
     poll: Mapping[str, Any] = {"initial": "1m", "cap": "10m"}
     secret_env = SECRET_ENV
+    own_fields = ("clientRequestToken",)  # the operation's token, written at every create
     remote_deadline = RemoteDeadline(field="timeoutDurationInHours", unit="h", least=24, most=168)
     result = ResultSpec(
         jsonl=True,
@@ -142,6 +148,19 @@ class BedrockBatchProvider(AwsProvider):
             case _:
                 what |= {"action": "GetModelInvocationJob", "jobIdentifier": op.remote_job_id}
         return what
+
+    census_sees = (
+        "every batch inference job named by jobtrail (ListModelInvocationJobs, nameContains "
+        "jobtrail-, newest first), the operation read from the job name; a job whose name the "
+        "request set is not seen"
+    )
+    list_page = 100  # jobs per ListModelInvocationJobs page (AWS allows up to 1000)
+
+    async def list_jobs(self, cursor: str | None) -> Listing:
+        """One ListModelInvocationJobs page (providers/aws/listings.py reads it)."""
+        params: dict[str, Any] = {"nameContains": "jobtrail-", "maxResults": self.list_page}
+        params |= {"sortBy": "CreationTime", "sortOrder": "Descending"}
+        return await listed_page(self.calls, "ListModelInvocationJobs", params, cursor, _summary)
 
     async def close(self) -> None:
         await self.calls.close()
@@ -284,6 +303,12 @@ def _missing(failure: Failure) -> o.CallOutcome:
     if isinstance(outcome, o.Rejected):
         return o.ResultMissing(reason=outcome.reason, http_status=failure.http_status)
     return outcome
+
+
+def _summary(item: dict[str, Any]) -> Listed | None:
+    """A ListModelInvocationJobs summary: a job name jobtrail built names its operation."""
+    ours = operation_marker(item.get("jobName"))
+    return listed(item, arn_key="jobArn", marker=ours, created_key="submitTime", states=STATES)
 
 
 def factory(settings: Mapping[str, Any]) -> BedrockBatchProvider:

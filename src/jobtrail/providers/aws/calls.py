@@ -18,8 +18,9 @@ validation) are "not sent"; a connection that broke after it opened is "sent".
 botocore's retries are off (`total_max_attempts=1`, set on the client, so AWS_MAX_ATTEMPTS or
 a profile's max_attempts cannot turn them back on): a retry hidden inside the library is a
 second create the ledger never recorded. The worker retries, under the same execution name or
-client request token, with its intent committed first. aiohttp does not retry POSTs on its own
-(AWS's JSON protocol is POST only).
+client request token, with its intent committed first. Nor does the aiohttp session under
+botocore re-send anything (a GET of Bedrock's REST protocol or of S3 included): aiobotocore
+opens it through providers/transport.py, which turns aiohttp's own re-send off.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from jobtrail.core.outcomes import Basis, Body
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.tracing import call_span
+from jobtrail.providers.transport import aws_session_class
 
 # Error codes by which AWS says "not now, nothing was done".
 THROTTLED = frozenset(
@@ -198,7 +200,7 @@ def text_setting(settings: Mapping[str, Any], key: str, default: str | None = No
 
 
 # What the AWS providers import when they call (lazily), and how to get it: the plug-in
-# loader checks it before advertising them (providers/plugins.py).
+# loader checks it before advertising them (providers/code/plugins.py).
 REQUIRES = {"aiobotocore": "pip install 'jobtrail[aws]'"}
 
 
@@ -223,6 +225,7 @@ class AwsCalls:
         config, self._get_session = _library()
         self.config = config(
             retries={"total_max_attempts": 1, "mode": "standard"},
+            http_session_cls=aws_session_class(),  # nor does aiohttp under it resend a GET
             connect_timeout=settings.connect_timeout,
             read_timeout=settings.timeout,
             **options,
@@ -308,11 +311,21 @@ class AwsCalls:
             )
         )
         client.meta.events.register("before-send", _add_traceparent)
+        client.meta.events.register("before-call.s3", _no_region_redirect)
         return client
 
     async def close(self) -> None:
         await self._stack.aclose()
         self._client = None
+
+
+def _no_region_redirect(context: dict[str, Any], **_: Any) -> None:
+    """botocore re-sends an S3 request answered "wrong region" (301, 307, 400) to the region
+    named; marked as already redirected, the answer stays the call's answer (one request)."""
+    redirect = context.get("s3_redirect")
+    if isinstance(redirect, dict):
+        redirect["redirected"] = True
+    context["s3_redirected"] = True
 
 
 def _add_traceparent(request: Any, **_: Any) -> None:

@@ -23,6 +23,8 @@ only return the existing execution or `ExecutionAlreadyExists` (resolved as abov
                DescribeExecution that says ABORTED
     result     DescribeExecution's `output`  -> fetched JSON, validated by jobtrail
     reconcile  DescribeExecution at the ARN built from the name  -> Found
+    census     ListExecutions on the state machine, newest first: each execution's name is
+               our marker when it has the shape of our token (`idem_` + 32 characters)
 
 A failed, timed-out or aborted execution's `error` and `cause` are kept on the status read as
 the provider's error, which `explain` shows.
@@ -38,6 +40,7 @@ from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.canonical import canonical_json
+from jobtrail.core.census import Listed
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation, ResultMode
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
@@ -52,9 +55,10 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
-from jobtrail.providers.code import Factory
+from jobtrail.providers.aws.listings import listed, listed_page, token_marker
+from jobtrail.providers.code.contract import Factory, Listing, Marker
+from jobtrail.providers.file.spec import ResultSpec
 from jobtrail.providers.protocol import Fetched, Reply
-from jobtrail.providers.spec import ResultSpec
 
 NAME = "aws-stepfunctions"
 STATES = {
@@ -116,12 +120,18 @@ class StepFunctionsProvider(AwsProvider):
     """One state machine. `call` never raises for anything AWS or the network does."""
 
     capabilities = CAPABILITIES
-    # The rest of the CodeProvider contract (providers/code.py); a provider file's
+    # The rest of the CodeProvider contract (providers/code/contract.py); a provider file's
     # [deadlines] and [poll] override these.
     deadlines: Mapping[str, str | timedelta] = {"create": "5m", "result": "24h", "cancel": "10m"}
     poll: Mapping[str, Any] = {"initial": "2s", "cap": "1m"}
     secret_env = SECRET_ENV
     result = ResultSpec(content_type="application/json")
+    census_marker = Marker.TOKEN
+    census_sees = (
+        "every execution of the state machine (ListExecutions, newest first), the execution "
+        "name read as our token"
+    )
+    list_page = 100  # executions per ListExecutions page (AWS allows up to 1000)
 
     def __init__(self, *, state_machine_arn: str, aws: AwsSettings, name: str = NAME) -> None:
         if not _STATE_MACHINE.match(state_machine_arn):
@@ -151,26 +161,6 @@ class StepFunctionsProvider(AwsProvider):
             case _:
                 what |= {"action": "DescribeExecution", "executionArn": op.remote_job_id}
         return what
-
-    def guarantees(self) -> list[tuple[str, str]]:
-        """What `provider check` can say about this provider, in plain words."""
-        return [
-            ("create", f"StartExecution on {self.state_machine_arn}"),
-            ("idempotency", "execution name = the operation's token (unique for 90 days)"),
-            (
-                "reconciliation",
-                "same-name retry, and DescribeExecution at the ARN built from the name",
-            ),
-            (
-                "at-most-once create",
-                "provable: a second execution under one name cannot exist; a closed one is "
-                "told apart from another's by comparing its input",
-            ),
-            ("cancel", "StopExecution; cancelled only when DescribeExecution says ABORTED"),
-            ("result", "the execution's output (JSON); error and cause of a failed one"),
-            ("credentials", "the standard AWS chain (environment, ~/.aws, roles); never stored"),
-            ("library retries", "off: every call the ledger did not record is never sent"),
-        ]
 
     # -- calls ---------------------------------------------------------------------------
 
@@ -313,6 +303,11 @@ class StepFunctionsProvider(AwsProvider):
         detail["error"] = reason
         return Reply(outcome=o.Rejected(reason=reason), detail=detail)
 
+    async def list_jobs(self, cursor: str | None) -> Listing:
+        """One ListExecutions page (providers/aws/listings.py reads it)."""
+        params = {"stateMachineArn": self.state_machine_arn, "maxResults": self.list_page}
+        return await listed_page(self.calls, "ListExecutions", params, cursor, _execution)
+
     async def _describe(self, arn: str | None) -> Answer | Failure:
         return await self.calls.invoke("DescribeExecution", {"executionArn": arn or ""})
 
@@ -334,6 +329,12 @@ CHECKED: Factory = factory  # mypy proves the provider follows the CodeProvider 
 def _status(state: Any) -> RemoteStatus:
     known = STATES.get(state) if isinstance(state, str) else None
     return known or RemoteStatus.UNKNOWN
+
+
+def _execution(item: dict[str, Any]) -> Listed | None:
+    """A ListExecutions item: its name is our marker when it has our token's shape."""
+    ours = token_marker(item.get("name"))
+    return listed(item, arn_key="executionArn", marker=ours, created_key="startDate", states=STATES)
 
 
 def _why(body: dict[str, Any]) -> dict[str, Any] | None:

@@ -2,7 +2,8 @@
 ``/bedrock-s3`` (S3, path-style), every request checked for a real SigV4 signature.
 
 Written from the Amazon Bedrock API reference (CreateModelInvocationJob,
-GetModelInvocationJob, StopModelInvocationJob; the ``ModelInvocationJobStatus`` values),
+GetModelInvocationJob, StopModelInvocationJob, ListModelInvocationJobs; the
+``ModelInvocationJobStatus`` values),
 the user guide's "Process multiple prompts with batch inference" (the output files: one
 ``<input file>.out`` JSON Lines file per input file, records with ``recordId`` and
 ``modelOutput`` or ``error``, and ``manifest.json.out`` with the record and token counts,
@@ -16,6 +17,8 @@ with a ``ValidationException`` (the EC2 idempotency rules the reference links to
 ``timeoutDurationInHours``, 24 to 168, passed before it began) or ``PartiallyCompleted``
 (passed while it ran: the records done are in its output). ``GetModelInvocationJob`` counts
 ``totalRecordCount``, ``processedRecordCount``, ``successRecordCount``, ``errorRecordCount``.
+``GET /model-invocation-jobs`` lists ``invocationJobSummaries`` (``nameContains``,
+``sortOrder`` by ``CreationTime``, ``maxResults`` 1-1000, ``nextToken``).
 
 Requests are signed by botocore's SigV4 (service ``bedrock``; ``s3`` for the output) with
 the keys in ``VendorState.aws_keys``; anything else is refused as AWS refuses it.
@@ -57,6 +60,7 @@ class BedrockBatch(VendorMode):
         app.router.add_post(f"{PREFIX}/model-invocation-job", self.create)
         app.router.add_get(f"{PREFIX}/model-invocation-job/{{job_id}}", self.retrieve)
         app.router.add_post(f"{PREFIX}/model-invocation-job/{{job_id}}/stop", self.cancel)
+        app.router.add_get(f"{PREFIX}/model-invocation-jobs", self.list_jobs)
         app.router.add_get(f"{S3_PREFIX}/{{bucket}}/{{key:.+}}", self.object)
 
     # -- the vendor's words --------------------------------------------------------------
@@ -182,6 +186,35 @@ class BedrockBatch(VendorMode):
         if status == "Failed":
             out["message"] = "The input file is not valid JSON Lines."
         return out
+
+    async def list_jobs(self, request: web.Request) -> web.Response:
+        """ListModelInvocationJobs: summaries, newest first unless `sortOrder=Ascending`,
+        filtered by `nameContains`, paged by `maxResults` and an opaque `nextToken`."""
+        refusal = await self.refused(request)
+        if refusal is not None:
+            self.state.record(MODE, "list", request, refusal.status)
+            return refusal
+        query = request.query
+        try:
+            size = int(query.get("maxResults", "1000"))
+            start = int(query.get("nextToken", "0"))
+        except ValueError:
+            return self.error(400, "maxResults and nextToken must be what the API gave")
+        if not 1 <= size <= 1000:
+            return self.error(400, "maxResults must be between 1 and 1000")
+        part = query.get("nameContains", "")
+        jobs = self.listed(request, lambda j: part in str(j.body.get("jobName", "")))
+        if query.get("sortOrder") == "Ascending":
+            jobs.reverse()
+        page = jobs[start : start + size]  # as last read: a listing moves no job forward
+        summaries = [
+            {k: v for k, v in self.render(job, request).items() if not k.endswith("RecordCount")}
+            for job in page
+        ]
+        answer: dict[str, Any] = {"invocationJobSummaries": summaries}
+        if start + size < len(jobs):
+            answer["nextToken"] = str(start + size)
+        return json_response(200, answer)
 
     # -- the output in S3 -----------------------------------------------------------------
 

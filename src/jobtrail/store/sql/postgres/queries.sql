@@ -268,3 +268,7 @@ INSERT INTO audit_keying (keyed, key_check) VALUES (%s, %s) ON CONFLICT DO NOTHI
 
 -- name: audit_head_entry
 SELECT prev_hash, entry, hash FROM audit_log WHERE seq = (SELECT seq FROM audit_head);
+
+-- The server's clock, which every judgment of time is made on (store/ledger_clock.py).
+-- name: ledger_clock
+SELECT extract(epoch FROM clock_timestamp())::double precision AS now;

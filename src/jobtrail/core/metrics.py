@@ -1,0 +1,110 @@
+"""What an operator scrapes (`GET /metrics`, the Prometheus text format 0.0.4), from the
+ledger's counts alone: so every process serving one ledger says the same numbers, and they
+agree with `jobtrail list`. The counts are read by the ledger (`Ledger.metric_counts`);
+this module only classifies and renders them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from jobtrail.core.nextstep import PERSON_STATES
+from jobtrail.core.states import State
+
+# An attempt's stored outcome word, as one of four classes of a call's answer.
+_ACCEPTED = frozenset(
+    {"accepted", "sync_result", "observed", "found", "cancel_acknowledged", "result_checked"}
+)
+_REFUSED = frozenset({"rejected", "result_missing"})
+
+
+def call_class(outcome: str | None) -> str:
+    """accepted, refused, throttled or unknown (no outcome recorded, or an ambiguous one)."""
+    if outcome in _ACCEPTED:
+        return "accepted"
+    if outcome in _REFUSED:
+        return "refused"
+    if outcome == "throttled":
+        return "throttled"
+    return "unknown"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LedgerCounts:
+    """The ledger's counts at one moment (`now`, on the ledger's clock)."""
+
+    now: datetime
+    operations: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (state, provider)
+    # (kind, provider, stored outcome or None); folded status reads counted in `reads`
+    attempts: Mapping[tuple[str, str, str | None], int] = field(default_factory=dict)
+    folded_reads: Mapping[str, int] = field(default_factory=dict)  # provider -> reads folded
+    next_due: datetime | None = None
+    notice_backlog: int = 0
+    census: Mapping[str, int] = field(default_factory=dict)  # finding -> count (the census')
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _family(name: str, kind: str, text: str, samples: Iterable[tuple[str, float]]) -> list[str]:
+    lines = [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
+    lines += [f"{name}{labels} {value:g}" for labels, value in samples]
+    return lines
+
+
+def _labels(**values: str) -> str:
+    return "{" + ",".join(f'{k}="{_label(v)}"' for k, v in values.items()) + "}"
+
+
+def render(c: LedgerCounts) -> str:
+    """The Prometheus text exposition of `c`."""
+    ops = sorted(c.operations.items())
+    person = sum(n for (state, _), n in ops if State(state) in PERSON_STATES)
+    calls: dict[tuple[str, str, str], int] = {}
+    for (kind, provider, outcome), n in c.attempts.items():
+        key = (kind, provider, call_class(outcome))
+        calls[key] = calls.get(key, 0) + n
+    for provider, n in c.folded_reads.items():
+        key = ("status", provider, "accepted")
+        calls[key] = calls.get(key, 0) + n
+    late = 0.0 if c.next_due is None else max(0.0, (c.now - c.next_due).total_seconds())
+    unsettled = [(k, n) for k, n in ops if k[0] in ("create_unknown", "reconciliation")]
+    lines = [
+        *_family(
+            "jobtrail_operations", "gauge", "Operations by local state and provider.",
+            ((_labels(state=s, provider=p), n) for (s, p), n in ops),
+        ),
+        *_family(
+            "jobtrail_operations_needing_person", "gauge",
+            "Operations waiting for a person (needs_human, cancellation_unconfirmed, "
+            "result_validation_failed, result_timed_out).", [("", person)],
+        ),
+        *_family(
+            "jobtrail_oldest_due_lateness_seconds", "gauge",
+            "How long the earliest due operation has been due (0: none is late).",
+            [("", late)],
+        ),
+        *_family(
+            "jobtrail_calls_total", "counter",
+            "Calls made to providers, by kind, provider and outcome class (accepted, refused, "
+            "throttled, unknown); folded status reads included.",
+            ((_labels(kind=k, provider=p, outcome=o), n) for (k, p, o), n in sorted(calls.items())),
+        ),
+        *_family(
+            "jobtrail_create_unsettled", "gauge",
+            "Operations whose create outcome is being settled (create_unknown, reconciliation).",
+            ((_labels(state=s, provider=p), n) for (s, p), n in unsettled),
+        ),
+        *_family(
+            "jobtrail_notice_backlog", "gauge", "Notices to people waiting for delivery.",
+            [("", c.notice_backlog)],
+        ),
+        *_family(
+            "jobtrail_census_findings", "gauge", "The last census' findings, by kind.",
+            ((_labels(finding=f), n) for f, n in sorted(c.census.items())),
+        ),
+    ]  # fmt: skip
+    return "\n".join(lines) + "\n"
