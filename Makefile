@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test fast slow lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +21,26 @@ demo: $(STAMP)
 test: lint typecheck
 	$(BIN)/pytest
 
+# The suite in two halves that together are `pytest` (CI runs them as separate steps):
+# `fast` is everything not marked `slow`, for the loop while working, on FAST_WORKERS
+# processes (pytest-xdist); `slow` the tests that wait on real time or real processes (crash
+# runs, partitions, clock skew, Airflow, ...), one at a time: SLOW_WORKERS=2 overlaps their
+# waits (7 minutes instead of 16 under load) but once ended test_crash_many's contract
+# violation `succeeded` instead of `needs_human`, so CI keeps them serial until that is
+# understood.
+FAST_WORKERS ?= 2
+SLOW_WORKERS ?= 0
+
+fast: $(STAMP)
+	$(BIN)/pytest -m "not slow" -n $(FAST_WORKERS) --dist loadscope
+
+slow: $(STAMP)
+	$(BIN)/pytest -m slow -n $(SLOW_WORKERS) --dist loadscope
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/python .ci/changelog.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict

@@ -133,6 +133,7 @@ async def run(specs: list[tuple[Row, ProviderSpec]], tmp_path: Path) -> dict[str
     """Submit every scenario, run the worker until nothing is left to do (on a virtual
     clock: backoff takes no wall time, the HTTP calls are real), and read how each ended."""
     clock = VirtualClock()
+    tmp_path.mkdir(parents=True, exist_ok=True)  # a new ledger's folder must exist
     db, data = str(tmp_path / "ledger.db"), tmp_path / "data"
     ended = {}
     async with runtime(db, data, clock=clock, idle_poll=24 * 3600) as rt:

@@ -18,10 +18,22 @@ from stores import open_test_store, require_postgres
 # -- stores (helpers in tests/stores.py) ---------------------------------------------------
 # A test that takes `store` (or `store_kind`) runs once per store kind: on a SQLite file,
 # and on PostgreSQL (marked `postgres`; skipped, or failed under JOBTRAIL_REQUIRE_PG=1,
-# when the server in JOBTRAIL_TEST_PG cannot be reached).
+# when the server in JOBTRAIL_TEST_PG cannot be reached). A test marked `sqlite_only` (one
+# whose behaviour does not depend on the store: a provider's answers, a schedule) runs on
+# SQLite alone; the store contract and whatever leans on a store's own behaviour (locking,
+# SKIP LOCKED, the server's clock, fencing, stored bytes) keep both.
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "store_kind" not in metafunc.fixturenames:
+        return
+    kinds = [pytest.param("sqlite", id="sqlite")]
+    if metafunc.definition.get_closest_marker("sqlite_only") is None:
+        kinds.append(pytest.param("postgres", marks=pytest.mark.postgres, id="postgres"))
+    metafunc.parametrize("store_kind", kinds, indirect=True)
+
+
+@pytest.fixture
 def store_kind(request: pytest.FixtureRequest) -> str:
     kind: str = request.param
     if kind == "postgres":

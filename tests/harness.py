@@ -22,7 +22,7 @@ from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.services.runtime import Runtime, runtime
 from jobtrail.simulator import Simulator
 
-from stores import fresh_ledger
+from stores import migrated_ledger
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "tok_live_5f2c9a8e7d6b4a31-DO-NOT-LEAK"
@@ -136,7 +136,7 @@ async def harness(
     data = tmp_path / "data"
     try:
         async with (
-            fresh_ledger(kind, tmp_path) as db,
+            migrated_ledger(kind, tmp_path) as db,
             runtime(
                 db.url,
                 data,

@@ -14,6 +14,7 @@ from cliutil import Workspace
 KEY = "s3cret-audit-key-0123456789abcdef"
 
 
+@pytest.mark.slow  # every command against a keyed ledger
 @pytest.mark.parametrize("wrong", ["", "another-key-fedcba9876543210"], ids=["none", "other"])
 def test_a_keyed_ledger_refuses_commands_without_its_key(ws: Workspace, wrong: str) -> None:
     """submit, cancel and the worker without the key (or with another) exit non-zero with

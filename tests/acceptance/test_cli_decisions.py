@@ -6,6 +6,8 @@ from __future__ import annotations
 import signal
 import subprocess
 
+import pytest
+
 from jobtrail.simulator import SimulatorThread
 
 from cliutil import JOBTRAIL, Workspace
@@ -102,6 +104,7 @@ def test_extend_resumes_a_timed_out_operation(ws: Workspace) -> None:
     assert any(h["actor"] == "carol" and h["to"] == "observing" for h in ws.json("history", op))
 
 
+@pytest.mark.slow  # a worker process stopped by SIGTERM, in real time
 def test_sigterm_stops_the_worker_gracefully(ws: Workspace, simulator: SimulatorThread) -> None:
     """SIGTERM during a slow create: the worker exits cleanly, the call is recorded as sent,
     and the next worker finishes the operation with exactly one remote job."""

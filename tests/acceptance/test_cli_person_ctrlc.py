@@ -10,8 +10,13 @@ import sqlite3
 import subprocess
 import threading
 
+import pytest
+
 from cliutil import JOBTRAIL, Workspace
 from waits import until_true
+
+# `make slow` (its own CI step): signals to worker and run processes, waited for in real time.
+pytestmark = pytest.mark.slow
 
 SLOW_CREATE = '{"account": "slow", "_sim": {"delay_create": 8}}'
 

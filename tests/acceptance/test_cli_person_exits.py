@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from cliutil import JOBTRAIL, Workspace
 
 VIOLATION = '{"account": "v", "_sim": {"drop_create_answer": true, "different_id_on_retry": true}}'
@@ -23,6 +25,7 @@ def _submit(ws: Workspace, body: str, *options: str) -> str:
     return str(ws.json("submit", "simulator", "--body", body, *options)["operation_id"])
 
 
+@pytest.mark.slow  # `run` to every end state, a process each
 def test_each_end_of_run_has_its_own_exit_code(ws: Workspace) -> None:
     """succeeded 0, failed 3, cancelled 4, needs_human 5, result_timed_out 6, and the
     shell's `&&` runs the next step only after a success."""

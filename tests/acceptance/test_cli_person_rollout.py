@@ -13,6 +13,7 @@ import re
 import signal
 import sqlite3
 
+import pytest
 from test_cli_person_ctrlc import SLOW_CREATE, Started, _until_create_in_flight
 
 from cliutil import Workspace
@@ -56,6 +57,7 @@ def test_cancellation_unconfirmed_says_a_person_must_act(ws: Workspace) -> None:
     assert _decided(ws, op) == [("bob", "extend_cancel")]
 
 
+@pytest.mark.slow  # the demo and list at several widths
 def test_list_and_demo_fit_the_terminal(ws: Workspace) -> None:
     """At 80 and 120 columns no line is wider than the terminal and every id is whole on a
     line; `list` says "2 of 3" when it pages, and --json carries the total."""
@@ -121,6 +123,7 @@ def test_resolve_takes_a_key_answers_in_the_typed_words_and_keeps_the_job_id(
     assert "retry_as_new" not in again.stderr
 
 
+@pytest.mark.slow  # three operations driven through the CLI
 def test_a_result_that_failed_validation_can_be_accepted_collected_or_failed(
     ws: Workspace,
 ) -> None:
@@ -180,6 +183,7 @@ def test_the_next_run_after_an_abandon_says_what_it_waits_for(ws: Workspace) -> 
     assert second.finish() == 130
 
 
+@pytest.mark.slow  # `--help` of every command, a process each
 def test_help_points_only_to_pages_that_exist(ws: Workspace) -> None:
     """Every `jobtrail docs PAGE` or docs/PAGE.md named in any command's --help is a page
     `jobtrail docs` prints, for someone who installed jobtrail with pip."""

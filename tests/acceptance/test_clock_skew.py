@@ -29,7 +29,10 @@ from jobtrail.store import open_store
 
 from cliutil import JOBTRAIL
 from harness import ROOT, SECRET
-from stores import fresh_ledger
+from stores import migrated_ledger
+
+# `make slow` (its own CI step): two worker processes under faketime, in real time.
+pytestmark = pytest.mark.slow
 
 OPERATIONS = 10  # of each provider kind
 SKEWS = ["+60s", "-60s", "steps-back"]
@@ -168,7 +171,7 @@ async def test_skewed_workers_never_share_a_lease_or_make_a_second_job(
     order: list[tuple[str, dict[str, str] | None]] = [("honest", None), ("skewed", fake)]
     if skew != "+60s":
         order.reverse()
-    async with fresh_ledger(kind, tmp_path) as db:
+    async with migrated_ledger(kind, tmp_path) as db:
         await _submit(db.url, simulator.base_url, count=0)  # the ledger exists for both
         workers = [_worker(db.url, tmp_path, *order[0])]
         try:

@@ -64,7 +64,8 @@ def test_the_stock_worker_drives_an_installed_code_provider_to_succeeded(
 ) -> None:
     """`submit reports` (no provider file needed beyond its settings) records kind, name and
     version; `jobtrail worker` finds the entry point and collects a validated result. A
-    broken package installed beside it is named in one warning line and stops nothing."""
+    broken package installed beside it stops nothing, and is not mentioned while no
+    operation needs it (tests/integration/test_code_plugins.py: named once one does)."""
     ws, path = workspace, str(site)
     install(
         site, "broken-provider", {"broken_mod": "import no_sdk_xyz\n"}, {"aws": "broken_mod:make"}
@@ -78,12 +79,7 @@ def test_the_stock_worker_drives_an_installed_code_provider_to_succeeded(
     # The banner lists every code provider this worker has (jobtrail's own AWS ones too).
     (banner,) = [line for line in done.stderr.splitlines() if "code providers:" in line]
     assert "reports" in banner.split("code providers: ", 1)[1].rstrip(")").split(", ")
-    warnings = [line for line in done.stderr.splitlines() if "broken_mod" in line]
-    assert warnings == [
-        "code provider entry point aws = broken_mod:make cannot be loaded: "
-        "ModuleNotFoundError: No module named 'no_sdk_xyz'; operations of 'aws' are left to "
-        "workers that have it"
-    ]
+    assert "broken_mod" not in done.stderr
     status = ws.json("status", op)
     assert status["state"] == "succeeded", ws.run("explain", op).stdout
     assert status["result"]["valid"] and status["result"]["items"]["total"] == 3

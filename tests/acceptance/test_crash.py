@@ -14,6 +14,9 @@ from jobtrail.simulator import SimulatorThread
 
 from cliutil import Workspace
 
+# `make slow` (its own CI step): SIGKILLed worker processes, waited for in real time.
+pytestmark = pytest.mark.slow
+
 CRASHPOINT = str(Path(__file__).resolve().parents[1] / "crashpoint.py")
 
 

@@ -31,7 +31,10 @@ from jobtrail.store.base import Lease
 
 from cliutil import JOBTRAIL, raw_bytes
 from harness import ROOT, SECRET
-from stores import fresh_ledger, require_postgres
+from stores import migrated_ledger, require_postgres
+
+# `make slow` (its own CI step): worker processes killed and restarted until every operation stops.
+pytestmark = pytest.mark.slow
 
 VIOLATION = {"drop_create_answer": True, "different_id_on_retry": True}
 MIX: list[tuple[dict[str, Any], bool]] = [  # (faults, cancel it)
@@ -278,7 +281,7 @@ def test_four_workers_on_postgres_survive_random_kills(
     require_postgres()
 
     async def run() -> None:
-        async with fresh_ledger("postgres", tmp_path) as ledger_db:
+        async with migrated_ledger("postgres", tmp_path) as ledger_db:
             await asyncio.to_thread(
                 chaos, "postgres", ledger_db.url, tmp_path, simulator, 4, 200, 7
             )

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from jobtrail.simulator.faults import HOSTILE_HEADER_TEXT, HOSTILE_TEXT
 
 from cliutil import Workspace
@@ -40,6 +42,7 @@ def _clean(output: str, what: str) -> None:
     assert found is None, f"{what}: raw {found.group()!r} in {output[:2000]!r}"
 
 
+@pytest.mark.slow  # every human output of many CLI runs
 def test_provider_escapes_are_neutralized_in_every_human_output(ws: Workspace) -> None:
     """`run`, `list`, `status`, `history`, `explain`, `result` and `escalation` print no raw
     control, C1 or bidi character from a provider; they show visible escapes instead. The

@@ -60,6 +60,19 @@ def test_reading_commands_never_create_a_ledger(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "args", [["worker", "--until-idle"], ["submit", "simulator", "--body", "{}"]]
+)
+def test_a_db_in_a_folder_that_does_not_exist_is_refused(ws: Workspace, args: list[str]) -> None:
+    """A writing command given --db in a missing folder (a typo) fails naming the folder,
+    and makes neither the folder nor a new, empty ledger."""
+    typo = ws.root / "ledgres" / "prod.db"
+    done = ws.run("--db", str(typo), *args, check=False)
+    assert done.returncode != 0
+    assert f"no folder {typo.parent} for the ledger {typo}" in done.stderr, done.stderr
+    assert not typo.parent.exists()
+
+
+@pytest.mark.parametrize(
     "args",
     [["list"], ["audit", "verify"], ["worker", "--until-idle"], ["submit", "simulator"]],
 )

@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from test_mcp import agent, providers, submit
 
 from jobtrail.store import open_store
+
+# `make slow` (its own CI step): MCP server processes per agent.
+pytestmark = pytest.mark.slow
 
 __all__ = ["providers"]  # the module fixture, shared with test_mcp
 

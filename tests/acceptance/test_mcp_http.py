@@ -29,8 +29,11 @@ from jobtrail.simulator import SimulatorThread
 
 from cliutil import until_healthy
 from mcptasks import JOBTRAIL, SECRET, provider_folder, submit, tasks_api
-from stores import fresh_ledger
+from stores import migrated_ledger
 from waits import until_true
+
+# `make slow` (its own CI step): serve processes, one SIGKILLed, tasks waited for in real time.
+pytestmark = pytest.mark.slow
 
 API = tasks_api()
 ACCEPT = "application/json, text/event-stream"
@@ -203,7 +206,7 @@ async def test_any_serve_process_goes_on_with_a_task_after_a_sigkill(
     recorded the answer of is sent again only with the same idempotency token, which the
     provider answers with the same job."""
     slow = {"account": "k1", "_sim": {"duration_seconds": 3}}
-    async with fresh_ledger("postgres", tmp_path) as db:
+    async with migrated_ledger("postgres", tmp_path) as db:
         with serving(tmp_path, db.url, "serve-b") as (second, _):
             with serving(tmp_path, db.url, "serve-a") as (first, proc):
                 async with agent(first, ALPHA) as alpha:

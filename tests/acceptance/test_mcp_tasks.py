@@ -29,6 +29,9 @@ from jobtrail.simulator import SimulatorThread
 
 from mcptasks import JOBTRAIL, SECRET, provider_folder, stdio_server, submit, tasks_api
 
+# `make slow` (its own CI step): MCP server processes, one SIGKILLed, tasks waited for in real time.
+pytestmark = pytest.mark.slow
+
 API = tasks_api()
 
 

@@ -30,7 +30,7 @@ from netns import Forwarder, Host, Lab, lab_fixture  # noqa: F401 (the fixture p
 
 from cliutil import JOBTRAIL
 from harness import ROOT, SECRET
-from stores import fresh_ledger
+from stores import migrated_ledger
 from waits import until_true_async
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -86,7 +86,7 @@ async def test_a_client_cut_mid_submit_holds_its_key_no_longer_than_dead_after(
     net = partition_lab
     provider = _provider(tmp_path)
     with Forwarder(net.db_ip, ("127.0.0.1", 5432)) as forward:
-        async with fresh_ledger("postgres", tmp_path) as db:
+        async with migrated_ledger("postgres", tmp_path) as db:
             store = await open_store(db.url)  # migrated once, before the clients come
             await store.close()
             procs = []

@@ -41,7 +41,7 @@ from netns import Forwarder, Host, Lab, lab_fixture  # noqa: F401 (the fixture p
 
 from cliutil import JOBTRAIL
 from harness import ROOT, SECRET
-from stores import fresh_ledger
+from stores import migrated_ledger
 from waits import until_true_async
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -236,7 +236,7 @@ async def test_partitions_make_no_second_job_no_second_owner_and_lose_no_write(
         SimulatorThread(token=SECRET, host=net.api_ip) as sim,
         Forwarder(net.db_ip, ("127.0.0.1", 5432)) as forward,
     ):
-        async with fresh_ledger("postgres", tmp_path) as db:
+        async with migrated_ledger("postgres", tmp_path) as db:
             rig = Rig(net, tmp_path, net.via(db.url, forward.port), db.url)
             async with asyncio.timeout(20):  # the ledger's migration lock is database-wide
                 rig.store = await open_store(db.url)  # migrated once, before anyone starts

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from jobtrail.profiles import profile_names
 
 from cliutil import JOBTRAIL
@@ -57,6 +59,7 @@ def checks(cwd: Path, names: list[str]) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.slow  # a CLI run per shipped profile
 def test_every_shipped_profile_states_its_tier_and_its_remote_deadline(tmp_path: Path) -> None:
     """Each profile's check names its tier in one sentence with its limits, and says
     whether remote work stops by itself; the profiles that can push their deadline do."""

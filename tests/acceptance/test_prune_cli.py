@@ -17,6 +17,7 @@ def _finished_and_waiting(ws: Workspace) -> tuple[str, str]:
     return done, waiting
 
 
+@pytest.mark.slow  # operations driven to their end, then pruned, through the CLI
 def test_prune_archives_finished_operations_and_the_chain_still_verifies(ws: Workspace) -> None:
     """prune moves the finished operation into the archive (the waiting one stays), audit
     verify and --replay pass after the cut, and archive show/verify read it back."""

@@ -13,7 +13,7 @@ from subprocess import PIPE
 import pytest
 
 from cliutil import JOBTRAIL, Workspace
-from stores import fresh_ledger
+from stores import migrated_ledger
 from waits import until_true
 
 PASSWORD = "SECRETPW"
@@ -30,7 +30,7 @@ def with_password(url: str) -> str:
 
 @pytest.fixture
 async def db_url(tmp_path: Path) -> Iterator[str]:
-    async with fresh_ledger("postgres", tmp_path) as db:
+    async with migrated_ledger("postgres", tmp_path) as db:
         yield with_password(db.url)
 
 

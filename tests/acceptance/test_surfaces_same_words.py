@@ -240,6 +240,7 @@ async def _tools(ws: Workspace, ids: dict[State | str, str]) -> dict[State | str
     return seen
 
 
+@pytest.mark.slow  # every state through three surfaces, processes each
 async def test_every_state_reads_the_same_on_the_cli_the_dashboard_and_the_mcp_tools(
     ws: Workspace, dashboard: TestClient[Any, Any]
 ) -> None:

@@ -11,10 +11,14 @@ import signal
 import sqlite3
 import subprocess
 
+import pytest
 from test_cli_person_ctrlc import Started
 
 from cliutil import JOBTRAIL, Workspace
 from waits import until_true
+
+# `make slow` (its own CI step): a supervisor and its worker processes, signals and restarts.
+pytestmark = pytest.mark.slow
 
 STARTED = re.compile(r"worker process (\d+) started \(pid (\d+)\)")
 

@@ -1,6 +1,6 @@
 """The shipped `airflow` profile against a real Apache Airflow 3 server (tests/airflow_rig.py):
 a DAG run triggered, observed, cancelled and collected through jobtrail's real worker, on
-both ledger stores, in wall-clock time. Marked slow; CI requires them
+a SQLite ledger, in wall-clock time. Marked slow; CI requires them
 (JOBTRAIL_REQUIRE_AIRFLOW=1)."""
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from jobtrail.core.states import State
 from jobtrail.providers.file.config import ProviderSpec, find_provider_named, parse_provider
 from jobtrail.services.runtime import Runtime, runtime
 
-from stores import LedgerDb, fresh_ledger
+from stores import LedgerDb, migrated_ledger
 
-pytestmark = pytest.mark.slow
+# A real Airflow in wall-clock time (slow); what it proves is the profile, not the store.
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite_only]
 TOKEN_SCRIPT = DAGS / "mint_token.py"
 
 
@@ -96,7 +97,7 @@ async def rig_for(
     server: Airflow, store_kind: str, tmp_path: Path, spec: ProviderSpec
 ) -> AsyncIterator[Rig]:
     async with (
-        fresh_ledger(store_kind, tmp_path) as db,
+        migrated_ledger(store_kind, tmp_path) as db,
         runtime(db.url, tmp_path / "data", worker_id="worker-1", idle_poll=0.2) as rt,
     ):
         yield Rig(server=server, rt=rt, spec=spec, db=db)

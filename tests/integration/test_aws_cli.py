@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 from aws_rig import ENV, ROLE, aws_env, moto_endpoint
 
 import jobtrail
@@ -34,6 +35,7 @@ ECHO = {
 }
 
 
+@pytest.mark.slow  # CLI processes driving a moto server, in real time
 def test_the_stock_cli_runs_a_step_functions_execution_to_its_result(
     tmp_path: Path, aws_env: str
 ) -> None:

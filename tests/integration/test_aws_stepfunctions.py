@@ -219,6 +219,7 @@ async def test_a_lost_answer_while_running_gets_the_same_execution_back(
         await proxy.close()
 
 
+@pytest.mark.slow  # a worker process SIGKILLed and started again
 def test_a_worker_killed_right_after_start_execution_starts_no_second_one(
     tmp_path: Path, aws_env: str, sfn: Any, machines: dict[str, str]
 ) -> None:

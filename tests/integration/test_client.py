@@ -20,7 +20,7 @@ from jobtrail.services.runtime import runtime
 from jobtrail.simulator import Simulator
 from jobtrail.simulator.thread import SimulatorThread
 
-from stores import fresh_ledger
+from stores import migrated_ledger
 from waits import until_true_async
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +62,7 @@ async def test_submit_wait_result_find_list_explain(
 ) -> None:
     """One operation runs to a validated result through the Client on either store, and a
     second submit under its key returns it without a second remote job."""
-    async with fresh_ledger(store_kind, tmp_path) as db, client(tmp_path, db.url) as jt:
+    async with migrated_ledger(store_kind, tmp_path) as db, client(tmp_path, db.url) as jt:
         op = await jt.submit(spec, {"account": "acct_1", "items": 4}, key="feb", reason="test")
         assert op.state is State.CREATE_PENDING and op.actor.startswith("python:")
         done = await jt.wait(op.operation_id, timeout=30)

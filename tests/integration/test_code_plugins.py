@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from jobtrail import Client
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.code.plugins import installed_names, load_plugins
 from jobtrail.providers.resolve import resolve_provider
+from jobtrail.services.runtime import runtime
+from jobtrail.testing import ScriptedProvider
+from jobtrail.testing import outcomes as o
 
 from plugins import forget, install, on_path
 
@@ -124,3 +129,26 @@ def test_a_bad_poll_table_is_refused_by_the_provider_file_rules(site: Path) -> N
     sys.modules["echo_provider"].Echo.poll = {"min": "0s"}  # type: ignore[attr-defined]
     with pytest.raises(ProviderConfigError, match=r"poll\.min"):
         plugin.build({})
+
+
+async def test_an_unusable_provider_is_named_at_start_only_when_an_operation_needs_it(
+    site: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A driver starting beside an installed provider it cannot use (the AWS providers
+    without the `aws` extra) says nothing of it while no open operation needs it, and names
+    it, with its reason and how many operations wait, once one does."""
+    install(site, "broken-provider", {}, {"broken": "broken_provider:make"})
+    db, data = str(tmp_path / "l.db"), tmp_path / "data"
+    with caplog.at_level(logging.WARNING, logger="jobtrail.providers"):
+        async with runtime(db, data):
+            pass
+    assert "broken" not in caplog.text
+    fake = ScriptedProvider(lambda call: o.Throttled(), name="broken")
+    async with Client(db, data_dir=data, providers=[fake], worker=False) as jt:
+        await jt.submit("broken", {"n": 1}, key="needs-it")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="jobtrail.providers"):
+        async with runtime(db, data):
+            pass
+    assert "ImportError: no SDK here" in caplog.text
+    assert "1 open operation(s) of 'broken' are left to workers that have it" in caplog.text

@@ -27,7 +27,7 @@ from jobtrail.testing import (
     outcomes,
 )
 
-from stores import fresh_ledger
+from stores import migrated_ledger
 
 
 @dataclass
@@ -74,7 +74,7 @@ def _done() -> Reply:
 async def _drive(provider: Raw, store_kind: str, tmp_path: Path) -> tuple[Any, Any, Any, Any]:
     """Submit one operation, then let one worker run until idle: (the submitted operation,
     the operation as it ended, its attempts, the worker's stats)."""
-    async with fresh_ledger(store_kind, tmp_path) as db:
+    async with migrated_ledger(store_kind, tmp_path) as db:
         async with jobtrail.Client(
             db.url, data_dir=tmp_path, providers=[provider], worker=False
         ) as jt:

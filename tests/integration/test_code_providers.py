@@ -22,7 +22,7 @@ from jobtrail.testing import (
     outcomes,
 )
 
-from stores import fresh_ledger
+from stores import migrated_ledger
 
 SECRET = "sk_code_provider_9f8e7d6c5b4a-NEVER-STORED"
 
@@ -48,7 +48,7 @@ async def test_submitted_by_name_and_driven_to_its_end(store_kind: str, tmp_path
     version, and the client's worker drives it with that provider to succeeded."""
     provider = ScriptedProvider(succeeding, name="scripted", version="3.1")
     async with (
-        fresh_ledger(store_kind, tmp_path) as db,
+        migrated_ledger(store_kind, tmp_path) as db,
         jobtrail.Client(db.url, data_dir=tmp_path, providers=[provider]) as jt,
     ):
         op = await jt.submit("scripted", {"n": 1}, key="by-name")
@@ -70,7 +70,7 @@ async def test_a_worker_without_the_provider_never_claims_it(
     """A worker lacking the code provider runs until idle without claiming its operation
     (no lease, no attempt); one that has it then drives it."""
     provider = ScriptedProvider(succeeding)
-    async with fresh_ledger(store_kind, tmp_path) as db:
+    async with migrated_ledger(store_kind, tmp_path) as db:
         async with jobtrail.Client(
             db.url, data_dir=tmp_path, providers=[provider], worker=False
         ) as jt:
@@ -102,7 +102,7 @@ async def test_an_exception_in_call_is_an_unknown_outcome_on_the_attempt(
         return succeeding(call)
 
     provider = ScriptedProvider(raising_once, secret_env=("SCRIPTED_TOKEN",))
-    async with fresh_ledger(store_kind, tmp_path) as db:
+    async with migrated_ledger(store_kind, tmp_path) as db:
         async with jobtrail.Client(db.url, data_dir=tmp_path, providers=[provider]) as jt:
             op = await jt.submit("scripted", {"n": 3})
             done = await jt.wait(op.operation_id, timeout=30)
@@ -139,7 +139,7 @@ async def test_a_secret_echoed_in_reply_detail_is_never_stored(
         return Reply(outcome=outcome, detail=detail)
 
     provider = ScriptedProvider(echoing, secret_env=("SCRIPTED_TOKEN",))
-    async with fresh_ledger(store_kind, tmp_path) as db:
+    async with migrated_ledger(store_kind, tmp_path) as db:
         async with jobtrail.Client(db.url, data_dir=tmp_path, providers=[provider]) as jt:
             op = await jt.submit("scripted", {"n": 4})
             done = await jt.wait(op.operation_id, timeout=30)
@@ -185,7 +185,7 @@ async def test_retry_as_new_keeps_the_code_provider(store_kind: str, tmp_path: P
 
     provider = ScriptedProvider(lost_then_fine, capabilities=jobtrail_caps())
     async with (
-        fresh_ledger(store_kind, tmp_path) as db,
+        migrated_ledger(store_kind, tmp_path) as db,
         jobtrail.Client(db.url, data_dir=tmp_path, providers=[provider]) as jt,
     ):
         op = await jt.submit("scripted", {"n": 5}, key="lost")

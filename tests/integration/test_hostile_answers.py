@@ -1,5 +1,5 @@
-"""Hostile provider answers against the simulator over loopback HTTP, a real ledger (SQLite,
-PostgreSQL) and the real worker: job ids that are not one URL segment, status URLs that are
+"""Hostile provider answers against the simulator over loopback HTTP, a real SQLite
+ledger and the real worker: job ids that are not one URL segment, status URLs that are
 relative, off-origin or carry user info, and cookies that must not travel between
 operations."""
 
@@ -15,6 +15,9 @@ from jobtrail.core.model import AttemptKind
 from jobtrail.core.states import State
 
 from harness import Harness, harness
+
+# What a provider says and how it is scheduled: the same on every store (SQLite only).
+pytestmark = pytest.mark.sqlite_only
 
 S = State
 

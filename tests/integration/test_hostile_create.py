@@ -1,4 +1,4 @@
-"""Hostile creates against the simulator over loopback, on SQLite and PostgreSQL: a lost
+"""Hostile creates against the simulator over loopback, on a SQLite ledger: a lost
 create answer followed by refused, failing or garbled retries never ends as "nothing was
 created" without the provider's declared lookup saying so, and never makes a second job."""
 
@@ -18,6 +18,9 @@ from jobtrail.providers.protocol import Reply
 
 from cliutil import raw_bytes
 from harness import SECRET, Harness, harness
+
+# What a provider says and how it is scheduled: the same on every store (SQLite only).
+pytestmark = pytest.mark.sqlite_only
 
 S = State
 

@@ -1,5 +1,5 @@
 """Schedules a provider cannot break, end to end: the simulator over loopback sends hostile
-Retry-After hints and refuses status reads; a real ledger (SQLite, PostgreSQL) and the real
+Retry-After hints and refuses status reads; a real SQLite ledger and the real
 worker on a virtual clock must wake at the deadline, keep the [poll] floor, back off, and
 stop for a human instead of spinning."""
 
@@ -19,6 +19,9 @@ from jobtrail.core.states import Evidence, State
 from jobtrail.presentation.explain import escalation_bundle, explain_text
 
 from harness import Harness, harness
+
+# What a provider says and how it is scheduled: the same on every store (SQLite only).
+pytestmark = pytest.mark.sqlite_only
 
 S = State
 

@@ -33,7 +33,7 @@ from jobtrail.simulator import Simulator
 
 from cliutil import JOBTRAIL
 from harness import SECRET, simulator_doc
-from stores import LedgerDb, fresh_ledger
+from stores import LedgerDb, migrated_ledger
 
 KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 # What a truncation could leave of the token is as bad as the token: look for any 16
@@ -57,7 +57,7 @@ async def rig(kind: str, tmp_path: Path) -> AsyncIterator[Rig]:
     data = tmp_path / "data"
     try:
         async with (
-            fresh_ledger(kind, tmp_path) as db,
+            migrated_ledger(kind, tmp_path) as db,
             runtime(db.url, data, worker_id="worker-1", clock=VirtualClock(), idle_poll=3600) as rt,
         ):
             yield Rig(sim=sim, rt=rt, spec=spec, db=db, data=data)

@@ -1,7 +1,7 @@
 """A provider that throttles with `Retry-After: 0` (or 1) on every call (issue 19): 429 or
 503 to the create, to status reads and to the cancel. jobtrail backs off all the same, the
 hint being the earliest time of the next call, not its time: the waits between throttled
-calls grow, instead of one call a second for hours. Real ledger (SQLite, PostgreSQL), the
+calls grow, instead of one call a second for hours. A real SQLite ledger, the
 simulator over loopback, the real worker on a virtual clock."""
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from jobtrail.core.model import Attempt, AttemptKind, Operation
 from jobtrail.core.states import State
 
 from harness import Harness
+
+# What a provider says and how it is scheduled: the same on every store (SQLite only).
+pytestmark = pytest.mark.sqlite_only
 
 THROTTLES = 7
 

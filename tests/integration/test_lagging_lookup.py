@@ -1,5 +1,5 @@
 """A provider whose new job shows in its listing late (its create still in flight, or a
-listing that lags its writes), over loopback on SQLite and PostgreSQL: a lookup that sees
+listing that lags its writes), over loopback on a SQLite ledger: a lookup that sees
 nothing while our create may still land is not proof, so a lookup-only provider never gets
 a job twice (the adversary's run: 5 operations made 10 jobs)."""
 
@@ -14,6 +14,9 @@ from jobtrail.core.model import AttemptKind
 from jobtrail.core.states import Evidence, State
 
 from harness import harness
+
+# What a provider says and how it is scheduled: the same on every store (SQLite only).
+pytestmark = pytest.mark.sqlite_only
 
 
 def lookup_only(window: str) -> Any:

@@ -97,6 +97,7 @@ FAULTS = st.sampled_from(
 )
 
 
+@pytest.mark.slow  # Hypothesis: many end-to-end runs per store
 @settings(
     max_examples=8,
     deadline=None,

@@ -19,7 +19,7 @@ from jobtrail.testing import (
     outcomes,
 )
 
-from stores import fresh_ledger
+from stores import migrated_ledger
 
 BIG = 2_000_000
 READS = 4
@@ -49,7 +49,7 @@ async def test_huge_answers_are_stored_capped_with_the_cut_recorded(
 ) -> None:
     provider = ScriptedProvider(huge)
     async with (
-        fresh_ledger(store_kind, tmp_path) as db,
+        migrated_ledger(store_kind, tmp_path) as db,
         jobtrail.Client(db.url, data_dir=tmp_path, providers=[provider]) as jt,
     ):
         op = await jt.submit("scripted", {"n": 1})

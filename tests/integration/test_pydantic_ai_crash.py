@@ -25,6 +25,9 @@ from jobtrail.store import open_store
 from mcptasks import JOBTRAIL, ROOT, SECRET, provider_folder
 from waits import until_true
 
+# `make slow` (its own CI step): an agent process SIGKILLed mid-call and started again.
+pytestmark = pytest.mark.slow
+
 AGENT = str(ROOT / "tests" / "pydantic_agent.py")
 
 

@@ -16,7 +16,7 @@ import jobtrail
 from jobtrail.client.providers import resolve_provider, shipped_profiles
 from jobtrail.simulator.thread import SimulatorThread
 
-from stores import fresh_ledger
+from stores import migrated_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "docs-test-token-not-a-real-one"
@@ -78,13 +78,14 @@ def test_the_readme_example_runs(folder: Path, capsys: pytest.CaptureFixture[str
     assert capsys.readouterr().out == "succeeded 3\n"
 
 
+@pytest.mark.slow  # every docs/python.md example in real time
 @pytest.mark.postgres
 def test_the_examples_run_on_postgres(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The same examples run with the Client opened on a PostgreSQL ledger."""
     import asyncio
 
     async def schema_url() -> None:
-        async with fresh_ledger("postgres", folder) as db:
+        async with migrated_ledger("postgres", folder) as db:
             await asyncio.to_thread(run_examples, db.url)
 
     asyncio.run(schema_url())

@@ -26,7 +26,7 @@ from jobtrail.testing import (
 )
 
 from harness import simulator_doc
-from stores import fresh_ledger
+from stores import migrated_ledger
 
 SECRET = "sk_live_4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
 FIELD_VALUES = {
@@ -68,7 +68,7 @@ async def test_credential_fields_and_a_secrets_beginning_are_never_stored(
     monkeypatch.setenv("SCRIPTED_TOKEN", SECRET)
     provider = ScriptedProvider(_echoing, secret_env=("SCRIPTED_TOKEN",))
     async with (
-        fresh_ledger(store_kind, tmp_path) as db,
+        migrated_ledger(store_kind, tmp_path) as db,
         jobtrail.Client(db.url, data_dir=tmp_path, providers=[provider]) as jt,
     ):
         op = await jt.submit("scripted", {"n": 1})

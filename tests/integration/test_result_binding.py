@@ -83,6 +83,7 @@ async def _break(h: Harness, location: str, how: str) -> None:
         )
 
 
+@pytest.mark.slow  # S3 client retries on a missing object, in real time
 @pytest.mark.parametrize(
     ("store", "how"),
     [("db", "changed"), ("db", "missing"), ("s3", "changed"), ("s3", "missing")],

@@ -1,4 +1,4 @@
-"""Expiring credentials against the simulator over loopback, on both stores: a token
+"""Expiring credentials against the simulator over loopback, on a SQLite ledger: a token
 command's token sent, refreshed once after a 401 and the call sent again only where that
 is harmless, redacted everywhere when the provider echoes it; and a submit to a profile
 whose base URL is still a placeholder refused, naming the variable to set."""
@@ -20,6 +20,9 @@ from jobtrail.providers.file.config import find_provider_named
 
 from harness import SECRET, Harness, harness
 from stores import LedgerDb
+
+# What a provider says and how it is scheduled: the same on every store (SQLite only).
+pytestmark = pytest.mark.sqlite_only
 
 BODY = {"report": "monthly", "month": "2026-02"}
 

@@ -1,6 +1,6 @@
 """A provider that breaks its status contract, end to end: the simulator over loopback answers
 status reads 200 with nothing readable as a state (no body, `{}`, JSON cut short, not JSON);
-a real ledger (SQLite, PostgreSQL) and the real worker on a virtual clock must back off and
+a real SQLite ledger and the real worker on a virtual clock must back off and
 stop for a human after [poll] max_refused_reads such answers in a row, instead of polling
 until the result deadline. An occasional unreadable answer, and a body cut short of its
 Content-Length (a transport failure), do not stop anything."""
@@ -19,6 +19,9 @@ from jobtrail.core.states import Evidence, State
 from jobtrail.presentation.explain import escalation_bundle, explain_text
 
 from harness import Harness
+
+# What a provider says and how it is scheduled: the same on every store (SQLite only).
+pytestmark = pytest.mark.sqlite_only
 
 S = State
 

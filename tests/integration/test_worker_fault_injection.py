@@ -1,6 +1,7 @@
 """The fault-injection suite: every failure the source article names, against the simulator
-over loopback HTTP with a real ledger (SQLite, and PostgreSQL) and the real worker (virtual
-clock)."""
+over loopback HTTP with a real ledger and the real worker (virtual clock). What turns on the
+store (a race with the cancel, a duplicate observation, a stale lease holder's fenced write)
+runs on SQLite and PostgreSQL; what turns on the provider's answers, on SQLite."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from harness import Harness
 S = State
 
 
+@pytest.mark.sqlite_only
 async def test_dropped_create_answer_is_reconciled_to_one_job(rig: Harness) -> None:
     """Create accepted but the answer lost: same-token retry + lookup find the one job."""
     op = await rig.submit({"account": "a", "_sim": {"drop_create_answer": True}})
@@ -116,6 +118,7 @@ async def test_a_stale_lease_holder_is_refused(rig: Harness) -> None:
     assert (await rig.op(op)).state in (S.CREATE_UNKNOWN, S.RECONCILIATION, S.ACCEPTED)
 
 
+@pytest.mark.sqlite_only
 async def test_same_token_different_job_id_halts_for_a_human(rig: Harness) -> None:
     """A contract violation keeps both responses, stops automation and makes no more calls."""
     op = await rig.submit(
@@ -142,6 +145,7 @@ async def test_same_token_different_job_id_halts_for_a_human(rig: Harness) -> No
     assert len(rig.sim.calls) == calls
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize("status", [429, 503])
 async def test_retry_after_is_honoured(rig: Harness, status: int) -> None:
     """After a throttled status read, the next read is not before the time given."""
@@ -160,6 +164,7 @@ async def test_retry_after_is_honoured(rig: Harness, status: int) -> None:
     assert wait >= timedelta(seconds=7)
 
 
+@pytest.mark.sqlite_only
 async def test_throttled_create_is_retried_after_retry_after(rig: Harness) -> None:
     """A 429 at create creates nothing and the retry waits for Retry-After."""
     throttle = {"status": 429, "retry_after": 5, "times": 1}
@@ -175,6 +180,7 @@ async def test_throttled_create_is_retried_after_retry_after(rig: Harness) -> No
     assert creates[1].started_at - creates[0].finished_at >= timedelta(seconds=5)
 
 
+@pytest.mark.sqlite_only
 async def test_batch_with_failed_items_keeps_per_item_counts(rig: Harness) -> None:
     """498 succeeded, 2 failed: succeeded, with the failed items named."""
     op = await rig.submit({"account": "a", "items": 500, "_sim": {"failed_items": 2}})
@@ -192,6 +198,7 @@ async def test_batch_with_failed_items_keeps_per_item_counts(rig: Harness) -> No
     assert Path(op.result.location).stat().st_size == op.result.size
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize(
     ("fault", "state", "problem"),
     [
@@ -215,6 +222,7 @@ async def test_bad_results_end_in_the_right_state(
     assert S.SUCCEEDED not in await rig.path(op)
 
 
+@pytest.mark.sqlite_only
 async def test_cancel_never_confirmed_escalates_with_a_complete_bundle(rig: Harness) -> None:
     """An ignored cancel ends in cancellation_unconfirmed after the cancel deadline."""
     op = await rig.submit(
@@ -239,6 +247,7 @@ async def test_cancel_never_confirmed_escalates_with_a_complete_bundle(rig: Harn
     assert last_status < op.cancel_deadline
 
 
+@pytest.mark.sqlite_only
 async def test_result_deadline_ends_polling(rig: Harness) -> None:
     """Past the result deadline: result_timed_out and no status read after it."""
     op = await rig.submit(
@@ -259,6 +268,7 @@ async def test_result_deadline_ends_polling(rig: Harness) -> None:
     assert len(rig.calls(op, "status")) == count
 
 
+@pytest.mark.sqlite_only
 async def test_definitive_rejection_at_create_is_not_retried(rig: Harness) -> None:
     """A 4xx at create fails the operation after exactly one call."""
     rejection = {"status": 400, "message": "unknown account"}

@@ -43,6 +43,7 @@ async def _polls(rig: Harness, op: Operation, n: int) -> None:
     assert (await rig.op(op)).state is State.OBSERVING
 
 
+@pytest.mark.slow  # a thousand polls through the real worker
 async def test_a_thousand_unchanged_polls_add_no_rows(rig: Harness) -> None:
     """An operation polled 1,000 times without change holds exactly the rows of one polled
     twice: the reads fold into one observation run, with no attempt, audit or lease row of

@@ -16,7 +16,7 @@ from typing import Any
 
 from jobtrail.clock import Clock
 from jobtrail.core.states import State
-from jobtrail.ledger import Ledger, open_ledger
+from jobtrail.ledger import Ledger, OperationQuery, open_ledger
 from jobtrail.ledger.policy import ActionPolicy, policy_from_env
 from jobtrail.providers.code.contract import CodeProvider, Factory
 from jobtrail.providers.code.plugins import Plugin, load_plugins
@@ -80,8 +80,6 @@ async def runtime(
     provider objects in `providers` (which win, by name). A module that cannot be loaded
     fails here, first; an installed entry point that cannot is logged and left missing."""
     plugins = load_plugins(provider_modules)
-    for name, why in plugins.broken.items():
-        log.warning("%s; operations of %r are left to workers that have it", why, name)
     for given in providers:
         plugins[given.name] = Plugin(
             name=given.name, factory=_always(given), origin="a provider object given to it"
@@ -94,6 +92,7 @@ async def runtime(
     clock = ledger.clock  # the ledger's clock unless one was given (a test's)
     registry = ProviderRegistry(connections=max(10, concurrency), plugins=plugins)
     try:
+        await _say_unusable(ledger, plugins.broken)
         runner = Runner(
             ledger,
             registry,
@@ -120,6 +119,21 @@ async def runtime(
         await registry.close()
         await stored.close()
         await ledger.close()
+
+
+async def _say_unusable(ledger: Ledger, broken: Mapping[str, str]) -> None:
+    """Name an installed code provider that cannot be used here (its extra not installed)
+    only when the ledger holds open operations it would drive: a process that never needs
+    it (no AWS operation, say) starts without a word about it."""
+    for name, why in broken.items():
+        page = await ledger.find_operations(OperationQuery(provider=name, states=_OPEN, limit=1))
+        if page.total:
+            log.warning(
+                "%s; %d open operation(s) of %r are left to workers that have it",
+                why,
+                page.total,
+                name,
+            )
 
 
 def settle_heap() -> None:

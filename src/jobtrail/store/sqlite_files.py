@@ -64,7 +64,7 @@ def connect(path: str, create: bool) -> sqlite3.Connection:
     if path == ":memory:":
         target, uri = path, False
     elif create:
-        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        _refuse_missing_folder(path)
         target, uri = path, False
     elif not Path(path).expanduser().exists():
         raise StoreError(
@@ -86,6 +86,18 @@ def connect(path: str, create: bool) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def _refuse_missing_folder(path: str) -> None:
+    """A new ledger is made only in a folder that exists: a mistyped --db would otherwise
+    make folders and a new, empty ledger that a worker then idles on."""
+    folder = Path(path).expanduser().absolute().parent
+    if not folder.is_dir():
+        raise StoreError(
+            f"no folder {folder} for the ledger {Path(path).expanduser().absolute()}: "
+            "jobtrail makes a new ledger file, never its folder; create the folder, or set "
+            "JOBTRAIL_DB / --db to the ledger meant"
+        )
 
 
 def _wal(conn: sqlite3.Connection) -> None:
