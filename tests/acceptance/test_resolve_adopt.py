@@ -75,8 +75,9 @@ def test_an_unseen_job_id_is_read_then_adopted(ws: Workspace, simulator: Simulat
 
 
 def test_a_job_id_that_cannot_be_read_is_refused(ws: Workspace) -> None:
-    """An unseen id whose status read fails (404) is refused with a clear message, and
-    the operation, its history and its attempts are unchanged."""
+    """An unseen id whose status read fails (404) is refused with a clear message; the
+    operation and its history are unchanged, and the read that was sent is recorded (every
+    request on the wire is an attempt in the ledger), marked as a refused adoption's."""
     op = stuck(ws)
     before = (ws.json("status", op), ws.json("history", op), attempts(ws, op))
     refused = adopt(ws, op, "job_0000000000000000", check=False)
@@ -84,7 +85,12 @@ def test_a_job_id_that_cannot_be_read_is_refused(ws: Workspace) -> None:
     assert "reading its status" in refused.stderr and "nothing was changed" in refused.stderr
     assert "404" in refused.stderr
     after = (ws.json("status", op), ws.json("history", op), attempts(ws, op))
-    assert after == before
+    assert after[:2] == before[:2]
+    (read,) = after[2][len(before[2]) :]
+    assert after[2][: len(before[2])] == before[2]
+    assert read["kind"] == "status" and read["http_status"] == 404
+    assert read["request"]["url"].endswith("/job_0000000000000000")
+    assert read["detail"]["refused_adoption"] is True
 
 
 def test_provider_check_says_a_retry_only_provider_cannot_prove_absence(ws: Workspace) -> None:

@@ -59,7 +59,7 @@ def failure_reason(
         return None
     for at in reversed(attempts):
         outcome = o.stored_word(at.outcome)
-        if at.finished_at is None or outcome is None:
+        if at.finished_at is None or outcome is None or _refused_adoption(at):
             continue
         if outcome == o.Found.word:
             return None  # a lookup answered (a declared 404 is "no job"): not a failure
@@ -74,6 +74,12 @@ def failure_reason(
         where = f"{at.kind.value} answered HTTP {at.http_status}" if at.http_status else None
         return _bounded(words) + (f" ({where})" if where else "")
     return None
+
+
+def _refused_adoption(at: Attempt) -> bool:
+    """A read of a job id a person asked to adopt, refused when it could not be read: a
+    fact of the record, but not the operation's own failure."""
+    return isinstance(at.detail, dict) and at.detail.get("refused_adoption") is True
 
 
 def _our_words(at: Attempt) -> str | None:

@@ -30,7 +30,7 @@ from jobtrail.ledger.asking import Asking
 from jobtrail.ledger.base import outcome_entry
 from jobtrail.ledger.policy import Action
 from jobtrail.ledger.redaction import redacted_entries
-from jobtrail.store.base import Verdict
+from jobtrail.store.base import Change, Verdict
 from jobtrail.store.retention import Bind, Keep, Pruned
 
 
@@ -143,6 +143,23 @@ class Deciding(Asking):
             return result.operation if result.verdict is Verdict.OK else None
 
         return await on_stale(once, ConcurrentUpdate(f"{operation_id} kept changing; try again"))
+
+    async def record_read(self, operation_id: str, read: Attempt) -> None:
+        """Record a status read that a refused decision made (adopting a job id that could not
+        be read): every request sent is an attempt in the ledger, whatever was decided. The
+        operation itself does not change."""
+
+        detail = read.detail if isinstance(read.detail, dict) else {}
+        read = evolve(read, detail={**detail, "refused_adoption": True})  # not the op's own
+
+        async def once() -> Operation | None:
+            op = await self.get(operation_id)
+            entry = self._entry(op, self.now(), "attempt.outcome", read.actor, outcome_entry(read))
+            change = Change(operation=op, before=op, attempt_started=read, audit=[entry])
+            result = await self._commit(change)
+            return result.operation if result.verdict is Verdict.OK else None
+
+        await on_stale(once, ConcurrentUpdate(f"{operation_id} kept changing; try again"))
 
     async def was_requested(self, op: Operation, request_id: str) -> bool:
         """Whether the request `request_id` (a cancel or a human decision) was recorded for

@@ -3,7 +3,8 @@
 A job id the provider tied to the operation (answered, listed, conflicting) is adopted on
 the person's word. One the operation never saw (found by the provider's support, say) is
 read first, through the operation's own provider: the read is the evidence, recorded with
-the decision in one transaction. A job that cannot be read is refused and nothing changes.
+the decision in one transaction. A job that cannot be read is refused and nothing changes
+but the record of that read.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ async def adopt(
         return await ledger.decide(operation_id, decision)  # the core checks the rest
     attempt, outcome = await read_job(ledger, providers, op, job_id, decision.actor)
     if not isinstance(outcome, o.Observed):
+        await ledger.record_read(operation_id, attempt)  # the read was sent: it is a fact
         why = ledger.redactor(op).text(getattr(outcome, "reason", type(outcome).__name__))
         raise ActionRefused(
             f"{job_id!r} is not a job id this operation saw, and reading its status through "

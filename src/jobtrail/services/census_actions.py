@@ -51,6 +51,7 @@ async def adopt_job(
         return op  # adopted before, under the same key: nothing is done twice
     attempt, outcome = await read_job(ledger, registry, op, job_id, actor)
     if not isinstance(outcome, o.Observed):
+        await ledger.record_read(op.operation_id, attempt)  # the read was sent: it is a fact
         why = ledger.redactor(op).text(getattr(outcome, "reason", type(outcome).__name__))
         raise ActionRefused(
             f"reading the status of {job_id!r} through provider {spec.name!r} failed ({why}); "
