@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from jobtrail.core.model import Capabilities, Tier
 from jobtrail.core.nextstep import PERSON_STATES
 from jobtrail.core.states import State
 
@@ -31,6 +32,13 @@ def call_class(outcome: str | None) -> str:
     return "unknown"
 
 
+def settling_tier(state: str, caps: Capabilities) -> Tier:
+    """The reconciliation tier (core/proof.py TIER_NAMES) that settles an operation in
+    `state`: in create_unknown the provider's best means (a same-token retry first), in
+    reconciliation the tier its lookup call uses."""
+    return caps.lookup_tier if state == "reconciliation" else caps.tier
+
+
 @dataclass(frozen=True, kw_only=True)
 class LedgerCounts:
     """The ledger's counts at one moment (`now`, on the ledger's clock)."""
@@ -42,6 +50,8 @@ class LedgerCounts:
     folded_reads: Mapping[str, int] = field(default_factory=dict)  # provider -> reads folded
     next_due: datetime | None = None
     notice_backlog: int = 0
+    # (state, tier) -> operations in create_unknown or reconciliation (`settling_tier`)
+    unsettled_tiers: Mapping[tuple[str, str], int] = field(default_factory=dict)
     census: Mapping[str, int] = field(default_factory=dict)  # finding -> count (the census')
 
 
@@ -97,6 +107,12 @@ def render(c: LedgerCounts) -> str:
             "jobtrail_create_unsettled", "gauge",
             "Operations whose create outcome is being settled (create_unknown, reconciliation).",
             ((_labels(state=s, provider=p), n) for (s, p), n in unsettled),
+        ),
+        *_family(
+            "jobtrail_create_unsettled_by_tier", "gauge",
+            "Operations whose create outcome is being settled, by state and the reconciliation "
+            "tier settling it (token, filter, scan, none).",
+            ((_labels(state=s, tier=t), n) for (s, t), n in sorted(c.unsettled_tiers.items())),
         ),
         *_family(
             "jobtrail_notice_backlog", "gauge", "Notices to people waiting for delivery.",
