@@ -29,6 +29,7 @@ from jobtrail.core.durations import parse_duration
 from jobtrail.core.redact import Redactor
 from jobtrail.dashboard.access import Access, agents_from_env, operators_from_env
 from jobtrail.dashboard.metrics import Metrics
+from jobtrail.dashboard.otel import otel_metrics
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.errors import InvalidInput, JobtrailError, ProviderConfigError
 from jobtrail.ledger import shown_url, url_passwords
@@ -224,6 +225,7 @@ async def _serve(
             await web.TCPSite(server, host, port).start()
             if metrics_listen:
                 await stack.enter_async_context(metrics_site(rt, metrics_listen))
+            await stack.enter_async_context(otel_metrics(rt.ledger))  # with an SDK only
             bound_host, bound_port = server.addresses[0][:2]
             settle_heap()
             running: list[asyncio.Task[Any]] = [asyncio.create_task(stop.wait())]

@@ -69,10 +69,12 @@ def _labels(**values: str) -> str:
     return "{" + ",".join(f'{k}="{_label(v)}"' for k, v in values.items()) + "}"
 
 
-def render(c: LedgerCounts) -> str:
-    """The Prometheus text exposition of `c`."""
-    ops = sorted(c.operations.items())
-    person = sum(n for (state, _), n in ops if State(state) in PERSON_STATES)
+def needing_person(c: LedgerCounts) -> int:
+    return sum(n for (state, _), n in c.operations.items() if State(state) in PERSON_STATES)
+
+
+def calls_by_class(c: LedgerCounts) -> dict[tuple[str, str, str], int]:
+    """(kind, provider, outcome class) -> calls, folded status reads included."""
     calls: dict[tuple[str, str, str], int] = {}
     for (kind, provider, outcome), n in c.attempts.items():
         key = (kind, provider, call_class(outcome))
@@ -80,7 +82,17 @@ def render(c: LedgerCounts) -> str:
     for provider, n in c.folded_reads.items():
         key = ("status", provider, "accepted")
         calls[key] = calls.get(key, 0) + n
-    late = 0.0 if c.next_due is None else max(0.0, (c.now - c.next_due).total_seconds())
+    return calls
+
+
+def due_lateness(c: LedgerCounts) -> float:
+    return 0.0 if c.next_due is None else max(0.0, (c.now - c.next_due).total_seconds())
+
+
+def render(c: LedgerCounts) -> str:
+    """The Prometheus text exposition of `c`."""
+    ops = sorted(c.operations.items())
+    person, calls, late = needing_person(c), calls_by_class(c), due_lateness(c)
     unsettled = [(k, n) for k, n in ops if k[0] in ("create_unknown", "reconciliation")]
     lines = [
         *_family(
