@@ -6,6 +6,7 @@ process that answered them: another serve process on the same PostgreSQL ledger 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -253,3 +254,22 @@ async def test_mcp_http_serves_the_tools_alone(tmp_path: Path, sim: SimulatorThr
     assert (sent.structured_content or {})["state"] == "create_pending"
     assert (old.structured_content or {})["state"] == "create_pending"
     assert _actors(tmp_path / "l.db") == {"agent:beta"}
+
+
+async def test_serve_sends_resource_updates_on_mcp(tmp_path: Path, sim: SimulatorThread) -> None:
+    """`serve`'s /mcp, like `jobtrail mcp`, sends notifications/resources/updated for a
+    subscribed operation as its state changes, for that operation's resource only."""
+    with serving(tmp_path, str(tmp_path / "l.db"), "serve-u") as (url, _):
+        async with agent(url, ALPHA, tasks=False) as alpha:
+            job = {"account": "u1", "_sim": {"duration_seconds": 3}}
+            sent = await alpha.call_tool("submit_job", submit(job, "u1"))
+            op_id = (sent.structured_content or {})["operation_id"]
+            uri = f"jobtrail://operations/{op_id}"
+            updates: list[Any] = []
+            async with asyncio.timeout(60), alpha.listen(resource_subscriptions=[uri]) as stream:
+                async for event in stream:  # (a guard against a hang, not a timed assertion)
+                    updates.append(event)
+                    read = await alpha.read_resource(uri)
+                    if '"succeeded"' in getattr(read.contents[0], "text", ""):
+                        break
+    assert updates and all(getattr(u, "uri", None) == uri for u in updates)

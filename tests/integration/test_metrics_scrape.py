@@ -85,6 +85,14 @@ async def check_against_ledger(rig: Harness, url: str) -> dict[str, float]:
                 key = f"jobtrail_calls_total{{{labels}}}"
                 calls[key] = calls.get(key, 0) + ob.seen_count - 1
     assert family(found, "jobtrail_calls_total") == calls
+    tiers: dict[str, float] = {}
+    for op in ops:
+        if op.state in (S.CREATE_UNKNOWN, S.RECONCILIATION):
+            caps = op.capabilities
+            tier = caps.lookup_tier if op.state is S.RECONCILIATION else caps.tier
+            key = f'jobtrail_create_unsettled_by_tier{{state="{op.state.value}",tier="{tier}"}}'
+            tiers[key] = tiers.get(key, 0) + 1
+    assert family(found, "jobtrail_create_unsettled_by_tier") == tiers
     backlog = sum(1 for box in await ledger.notices() if box.due_at is not None)
     assert found["jobtrail_notice_backlog"] == backlog
     due = await store.next_due()
@@ -110,7 +118,8 @@ async def test_metrics_agree_with_the_ledger_during_a_fault_run(rig: Harness) ->
         assert (await scrape(url, token=None))[0] == 401
         assert (await scrape(url, token="not-a-token"))[0] == 401
         await rig.tick()
-        await check_against_ledger(rig, url)
+        first = await check_against_ledger(rig, url)
+        assert family(first, "jobtrail_create_unsettled_by_tier")  # the lost create answers
         await rig.until(ignored, S.OBSERVING)
         await rig.rt.ledger.cancel(ignored.operation_id, actor="alice", reason="too long")
         await rig.until(slow, S.OBSERVING)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, MutableMapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, MutableMapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 from aiohttp import web
@@ -59,6 +59,8 @@ class McpHttp:
         unguarded = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         server.streamable_http_app(stateless_http=True, host=host, transport_security=unguarded)
         self.manager: StreamableHTTPSessionManager = server.session_manager
+        # What else runs while it serves: `serve` sets its resource-update watcher here.
+        self.updates: Callable[[], AbstractAsyncContextManager[None]] = nullcontext
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_route("*", PATH, self.handle)
@@ -66,7 +68,7 @@ class McpHttp:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """The SDK's session manager, for as long as the app serves."""
-        async with self.manager.run():
+        async with self.manager.run(), self.updates():
             yield
 
     def agent(self, authorization: str | None) -> Agent | None:

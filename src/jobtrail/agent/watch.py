@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 
 from mcp.server.subscriptions import ResourceUpdated, SubscriptionBus
 
@@ -46,3 +47,15 @@ async def watch_operations(
             known = now
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every)
+
+
+@contextlib.asynccontextmanager
+async def watching(ledger: Ledger, bus: SubscriptionBus) -> AsyncIterator[None]:
+    """`watch_operations` for as long as the context lasts (`serve`'s /mcp)."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(watch_operations(ledger, bus, stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await task

@@ -29,6 +29,7 @@ from jobtrail.core.durations import parse_duration
 from jobtrail.core.redact import Redactor
 from jobtrail.dashboard.access import Access, agents_from_env, operators_from_env
 from jobtrail.dashboard.metrics import Metrics
+from jobtrail.dashboard.otel import otel_metrics
 from jobtrail.dashboard.web import Dashboard
 from jobtrail.errors import InvalidInput, JobtrailError, ProviderConfigError
 from jobtrail.ledger import shown_url, url_passwords
@@ -224,6 +225,7 @@ async def _serve(
             await web.TCPSite(server, host, port).start()
             if metrics_listen:
                 await stack.enter_async_context(metrics_site(rt, metrics_listen))
+            await stack.enter_async_context(otel_metrics(rt.ledger))  # with an SDK only
             bound_host, bound_port = server.addresses[0][:2]
             settle_heap()
             running: list[asyncio.Task[Any]] = [asyncio.create_task(stop.wait())]
@@ -306,9 +308,12 @@ def _mcp_endpoint(
     """/mcp for the agents of JOBTRAIL_AGENT_TOKENS / JOBTRAIL_AGENT_FILE; the MCP SDK is
     imported here, only by `serve` (None, with a warning, when it is not installed)."""
     try:
+        from mcp.server.subscriptions import InMemorySubscriptionBus
+
         from jobtrail.agent.http import McpHttp
         from jobtrail.agent.identity import Identity
         from jobtrail.agent.server import agent_tools, build_server
+        from jobtrail.agent.watch import watching
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
             raise
@@ -318,7 +323,11 @@ def _mcp_endpoint(
     if not agents:
         log.warning("/mcp refuses every call: no JOBTRAIL_AGENT_TOKENS or JOBTRAIL_AGENT_FILE")
     tools = agent_tools(rt, run_worker=True, data_dir=settings.data_dir)
-    return McpHttp(build_server(tools, Identity(None)), agents, host=host, origins=origins)
+    bus = InMemorySubscriptionBus()  # resource updates, as `jobtrail mcp`: agent/watch.py
+    server = build_server(tools, Identity(None), bus=bus)
+    endpoint = McpHttp(server, agents, host=host, origins=origins)
+    endpoint.updates = lambda: watching(rt.ledger, bus)
+    return endpoint
 
 
 @click.command()

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from jobtrail.core.model import Capabilities, Tier
 from jobtrail.core.nextstep import PERSON_STATES
 from jobtrail.core.states import State
 
@@ -31,6 +32,13 @@ def call_class(outcome: str | None) -> str:
     return "unknown"
 
 
+def settling_tier(state: str, caps: Capabilities) -> Tier:
+    """The reconciliation tier (core/proof.py TIER_NAMES) that settles an operation in
+    `state`: in create_unknown the provider's best means (a same-token retry first), in
+    reconciliation the tier its lookup call uses."""
+    return caps.lookup_tier if state == "reconciliation" else caps.tier
+
+
 @dataclass(frozen=True, kw_only=True)
 class LedgerCounts:
     """The ledger's counts at one moment (`now`, on the ledger's clock)."""
@@ -42,6 +50,8 @@ class LedgerCounts:
     folded_reads: Mapping[str, int] = field(default_factory=dict)  # provider -> reads folded
     next_due: datetime | None = None
     notice_backlog: int = 0
+    # (state, tier) -> operations in create_unknown or reconciliation (`settling_tier`)
+    unsettled_tiers: Mapping[tuple[str, str], int] = field(default_factory=dict)
     census: Mapping[str, int] = field(default_factory=dict)  # finding -> count (the census')
 
 
@@ -59,10 +69,12 @@ def _labels(**values: str) -> str:
     return "{" + ",".join(f'{k}="{_label(v)}"' for k, v in values.items()) + "}"
 
 
-def render(c: LedgerCounts) -> str:
-    """The Prometheus text exposition of `c`."""
-    ops = sorted(c.operations.items())
-    person = sum(n for (state, _), n in ops if State(state) in PERSON_STATES)
+def needing_person(c: LedgerCounts) -> int:
+    return sum(n for (state, _), n in c.operations.items() if State(state) in PERSON_STATES)
+
+
+def calls_by_class(c: LedgerCounts) -> dict[tuple[str, str, str], int]:
+    """(kind, provider, outcome class) -> calls, folded status reads included."""
     calls: dict[tuple[str, str, str], int] = {}
     for (kind, provider, outcome), n in c.attempts.items():
         key = (kind, provider, call_class(outcome))
@@ -70,7 +82,17 @@ def render(c: LedgerCounts) -> str:
     for provider, n in c.folded_reads.items():
         key = ("status", provider, "accepted")
         calls[key] = calls.get(key, 0) + n
-    late = 0.0 if c.next_due is None else max(0.0, (c.now - c.next_due).total_seconds())
+    return calls
+
+
+def due_lateness(c: LedgerCounts) -> float:
+    return 0.0 if c.next_due is None else max(0.0, (c.now - c.next_due).total_seconds())
+
+
+def render(c: LedgerCounts) -> str:
+    """The Prometheus text exposition of `c`."""
+    ops = sorted(c.operations.items())
+    person, calls, late = needing_person(c), calls_by_class(c), due_lateness(c)
     unsettled = [(k, n) for k, n in ops if k[0] in ("create_unknown", "reconciliation")]
     lines = [
         *_family(
@@ -97,6 +119,12 @@ def render(c: LedgerCounts) -> str:
             "jobtrail_create_unsettled", "gauge",
             "Operations whose create outcome is being settled (create_unknown, reconciliation).",
             ((_labels(state=s, provider=p), n) for (s, p), n in unsettled),
+        ),
+        *_family(
+            "jobtrail_create_unsettled_by_tier", "gauge",
+            "Operations whose create outcome is being settled, by state and the reconciliation "
+            "tier settling it (token, filter, scan, none).",
+            ((_labels(state=s, tier=t), n) for (s, t), n in sorted(c.unsettled_tiers.items())),
         ),
         *_family(
             "jobtrail_notice_backlog", "gauge", "Notices to people waiting for delivery.",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 
-from jobtrail.core.metrics import LedgerCounts
+from jobtrail.core.metrics import LedgerCounts, settling_tier
 from jobtrail.core.notices import DeliveryAttempt, Notice, Outboxed
 from jobtrail.core.redact import Redactor
 from jobtrail.ledger.base import LedgerBase
@@ -44,6 +44,10 @@ class Noticing(LedgerBase):
         """The ledger's counts for the metrics, now (core/metrics.py renders them)."""
         rows = await self.store.metric_rows()
         next_due = await self.store.next_due()
+        tiers: dict[tuple[str, str], int] = {}
+        for r in rows["metric_unsettled"]:
+            key = (r["state"], settling_tier(r["state"], r["capabilities"]).value)
+            tiers[key] = tiers.get(key, 0) + int(r["n"])
         return LedgerCounts(
             now=self.now(),
             operations={(r["state"], r["provider"]): r["n"] for r in rows["metric_operations"]},
@@ -53,4 +57,5 @@ class Noticing(LedgerBase):
             folded_reads={r["provider"]: int(r["n"]) for r in rows["metric_folded_reads"]},
             next_due=next_due,
             notice_backlog=int(rows["notice_backlog"][0]["n"]),
+            unsettled_tiers=tiers,
         )

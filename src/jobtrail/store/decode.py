@@ -49,8 +49,17 @@ class Decoder:
             lease_expires_at=self.t_in(row["lease_expires_at"]),
         )
 
+    def capabilities(self, text: Any) -> Capabilities:
+        caps = load_shared(text)
+        return Capabilities(
+            **caps
+            | {
+                "idempotency": Idempotency(caps["idempotency"]),
+                "result": ResultMode(caps["result"]),
+            }
+        )
+
     def operation(self, row: Any) -> Operation:
-        caps = load_shared(row["capabilities"])
         request = load(row["request"])
         return Operation(
             operation_id=row["operation_id"],
@@ -60,13 +69,7 @@ class Decoder:
             # Archives written before 0007 have neither: their operations were all HTTP.
             provider_kind=ProviderKind(_column(row, "provider_kind") or "http"),
             provider_version=_column(row, "provider_version"),
-            capabilities=Capabilities(
-                **caps
-                | {
-                    "idempotency": Idempotency(caps["idempotency"]),
-                    "result": ResultMode(caps["result"]),
-                }
-            ),
+            capabilities=self.capabilities(row["capabilities"]),
             request=JobRequest(**request),
             fingerprint=row["fingerprint"],
             idempotency_token=row["idempotency_token"],

@@ -158,10 +158,17 @@ class NoticeVerbs:
 
     async def metric_rows(self) -> dict[str, list[Any]]:
         """The rows behind the metrics (core/metrics.py), read in one transaction."""
-        names = ("metric_operations", "metric_attempts", "metric_folded_reads", "notice_backlog")
+        names = (
+            "metric_operations", "metric_attempts", "metric_folded_reads", "notice_backlog",
+            "metric_unsettled",
+        )  # fmt: skip
+        codec = self.CODEC
 
         async def run(conn: Conn) -> dict[str, list[Any]]:
-            return {name: [dict(row) for row in await conn.rows(self.Q[name])] for name in names}
+            found = {name: [dict(row) for row in await conn.rows(self.Q[name])] for name in names}
+            for row in found["metric_unsettled"]:
+                row["capabilities"] = codec.capabilities(row["capabilities"])
+            return found
 
         found: dict[str, list[Any]] = await self._read(run)
         return found

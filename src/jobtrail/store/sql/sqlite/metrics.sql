@@ -13,3 +13,8 @@ SELECT o.provider AS provider, sum(b.seen_count - 1) AS n
 FROM observations b JOIN operations o ON o.operation_id = b.operation_id
 WHERE b.source = 'status' AND b.seen_count > 1
 GROUP BY o.provider;
+
+-- name: metric_unsettled
+SELECT state, provider, capabilities, count(*) AS n FROM operations
+WHERE state IN ('create_unknown', 'reconciliation')
+GROUP BY state, provider, capabilities;
