@@ -15,10 +15,11 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.model import Capabilities, ItemCounts, ResultSummary, Tier
 from jobtrail.core.proof import tier_rule, token_outlived
 from jobtrail.core.states import Evidence, RemoteStatus, State
-from jobtrail.errors import ProviderConfigError
+from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.providers.file.config import find_provider_named, parse_provider
 from jobtrail.providers.http.reading import read_usage
 from jobtrail.providers.http.scanning import Page, moment, read_page
+from jobtrail.services.census_actions import adoption_path
 
 from factories import FULL, T0, make_op, step
 
@@ -244,3 +245,22 @@ def test_the_documented_examples_declare_what_the_page_says() -> None:
     assert scanned.remote_deadline is not None
     sent = place(scanned.remote_deadline, {}, {}, timedelta(hours=1))
     assert sent.headers == {"Cancel-After": "3600s"}
+
+
+def test_an_adopted_job_takes_the_path_values_its_calls_need() -> None:
+    """Airflow's status path needs `dag_id`, its result `task_id`: adopting without them is
+    refused, naming the first; a provider whose calls need none takes none."""
+    airflow = find_provider_named("airflow")
+    with pytest.raises(InvalidInput, match=r"\{dag_id\} \(the census lists it"):
+        adoption_path(airflow, None)
+    with pytest.raises(InvalidInput, match=r"\{task_id\}: give it as --path task_id="):
+        adoption_path(airflow, {"dag_id": "d"})
+    with pytest.raises(InvalidInput, match="one URL path segment"):
+        adoption_path(airflow, {"dag_id": "..", "task_id": "t"})
+    assert adoption_path(airflow, {"dag_id": "d", "task_id": "t"}) == {
+        "dag_id": "d",
+        "task_id": "t",
+    }
+    assert adoption_path(find_provider_named("vertex-batch"), None) == {}  # {job_id} only
+    with pytest.raises(InvalidInput, match="takes no path values"):
+        adoption_path(find_provider_named("openai-batch"), {"a": "b"})
