@@ -23,6 +23,7 @@ SECTIONS: dict[str, type[Any]] = {
     "`[cancel]`": k.CancelKeys,
     "`[result]`": k.ResultKeys,
     "`[reconcile]`": k.ReconcileKeys,
+    "`[census]`": k.CensusKeys,
     "`[webhooks]`": k.WebhookSpec,
     "`[deadlines]`": k.DeadlinesKeys,
 }

@@ -4,6 +4,7 @@ status answer reports: pure, from declared capabilities and answers (no network)
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,10 +15,11 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.model import Capabilities, ItemCounts, ResultSummary, Tier
 from jobtrail.core.proof import tier_rule, token_outlived
 from jobtrail.core.states import Evidence, RemoteStatus, State
-from jobtrail.errors import ProviderConfigError
+from jobtrail.errors import InvalidInput, ProviderConfigError
 from jobtrail.providers.file.config import find_provider_named, parse_provider
 from jobtrail.providers.http.reading import read_usage
 from jobtrail.providers.http.scanning import Page, moment, read_page
+from jobtrail.services.census_actions import adoption_path
 
 from factories import FULL, T0, make_op, step
 
@@ -69,6 +71,11 @@ def _doc(**reconcile: Any) -> dict[str, Any]:
         ({"list": {"path": "/x", "match": "m", "within": "5m"}}, "no longer than the call"),
         ({"list": {"path": "/x", "match": "m", "pages": 99}}, "from 1 to 50"),
         ({"token_kept": "1h"}, "token_kept needs reconcile.same_token"),
+        (
+            {"list": {"path": "/x", "match": "m", "offset": "o", "next": "n", "cursor": "c"}},
+            "offset pages by position",
+        ),
+        ({"list": {"path": "/x", "match": "m", "total": "t"}}, "total counts items"),
     ],
 )
 def test_scan_and_token_mistakes_are_refused(change: dict[str, Any], message: str) -> None:
@@ -100,11 +107,55 @@ def test_a_page_says_its_cursor_and_how_far_back_it_reaches() -> None:
     body = _page([ours, other], last_id="batch_1", has_more=True)
     found, page = read_page(spec.listing, spec, 200, {}, body, "op_1")
     assert isinstance(found, o.Found) and found.job_ids == ("batch_2",)
-    assert page == Page(cursor="batch_1", more=True, oldest=moment(1_700_000_000))
+    assert page == Page(cursor="batch_1", more=True, oldest=moment(1_700_000_000), count=2)
     assert page is not None and not page.last(spec.listing)
     submitted = datetime.fromtimestamp(1_700_000_600, UTC)
     assert page.reaches_back(submitted)  # a batch ten minutes older than the operation
     assert not page.reaches_back(submitted - timedelta(minutes=9))  # inside the margin
+
+
+def test_a_page_paged_by_position_says_what_follows_until_the_total() -> None:
+    """Airflow's census listing: `offset` the runs listed so far, until `total_entries`."""
+    spec = find_provider_named("airflow")
+    assert spec.census is not None
+    listing = spec.census.listing
+    runs = [{"dag_run_id": f"idem_{n:032d}", "dag_id": "d", "state": "running"} for n in (1, 2)]
+    body = json.dumps({"dag_runs": runs, "total_entries": 3}).encode()
+    found, page = read_page(listing, spec, 200, {}, body, "census#0")
+    assert isinstance(found, o.Found) and found.job_ids == ()  # none is the reference's
+    assert page is not None and (page.count, page.total) == (2, 3)
+    assert not page.last(listing, 2) and page.following(listing, 2) == {"offset": "2"}
+    assert page.last(listing, 3)
+    empty = json.dumps({"dag_runs": [], "total_entries": 9}).encode()
+    _, after = read_page(listing, spec, 200, {}, empty, "census#1")
+    assert after is not None and after.last(listing, 2)  # an empty page ends it
+
+
+def _census(**census: Any) -> dict[str, Any]:
+    doc = find_provider_named("airflow").document
+    return {**doc, "census": {**doc["census"], **census}}
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (_census(list={"path": "/x", "pages": 1}), "census.list.match must name"),
+        (_census(list={"path": "/d/{dag_id}", "match": "m"}), "may hold no {placeholder}"),
+        (_census(marker="reference"), 'marker = "reference" needs create.client_reference'),
+        (_census(path_values={"dag": "dag_id"}), "census.path_values.dag: not a value"),
+        (_census(path_values={"dag_id": ""}), "census.path_values.dag_id must be"),
+        (_census(list={"path": "/x", "match": "m", "pages": 2}), "census.list.pages above 1"),
+        (_census(marker="name"), "marker"),
+        (
+            {**_doc(), "census": {"marker": "token", "list": {"path": "/x", "match": "m"}}},
+            'marker = "token" needs create.idempotency',
+        ),
+    ],
+)
+def test_census_listing_mistakes_are_refused(doc: dict[str, Any], message: str) -> None:
+    """`[census]`: a listing of every job, our marker at `match`, path values that exist."""
+    with pytest.raises(ProviderConfigError, match=re.escape(message)):
+        parse_provider(doc)
 
 
 def test_times_are_read_in_both_forms_providers_write() -> None:
@@ -194,3 +245,22 @@ def test_the_documented_examples_declare_what_the_page_says() -> None:
     assert scanned.remote_deadline is not None
     sent = place(scanned.remote_deadline, {}, {}, timedelta(hours=1))
     assert sent.headers == {"Cancel-After": "3600s"}
+
+
+def test_an_adopted_job_takes_the_path_values_its_calls_need() -> None:
+    """Airflow's status path needs `dag_id`, its result `task_id`: adopting without them is
+    refused, naming the first; a provider whose calls need none takes none."""
+    airflow = find_provider_named("airflow")
+    with pytest.raises(InvalidInput, match=r"\{dag_id\} \(the census lists it"):
+        adoption_path(airflow, None)
+    with pytest.raises(InvalidInput, match=r"\{task_id\}: give it as --path task_id="):
+        adoption_path(airflow, {"dag_id": "d"})
+    with pytest.raises(InvalidInput, match="one URL path segment"):
+        adoption_path(airflow, {"dag_id": "..", "task_id": "t"})
+    assert adoption_path(airflow, {"dag_id": "d", "task_id": "t"}) == {
+        "dag_id": "d",
+        "task_id": "t",
+    }
+    assert adoption_path(find_provider_named("vertex-batch"), None) == {}  # {job_id} only
+    with pytest.raises(InvalidInput, match="takes no path values"):
+        adoption_path(find_provider_named("openai-batch"), {"a": "b"})

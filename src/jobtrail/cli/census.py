@@ -18,6 +18,7 @@ from jobtrail.cli.context import (
     run_async,
     say,
 )
+from jobtrail.cli.requests import parse_path_values
 from jobtrail.core.census import Category, summary
 from jobtrail.core.durations import parse_duration
 from jobtrail.errors import InvalidInput
@@ -63,6 +64,14 @@ SECOND_JOB_EXIT = 3  # a census that found a second job: the evidence of a dupli
     help="Cancel this job (through the operation that follows it, adopted first when none "
     "does) instead of taking a census. Repeatable. Needs --reason.",
 )
+@click.option(
+    "--path",
+    "path_values",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="With --adopt or --cancel: a value the provider's paths need for the job (Airflow's "
+    "dag_id, listed by the census, and task_id), as submit takes it. Repeatable.",
+)
 @click.option("--reason", help="Why the jobs are adopted or cancelled (recorded).")
 @click.option("--actor", help="Who takes the census or acts. [default: cli:$USER]")
 @json_option
@@ -75,6 +84,7 @@ def census(
     max_requests: int,
     adopt: tuple[str, ...],
     cancel: tuple[str, ...],
+    path_values: tuple[str, ...],
     reason: str | None,
     actor: str | None,
     as_json: bool,
@@ -90,7 +100,8 @@ def census(
         if not reason or not reason.strip():
             raise click.BadParameter("say why (it is recorded)", param_hint="--reason")
         who = actor or default_actor()
-        acted = run_async(_act)(settings, provider, adopt, cancel, reason, who)
+        values = parse_path_values(path_values)
+        acted = run_async(_act)(settings, provider, adopt, cancel, reason, who, values)
         if as_json:
             emit_json(acted)
         for item in [] if as_json else acted:
@@ -135,6 +146,7 @@ async def _act(
     cancel: tuple[str, ...],
     reason: str,
     actor: str,
+    path: dict[str, str],
 ) -> list[dict[str, Any]]:
     """Each job adopted or cancelled in turn; a refusal is said and the next goes on (as
     the dashboard's bulk actions do)."""
@@ -150,8 +162,10 @@ async def _act(
             for action, job_id, act in asked:
                 item: dict[str, Any] = {"action": action, "job_id": job_id, "refused": None}
                 try:
-                    op = await act(ledger, registry, spec, job_id, actor=actor, reason=reason)
-                except ActionRefused as exc:
+                    op = await act(
+                        ledger, registry, spec, job_id, actor=actor, reason=reason, path=path
+                    )
+                except (ActionRefused, InvalidInput) as exc:
                     item["refused"] = str(exc)
                 else:
                     item |= {"operation_id": op.operation_id, "state": op.state.value}

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 
 from jobtrail.client.providers import ProviderRef, resolve_provider
@@ -46,10 +47,17 @@ class CensusMethods:
         )
 
     async def adopt_job(
-        self, provider: ProviderRef, job_id: str, *, reason: str, actor: str | None = None
+        self,
+        provider: ProviderRef,
+        job_id: str,
+        *,
+        reason: str,
+        actor: str | None = None,
+        path: Mapping[str, str] | None = None,
     ) -> Operation:
         """Adopt a job the census found into a new operation (its status read first); the
-        worker then observes and collects it like any other."""
+        worker then observes and collects it like any other. `path`: the values the
+        provider's paths need for it (Airflow: the finding's `job.path` and a `task_id`)."""
         rt = self._opened
         op = await adopt_job(
             rt.ledger,
@@ -58,12 +66,19 @@ class CensusMethods:
             job_id,
             actor=actor or self.actor,
             reason=reason,
+            path=path,
         )
         rt.worker.wake()
         return op
 
     async def cancel_job(
-        self, provider: ProviderRef, job_id: str, *, reason: str, actor: str | None = None
+        self,
+        provider: ProviderRef,
+        job_id: str,
+        *,
+        reason: str,
+        actor: str | None = None,
+        path: Mapping[str, str] | None = None,
     ) -> Operation:
         """Record the intent to cancel a job the census found (through the operation that
         follows it, adopted first when none does); the job stops only on the provider's
@@ -76,6 +91,7 @@ class CensusMethods:
             job_id,
             actor=actor or self.actor,
             reason=reason,
+            path=path,
         )
         rt.worker.wake()
         return op

@@ -14,8 +14,8 @@ this one: the evidence of a duplicate, which must never happen) and **not ours**
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
@@ -56,6 +56,9 @@ class Listed:
     state: str | None  # the provider's word for the job
     status: RemoteStatus  # that word through the provider file's [states]
     created: datetime | None  # when the provider says it was created, if it says
+    # values the provider file reads from the item for its paths (`[census] path_values`:
+    # Airflow's `dag_id`), which a job adopted from the census needs
+    path: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,8 +144,10 @@ def sight(caps: Capabilities, *, code: bool = False, listing: str | None = None)
     """What a census of a provider with these capabilities can list: the same listing
     reconciliation declares, per tier; a code provider's own listing (`listing`: what it
     sees, None when it has none)."""
+    if listing:
+        return Sight.LISTING
     if code:
-        return Sight.LISTING if listing else Sight.NONE
+        return Sight.NONE
     if caps.list_by_reference and caps.scan_pages is not None:
         return Sight.LISTING
     if caps.lookup:
@@ -153,11 +158,12 @@ def sight(caps: Capabilities, *, code: bool = False, listing: str | None = None)
 def sight_rule(caps: Capabilities, *, code: bool = False, listing: str | None = None) -> str:
     """What the census can see, in one sentence: the words `provider check` says beside
     "census sees" and `census` says before its findings (`listing`: what a code provider's
-    own listing shows, None when it has none)."""
-    if code and listing:
+    own listing shows, or a provider file's `[census]` listing; None when it has none)."""
+    if listing:
+        cap = "the census's cap (--max-requests pages)" if code else "that cap"
         return (
             f"{listing}: followed, ended here, unknown here, a second job and not ours; a "
-            "listing cut short by the census's cap (--max-requests pages) says how far it got"
+            f"listing cut short by {cap} says how far it got"
         )
     if code:
         return (

@@ -4,7 +4,12 @@
 from __future__ import annotations
 
 import random
+import re
 from datetime import datetime
+from typing import Any
+
+# The shape of an idempotency token: `idem_` + 32 base32 characters (any case, any digit)
+TOKEN_SHAPE = re.compile(r"idem_[A-Za-z0-9]{32}")
 
 
 def operation_id(now: datetime, rand: random.Random) -> str:
@@ -18,6 +23,11 @@ def operation_id(now: datetime, rand: random.Random) -> str:
 def idempotency_token(rand: random.Random) -> str:
     """`idem_` + 160 random bits (32 base32 characters)."""
     return "idem_" + _base32(rand.getrandbits(160), 32)
+
+
+def is_token(value: Any) -> bool:
+    """Whether `value` has the shape of an idempotency token jobtrail makes."""
+    return isinstance(value, str) and TOKEN_SHAPE.fullmatch(value) is not None
 
 
 def trace_id(rand: random.Random) -> str:

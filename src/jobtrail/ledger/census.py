@@ -34,20 +34,29 @@ class Censuses(LedgerBase):
         await self.store.append_audit(redacted_entries(rows, redactor))
 
     async def record_adoption(
-        self, provider: ProviderSpec | CodeSpec, job_id: str, *, actor: str, reason: str
+        self,
+        provider: ProviderSpec | CodeSpec,
+        job_id: str,
+        *,
+        actor: str,
+        reason: str,
+        path: dict[str, str] | None = None,
     ) -> Operation:
         """An operation recorded to adopt `job_id`, a job the census found at `provider`
         (its `candidate_job_id`): never due, nothing is ever sent for its create; a person's
         adopt decision then makes the job its remote job (core/allows.py,
         `awaiting_adoption`). The same job recorded again returns the same operation (its
-        key is `census:PROVIDER:JOB_ID`)."""
+        key is `census:PROVIDER:JOB_ID`). `path`: the values its paths need (Airflow's
+        `dag_id`), checked by the caller as at submit."""
         await self.permit(Action.RESOLVE, actor, None, subject=job_id)
         if not reason.strip():
             raise InvalidInput("reason: say why the job is adopted (it is recorded)")
         key = f"census:{provider.name}:{job_id}"
         if len(key) > 200 or not key.isprintable():
             raise InvalidInput(f"job_id: {job_id!r} is not a job id jobtrail can record")
-        request = JobRequest(method=provider.create_method, target=provider.target, body=None)
+        values = dict(path or {})
+        target = provider.target_with(values) if values else provider.target
+        request = JobRequest(method=provider.create_method, target=target, body=None, path=values)
         now = self.now()
         op = Operation(
             operation_id=operation_id(now, self.rand),

@@ -1,24 +1,29 @@
 """A census's calls: the listing reconciliation declares (`[reconcile] list` or `lookup`),
-read for every job it names (core/census.py judges them).
+or the census's own (`[census] list`), read for every job it names (core/census.py judges
+them).
 
 The requests are the provider file's own: the same URL, headers, credential, timeout, answer
 size cap and redaction as reconciliation's lookups (http.py sends them, unchanged). What a
 census adds is reading each listed item: its id (`job_id`), our marker (`match`, or the
 reference the provider filtered on), its state (`[status] state` through `[states]`) and its
-creation time (`created`). Nothing here decides what a job is to the ledger.
+creation time (`created`), and the path values `[census] path_values` names. A marker that
+is our idempotency token (`[census] marker = "token"`) counts only in our token's shape.
+Nothing here decides what a job is to the ledger.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.census import Listed
+from jobtrail.core.ids import is_token
 from jobtrail.core.lookup import MISSING, find
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.redact import Redactor
 from jobtrail.core.states import RemoteStatus
-from jobtrail.providers.file.spec import SourceKind
+from jobtrail.providers.file.spec import ProviderSpec, SourceKind
 from jobtrail.providers.http import parse
 from jobtrail.providers.http.authorize import NoCredential
 from jobtrail.providers.http.provider import HttpProvider, Prepared
@@ -34,8 +39,11 @@ _FILTERED = "filtered"
 class Lister(HttpProvider):
     """The provider file's listing as a census reads it: every item named."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, spec: ProviderSpec, *args: Any, **kwargs: Any) -> None:
+        self.census = spec.census
+        if spec.census is not None:  # the census's own listing, paged as a scan is
+            spec = replace(spec, listing=spec.census.listing, lookup=None)
+        super().__init__(spec, *args, **kwargs)
         self._items: dict[str, list[Listed]] = {}
         self._markers: dict[str, str | None] = {}
 
@@ -123,6 +131,8 @@ class Lister(HttpProvider):
             if job_id is None:
                 continue
             marker = find(item, match) if match is not None else filtered
+            if self.census is not None and self.census.token and not is_token(marker):
+                marker = None  # not our token's shape: not ours
             word, status, _ = read_state(spec.status_rule, spec.states, 200, item)
             jobs.append(
                 Listed(
@@ -131,6 +141,13 @@ class Lister(HttpProvider):
                     state=word,
                     status=status if word is not None else RemoteStatus.UNKNOWN,
                     created=moment(find(item, created)) if created else None,
+                    path=self._path_values(item),
                 )
             )
         return jobs
+
+    def _path_values(self, item: Any) -> dict[str, str]:
+        """The values `[census] path_values` reads from a listed item (those it holds)."""
+        fields = self.census.path_values if self.census is not None else {}
+        read = {name: find(item, path) for name, path in fields.items()}
+        return {name: value for name, value in read.items() if isinstance(value, str) and value}

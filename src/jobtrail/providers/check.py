@@ -53,7 +53,10 @@ def check_lines(spec: ProviderSpec | CodeSpec) -> Lines:
         poll = ", ".join(f"{k} {v}" for k, v in sorted(spec.poll.items()))
         lines += [("poll", poll or "defaults"), ("call timeout", format_duration(spec.timeout))]
     usage = file.usage if file else None
-    census = spec.census if isinstance(spec, CodeSpec) else None
+    if isinstance(spec, CodeSpec):
+        census = spec.census
+    else:
+        census = spec.census.sees() if spec.census else None
     return lines + declared_lines(
         caps, spec.deadlines["create"], spec.remote_deadline, usage, census
     )

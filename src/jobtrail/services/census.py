@@ -40,7 +40,12 @@ from jobtrail.providers.code.contract import CodeSpec
 from jobtrail.providers.file.spec import ProviderSpec
 from jobtrail.providers.http.scanning import Page
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.services.census_code import code_listing, code_redactor, stopped_by
+from jobtrail.services.census_code import (
+    code_listing,
+    code_redactor,
+    named_by_token,
+    stopped_by,
+)
 
 MAX_REQUESTS = 500  # per-operation lookups a census makes at most (`--max-requests`)
 
@@ -96,7 +101,9 @@ async def take_census(
             why = "the code provider offers no listing of its jobs"
             jobs, reach = [], Reach(requests=0, listed=0, complete=False, stopped=why)
     else:
-        seen, sees = sight(spec.capabilities), sight_rule(spec.capabilities)
+        words = spec.census.sees() if spec.census else None
+        seen = sight(spec.capabilities, listing=words)
+        sees = sight_rule(spec.capabilities, listing=words)
         jobs, reach, redactor = await _file_census(
             ledger, registry, spec, cutoff, max_requests, calls
         )
@@ -137,9 +144,11 @@ async def _file_census(
 ) -> tuple[list[Listed], Reach, Redactor]:
     """A provider file's census: the listing its reconciliation declares, per tier."""
     lister = Lister(spec, registry.session())
-    seen = sight(spec.capabilities)
+    seen = sight(spec.capabilities, listing=spec.census.sees() if spec.census else None)
     if seen is Sight.LISTING:
-        jobs, reach = await _scan(lister, spec, cutoff, calls)
+        jobs, reach = await _scan(lister, cutoff, calls)
+        if spec.census is not None and spec.census.token:
+            jobs = await named_by_token(ledger, spec.name, jobs)
     elif seen is Sight.PER_OPERATION:
         jobs, reach = await _per_operation(ledger, lister, spec, cutoff, max_requests, calls)
     else:
@@ -161,10 +170,11 @@ async def _held(ledger: Ledger, provider: str, job: Listed) -> Finding:
 
 
 async def _scan(
-    lister: Lister, spec: ProviderSpec, cutoff: datetime | None, calls: list[dict[str, Any]]
+    lister: Lister, cutoff: datetime | None, calls: list[dict[str, Any]]
 ) -> tuple[list[Listed], Reach]:
-    """The listing paged through, newest first, within reconciliation's caps."""
-    listing = spec.listing
+    """The listing paged through, newest first, within its caps (reconciliation's, or the
+    census's own listing's)."""
+    listing = lister.spec.listing
     first = lister.first_url()
     assert listing is not None
     if first is None:
@@ -173,6 +183,7 @@ async def _scan(
     started, url = time.monotonic(), first
     jobs: list[Listed] = []
     stopped: str | None = None
+    listed = 0  # the items of the pages read, ours or not
     while True:
         reply, items = await lister.listed(url, f"census#{len(calls)}", None)
         calls.append(_call(lister, url, reply))
@@ -181,17 +192,19 @@ async def _scan(
             break
         jobs += items
         page = Page.from_json(reply.detail.get("page") or {})
-        if page.last(listing) or (cutoff and page.oldest and page.oldest < cutoff):
+        listed += page.count
+        if page.last(listing, listed) or (cutoff and page.oldest and page.oldest < cutoff):
             return jobs, Reach(requests=len(calls), listed=len(jobs), complete=True)
+        following = page.following(listing, listed)
         if len(calls) >= listing.pages:
             stopped = f"at the listing's cap of {listing.pages} page(s)"
         elif time.monotonic() - started >= listing.within.total_seconds():
             stopped = f"at the listing's cap of {listing.within.total_seconds():g}s"
-        elif page.cursor is None or listing.next is None:
+        elif following is None:
             stopped = "the listing names no next page"
-        if stopped is not None or page.cursor is None or listing.next is None:
+        if stopped is not None or following is None:
             break
-        url = str(URL(first).update_query({listing.next: page.cursor}))
+        url = str(URL(first).update_query(following))
     return jobs, Reach(requests=len(calls), listed=len(jobs), complete=False, stopped=stopped)
 
 
@@ -303,6 +316,7 @@ def census_json(census: Census, now: datetime) -> dict[str, Any]:
                 "category_words": f.category.words,
                 "operation_id": f.operation_id,
                 "marker": f.job.marker,
+                "path": dict(f.job.path),
                 "state": f.job.state,
                 "remote_status": f.job.status.value,
                 "created_at": iso(f.job.created),

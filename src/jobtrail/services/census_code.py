@@ -4,7 +4,8 @@ listing request (its request as the provider describes it, its outcome, the answ
 metadata; redacted at the ledger's chokepoint). A refusal, an unanswered page or a throttle
 (Retry-After included) stops the census there and says how far it got.
 
-A provider whose marker is the idempotency token (Step Functions' execution name) names its
+A provider whose marker is the idempotency token (Step Functions' execution name; a provider
+file's `[census] marker = "token"`, Airflow's run id) names its
 operation through the ledger: the tokens of this provider's operations are read, newest
 first, within the same cap, and each listed token is put back as the operation id it
 belongs to. A token no operation read holds stays a marker this ledger does not hold
@@ -108,9 +109,17 @@ def _call(page: Listing) -> dict[str, Any]:
 
 async def _named(ledger: Ledger, spec: CodeSpec, jobs: list[Listed]) -> list[Listed]:
     """`jobs` with each token marker put back as the operation id holding that token."""
-    if spec.census_marker is not Marker.TOKEN or not any(j.marker for j in jobs):
+    if spec.census_marker is not Marker.TOKEN:
         return jobs
-    query = OperationQuery(provider=spec.name, limit=TOKENS_READ)
+    return await named_by_token(ledger, spec.name, jobs)
+
+
+async def named_by_token(ledger: Ledger, provider: str, jobs: list[Listed]) -> list[Listed]:
+    """`jobs`, whose markers are idempotency tokens, with each put back as the operation id
+    holding it (among `provider`'s newest TOKENS_READ operations)."""
+    if not any(j.marker for j in jobs):
+        return jobs
+    query = OperationQuery(provider=provider, limit=TOKENS_READ)
     held = (await ledger.find_operations(query)).operations
     by_token = {op.idempotency_token: op.operation_id for op in held}
     return [replace(j, marker=by_token.get(j.marker, j.marker)) if j.marker else j for j in jobs]

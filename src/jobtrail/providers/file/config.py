@@ -210,6 +210,13 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         if listing
         else None,
         lookup=lookup,
+        census=declared.census(
+            f.census,
+            timeout,
+            token=idempotency is not None,
+            reference=client_reference is not None,
+            submitted=submitted,
+        ),
         webhooks=f.webhooks,
         deadlines={
             "create": deadlines.create,

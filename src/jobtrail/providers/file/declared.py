@@ -6,7 +6,8 @@
 - `[reconcile] token_kept`: how long the provider remembers a create token;
 - `[reconcile] list` `pages`, `within`, `next`, `cursor`, `more`, `created`: the bounds of a
   scan of a listing matched on our side (`match`), and how to page through it;
-- `[status] usage`: where a status answer reports work done and billed.
+- `[status] usage`: where a status answer reports work done and billed;
+- `[census]`: a listing of every job that only the census reads (docs/census.md).
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from jobtrail.core.model import Capabilities
 from jobtrail.core.proof import deadline_rule, tier_rule
 from jobtrail.core.remote_deadline import UNITS, Form, RemoteDeadline
 from jobtrail.errors import InvalidInput, ProviderConfigError
-from jobtrail.providers.file.keys import DeadlineKeys, ListKeys
+from jobtrail.providers.file.keys import CensusKeys, DeadlineKeys, ListKeys
 from jobtrail.providers.file.schema import default_of, read
+from jobtrail.providers.file.spec import CensusSpec, ListSpec
 
-SCAN_KEYS = ("pages", "within", "next", "cursor", "more", "created")
+SCAN_KEYS = ("pages", "within", "next", "cursor", "more", "created", "offset", "total")
 USAGE_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 MAX_PAGES = 50
 
@@ -89,38 +91,93 @@ def token_kept(value: str | None, create_deadline: timedelta) -> timedelta | Non
     return kept
 
 
-def scan(listing: ListKeys, timeout: timedelta) -> dict[str, Any]:
-    """The scan keys of `[reconcile] list`, as ListSpec arguments. A listing matched on our
-    side (`match`) is scanned: one page unless `pages` says more, within the call timeout
-    unless `within` says less; `next` names the query parameter that asks for the page
-    after the one whose `cursor` field the answer holds."""
+def scan(listing: ListKeys, timeout: timedelta, where: str = "reconcile.list") -> dict[str, Any]:
+    """The scan keys of `[reconcile] list` (or of the census's, `where`), as ListSpec
+    arguments. A listing matched on our side (`match`) is scanned: one page unless `pages`
+    says more, within the call timeout unless `within` says less; `next` names the query
+    parameter that asks for the page after the one whose `cursor` field the answer holds, or
+    `offset` the one that takes how many items the pages before held (`total`: the answer's
+    count of them all)."""
     given = [k for k in SCAN_KEYS if getattr(listing, k) != default_of(ListKeys, k)]
     if given and listing.match is None:
         raise ProviderConfigError(
-            f"reconcile.list.{sorted(given)[0]} bounds a scan matched on our side: it needs "
-            "reconcile.list.match (a filtered listing is read in one page)"
+            f"{where}.{sorted(given)[0]} bounds a scan matched on our side: it needs "
+            f"{where}.match (a filtered listing is read in one page)"
         )
     if not 1 <= listing.pages <= MAX_PAGES:
-        raise ProviderConfigError(
-            f"reconcile.list.pages must be a whole number from 1 to {MAX_PAGES}"
-        )
+        raise ProviderConfigError(f"{where}.pages must be a whole number from 1 to {MAX_PAGES}")
     within = timeout if listing.within is None else listing.within
     if within > timeout or within <= timedelta(0):
         raise ProviderConfigError(
-            "reconcile.list.within must be positive and no longer than the call timeout "
+            f"{where}.within must be positive and no longer than the call timeout "
             "(the scan is one call, renewed under one lease)"
         )
-    if listing.pages > 1 and not (listing.next and listing.cursor):
+    if listing.offset is not None and (listing.next or listing.cursor):
         raise ProviderConfigError(
-            "reconcile.list.pages above 1 needs `next` (the query parameter asking for the next "
-            "page) and `cursor` (the answer's field holding its value)"
+            f"{where}.offset pages by position: not with `next` and `cursor` (by cursor)"
+        )
+    if listing.total is not None and listing.offset is None:
+        raise ProviderConfigError(f"{where}.total counts items paged by position: needs `offset`")
+    if listing.pages > 1 and not (listing.next and listing.cursor) and not listing.offset:
+        raise ProviderConfigError(
+            f"{where}.pages above 1 needs `next` (the query parameter asking for the next "
+            "page) and `cursor` (the answer's field holding its value), or `offset`"
         )
     found: dict[str, Any] = {}
-    for key in ("next", "cursor", "more", "created"):
+    for key in ("next", "cursor", "more", "created", "offset", "total"):
         if getattr(listing, key) == "":
-            raise ProviderConfigError(f"reconcile.list.{key} must name a field or parameter")
+            raise ProviderConfigError(f"{where}.{key} must name a field or parameter")
         found[key] = getattr(listing, key)
     return {"pages": listing.pages, "within": within, **found}
+
+
+def census(
+    keys: CensusKeys | None,
+    timeout: timedelta,
+    *,
+    token: bool,
+    reference: bool,
+    submitted: tuple[str, ...],
+) -> CensusSpec | None:
+    """`[census]`: `list` names every job (no placeholder in its path), our marker read at
+    `match` on each: the operation id the create placed (`marker = "reference"`) or the
+    idempotency token (`"token"`); `path_values` reads, from each listed job, values a
+    path needs (Airflow's `dag_id`), so that a job adopted from the census can be read."""
+    if keys is None:
+        return None
+    listing = keys.list
+    if not listing.match:
+        raise ProviderConfigError(
+            "census.list.match must name the item field holding our marker (the census reads "
+            "it on every listed job)"
+        )
+    if "{" in listing.path:
+        raise ProviderConfigError(
+            "census.list.path must list every job: it may hold no {placeholder}"
+        )
+    if keys.marker == "token" and not token:
+        raise ProviderConfigError('census.marker = "token" needs create.idempotency')
+    if keys.marker == "reference" and not reference:
+        raise ProviderConfigError('census.marker = "reference" needs create.client_reference')
+    values: dict[str, str] = {}
+    for name, field in (keys.path_values or {}).items():
+        if name not in submitted:
+            known = ", ".join(submitted) or "none"
+            raise ProviderConfigError(
+                f"census.path_values.{name}: not a value given at submit (theirs: {known})"
+            )
+        if not isinstance(field, str) or not field:
+            raise ProviderConfigError(f"census.path_values.{name} must be a dotted path")
+        values[str(name)] = field
+    found = ListSpec(
+        path=listing.path,
+        items=listing.items,
+        job_id=listing.job_id,
+        match=listing.match,
+        visible_within=None,
+        **scan(listing, timeout, "census.list"),
+    )
+    return CensusSpec(listing=found, token=keys.marker == "token", path_values=values)
 
 
 def usage(value: Any) -> dict[str, str]:

@@ -176,6 +176,8 @@ class ListKeys:
     cursor: str | None = key(TEXT, "answer field holding the next page's cursor", must=_FIELD)
     more: str | None = key(TEXT, "boolean field: more pages", must=_FIELD)
     created: str | None = key(TEXT, "each item's creation time", must=_FIELD)
+    offset: str | None = key(TEXT, "query parameter taking the items listed so far", must=_FIELD)
+    total: str | None = key(TEXT, "answer field: how many items the listing holds", must=_FIELD)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,6 +192,18 @@ class ReconcileKeys:
     token_kept: Any = key(
         TEXT, "how long the provider remembers a token", must='a duration such as "24h"'
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CensusKeys:
+    list: ListKeys = key(ListKeys, "the listing a census pages through", required=True)
+    marker: str = key(
+        TEXT,
+        "what `match` holds: reference or token",
+        default="reference",
+        choices=("reference", "token"),
+    )
+    path_values: dict[str, Any] | None = key(TABLE, "path values read from each listed item")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -235,6 +249,7 @@ class ProviderKeys:
     cancel: CancelKeys | None = key(CancelKeys, "the cancel call")
     result: ResultKeys | None = key(ResultKeys, "where the result is and how it is checked")
     reconcile: ReconcileKeys | None = key(ReconcileKeys, "how a lost create is found")
+    census: CensusKeys | None = key(CensusKeys, "the listing a census reads")
     webhooks: WebhookSpec | None = key(WebhookSpec, "webhook events")
     deadlines: DeadlinesKeys | None = key(DeadlinesKeys, "create, result, cancel")
     poll: PollKeys | None = key(PollKeys, "the schedule of calls")

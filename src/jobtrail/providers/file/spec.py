@@ -177,6 +177,29 @@ class ListSpec:
     cursor: str | None = None
     more: str | None = None
     created: str | None = None
+    # Or paged by position: `offset` names the query parameter taking how many items the
+    # pages before held, and `total` the answer's count of every item it lists.
+    offset: str | None = None
+    total: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CensusSpec:
+    """`[census]`: a listing of every job, paged as a scan is, read by the census only."""
+
+    listing: ListSpec
+    token: bool  # the marker at `match` is our idempotency token (else the operation id)
+    path_values: Mapping[str, str]  # a path value's name -> the item field holding it
+
+    def sees(self) -> str:
+        """What this listing shows, in the words `provider check` and `census` say."""
+        listing, marker = self.listing, "idempotency token" if self.token else "operation id"
+        return (
+            f"every job of its census listing (`[census] list`, {listing.path.split('?')[0]}), "
+            f"at most {listing.pages} page(s) of the newest within "
+            f"{listing.within.total_seconds():g}s, our marker (the {marker} at "
+            f"`{listing.match}`) read on each"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -265,6 +288,7 @@ class ProviderSpec:
     same_token: bool = False
     listing: ListSpec | None = None
     lookup: LookupSpec | None = None
+    census: CensusSpec | None = None
     webhooks: WebhookSpec | None = None
     deadlines: dict[str, timedelta] = field(default_factory=dict)
     poll: PollRules = field(default_factory=lambda: PollRules())

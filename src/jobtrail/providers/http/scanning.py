@@ -32,18 +32,28 @@ class Page:
     cursor: str | None  # the value that asks for the next page, None: none named
     more: bool | None  # the answer's own "more pages" flag, None: not declared or absent
     oldest: datetime | None  # the creation time of the oldest job listed, when declared
+    count: int = 0  # the items on the page, ours or not
+    total: int | None = None  # the answer's count of every item listed (`total`), if read
 
     def to_json(self) -> dict[str, Any]:
         oldest = self.oldest.isoformat() if self.oldest else None
-        return {"cursor": self.cursor, "more": self.more, "oldest": oldest}
+        return {
+            "cursor": self.cursor,
+            "more": self.more,
+            "oldest": oldest,
+            "count": self.count,
+            "total": self.total,
+        }
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Page:
-        oldest = doc.get("oldest")
+        oldest, count, total = doc.get("oldest"), doc.get("count"), doc.get("total")
         return cls(
             cursor=doc.get("cursor"),
             more=doc.get("more"),
             oldest=datetime.fromisoformat(oldest) if isinstance(oldest, str) else None,
+            count=count if isinstance(count, int) else 0,
+            total=total if isinstance(total, int) else None,
         )
 
     def reaches_back(self, submitted: datetime) -> bool:
@@ -51,13 +61,24 @@ class Page:
         at `submitted` could have reached the provider: newer pages cannot be skipped."""
         return self.oldest is not None and self.oldest < submitted - CLOCK_MARGIN
 
-    def last(self, listing: ListSpec) -> bool:
-        """Whether no page follows this one, as the answer says."""
+    def last(self, listing: ListSpec, listed: int = 0) -> bool:
+        """Whether no page follows this one, as the answer says (`listed`: the items of
+        this page and those before it, for a listing paged by position)."""
         if self.more is not None:
             return not self.more
         if listing.cursor is not None:
             return self.cursor is None
+        if listing.offset is not None:
+            return self.count == 0 or (self.total is not None and listed >= self.total)
         return False  # nothing says: the listing may go on
+
+    def following(self, listing: ListSpec, listed: int) -> dict[str, str] | None:
+        """The query that asks for the next page, None when the listing names none."""
+        if listing.offset is not None:
+            return {listing.offset: str(listed)}
+        if self.cursor is None or listing.next is None:
+            return None
+        return {listing.next: self.cursor}
 
 
 def read_page(
@@ -77,6 +98,7 @@ def read_page(
     cursor = find(document, listing.cursor) if listing.cursor else None
     more = find(document, listing.more) if listing.more else None
     items = find(document, listing.items)
+    total = find(document, listing.total) if listing.total else None
     times = [
         when
         for item in (items if isinstance(items, list) else [])
@@ -86,6 +108,8 @@ def read_page(
         cursor=cursor if isinstance(cursor, str) and cursor.strip() else None,
         more=more if isinstance(more, bool) else None,
         oldest=min(times) if times else None,
+        count=len(items) if isinstance(items, list) else 0,
+        total=total if isinstance(total, int) and not isinstance(total, bool) else None,
     )
     return found, page
 
@@ -120,6 +144,7 @@ async def scan(
     started = time.monotonic()
     replies: list[Reply] = [first]
     found: list[str] = []
+    listed = 0
     reply = first
     while True:
         outcome, info = reply.outcome, reply.detail.get("page")
@@ -127,20 +152,21 @@ async def scan(
             return _joined(replies, reply.outcome, found)  # an error answer: as it is
         found += [j for j in outcome.job_ids if j not in found]
         page = Page.from_json(info)
-        if page.reaches_back(submitted) or page.last(listing):
+        listed += page.count
+        if page.reaches_back(submitted) or page.last(listing, listed):
             return _joined(replies, _found(outcome, found, None), found)
+        following = page.following(listing, listed)
         why = None
         if len(replies) >= listing.pages:
             why = f"the scan stopped at its cap of {listing.pages} page(s)"
         elif time.monotonic() - started >= listing.within.total_seconds():
             why = f"the scan stopped at its cap of {listing.within.total_seconds():g}s"
-        elif page.cursor is None or listing.next is None:
+        elif following is None:
             why = "the listing names no next page, and its last page did not reach the create"
-        if why is not None:
-            why += " before it reached jobs older than the create"
+        if why is not None or following is None:
+            why = f"{why} before it reached jobs older than the create"
             return _joined(replies, _found(outcome, found, why), found)
-        assert page.cursor is not None and listing.next is not None
-        reply = await fetch(str(URL(url).update_query({listing.next: page.cursor})))
+        reply = await fetch(str(URL(url).update_query(following)))
         replies.append(reply)
 
 
