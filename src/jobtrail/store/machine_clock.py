@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 _UPTIME = "/proc/uptime"
@@ -71,7 +72,24 @@ def machine_wall() -> datetime:
         if boot is None:
             return datetime.now(UTC)
         _btime[:] = [boot, reading]
-    return datetime.fromtimestamp(_btime[0] + reading, UTC)
+    return _after_the_last(_btime[0] + reading)
+
+
+_last: list[int] = [0]  # the last reading, in microseconds since the epoch
+_lock = threading.Lock()
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _after_the_last(seconds: float) -> datetime:
+    """`seconds` as a time, later than every time this process read before: the boot clock
+    moves in steps of 10 ms, so two facts a process records within one step would otherwise
+    carry the same time and the record could not tell which came first. Within a step each
+    reading is a microsecond (the ledger's precision) after the one before: 10,000 readings
+    per step before the time runs ahead of the clock, far beyond what a ledger commits."""
+    with _lock:
+        micros = max(round(seconds * 1_000_000), _last[0] + 1)
+        _last[0] = micros
+    return _EPOCH + timedelta(microseconds=micros)
 
 
 def _boot_time() -> float | None:
