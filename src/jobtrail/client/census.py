@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 
 from jobtrail.client.providers import ProviderRef, resolve_provider
@@ -58,18 +58,7 @@ class CensusMethods:
         """Adopt a job the census found into a new operation (its status read first); the
         worker then observes and collects it like any other. `path`: the values the
         provider's paths need for it (Airflow: the finding's `job.path` and a `task_id`)."""
-        rt = self._opened
-        op = await adopt_job(
-            rt.ledger,
-            rt.providers,
-            self._file(provider),
-            job_id,
-            actor=actor or self.actor,
-            reason=reason,
-            path=path,
-        )
-        rt.worker.wake()
-        return op
+        return await self._act(adopt_job, provider, job_id, reason, actor, path)
 
     async def cancel_job(
         self,
@@ -83,8 +72,21 @@ class CensusMethods:
         """Record the intent to cancel a job the census found (through the operation that
         follows it, adopted first when none does); the job stops only on the provider's
         word."""
+        return await self._act(cancel_job, provider, job_id, reason, actor, path)
+
+    async def _act(
+        self,
+        action: Callable[..., Awaitable[Operation]],
+        provider: ProviderRef,
+        job_id: str,
+        reason: str,
+        actor: str | None,
+        path: Mapping[str, str] | None,
+    ) -> Operation:
+        """Adopt or cancel `job_id` through the census service `action`, then wake the
+        worker to drive what it recorded."""
         rt = self._opened
-        op = await cancel_job(
+        op = await action(
             rt.ledger,
             rt.providers,
             self._file(provider),

@@ -9,6 +9,8 @@ but the record of that read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from jobtrail.core import outcomes as o
 from jobtrail.core.local import seen_job_ids
 from jobtrail.core.model import Attempt, AttemptKind, Operation, evolve
@@ -28,16 +30,39 @@ async def adopt(
     job_id = decision.job_id
     if not job_id or op.state is not State.NEEDS_HUMAN or job_id in seen_job_ids(op):
         return await ledger.decide(operation_id, decision)  # the core checks the rest
-    attempt, outcome = await read_job(ledger, providers, op, job_id, decision.actor)
-    if not isinstance(outcome, o.Observed):
-        await ledger.record_read(operation_id, attempt)  # the read was sent: it is a fact
-        why = ledger.redactor(op).text(getattr(outcome, "reason", type(outcome).__name__))
-        raise ActionRefused(
+    attempt, outcome = await read_to_adopt(
+        ledger,
+        providers,
+        op,
+        job_id,
+        decision.actor,
+        refusal=lambda why: (
             f"{job_id!r} is not a job id this operation saw, and reading its status through "
-            f"provider {op.provider!r} failed ({why}); nothing was changed. Check the id with "
-            "the provider and decide again"
-        )
+            f"provider {op.provider!r} failed ({why}); nothing was changed. Check the id "
+            "with the provider and decide again"
+        ),
+    )
     return await ledger.decide(operation_id, evolve(decision, read=outcome), read=attempt)
+
+
+async def read_to_adopt(
+    ledger: Ledger,
+    providers: ProviderRegistry,
+    op: Operation,
+    job_id: str,
+    actor: str,
+    *,
+    refusal: Callable[[str], str],
+) -> tuple[Attempt, o.Observed]:
+    """The status read that adopting `job_id` rests on (`read_job`). When it observes no
+    job, the read is recorded all the same (it was sent: every request is an attempt in the
+    ledger) and the adoption refused with the words `refusal` makes of the redacted reason."""
+    attempt, outcome = await read_job(ledger, providers, op, job_id, actor)
+    if not isinstance(outcome, o.Observed):
+        await ledger.record_read(op.operation_id, attempt)
+        why = ledger.redactor(op).text(getattr(outcome, "reason", type(outcome).__name__))
+        raise ActionRefused(refusal(why))
+    return attempt, outcome
 
 
 async def read_job(

@@ -26,7 +26,7 @@ from jobtrail.providers.code.contract import CodeSpec
 from jobtrail.providers.file.pathvalues import checked
 from jobtrail.providers.file.spec import ProviderSpec
 from jobtrail.providers.registry import ProviderRegistry
-from jobtrail.services.adoption import read_job
+from jobtrail.services.adoption import read_to_adopt
 
 
 def adoption_path(spec: ProviderSpec | CodeSpec, given: Mapping[str, str] | None) -> dict[str, str]:
@@ -78,15 +78,18 @@ async def adopt_job(
     op = await ledger.record_adoption(spec, job_id, actor=actor, reason=reason, path=values)
     if op.remote_job_id == job_id:
         return op  # adopted before, under the same key: nothing is done twice
-    attempt, outcome = await read_job(ledger, registry, op, job_id, actor)
-    if not isinstance(outcome, o.Observed):
-        await ledger.record_read(op.operation_id, attempt)  # the read was sent: it is a fact
-        why = ledger.redactor(op).text(getattr(outcome, "reason", type(outcome).__name__))
-        raise ActionRefused(
+    attempt, outcome = await read_to_adopt(
+        ledger,
+        registry,
+        op,
+        job_id,
+        actor,
+        refusal=lambda why: (
             f"reading the status of {job_id!r} through provider {spec.name!r} failed ({why}); "
             f"it was not adopted ({op.operation_id} waits, never sent, for it to be adopted "
             "again). Check the id with the provider and adopt again"
-        )
+        ),
+    )
     decision = o.HumanDecision(
         decision=o.Decision.ADOPT,
         actor=actor,
