@@ -20,8 +20,6 @@ from jobtrail.errors import ActionRefused
 
 __all__ = ["Applied", "Schedule", "apply", "misdirected"]
 
-_OBSERVED = OBSERVED_MOVES
-
 
 def apply(
     op: Operation, outcome: o.Outcome, now: datetime, *, actor: str, schedule: Schedule
@@ -90,8 +88,8 @@ def _follow_observation(
     """Move on what the remote state says; a non-terminal state moves nothing but
     accepted -> observing. A failed or cancelled job with a partial result has it collected
     first (see _ended_after_result)."""
-    if status in _OBSERVED:
-        to, evidence = _OBSERVED[status]
+    if status in OBSERVED_MOVES:
+        to, evidence = OBSERVED_MOVES[status]
         draft.move(State.RESULT_COLLECTING if partial_result else to, evidence, cause)
     elif draft.op.state is State.ACCEPTED:
         draft.move(State.OBSERVING, Evidence.OBSERVED_RUNNING, cause)
@@ -331,7 +329,7 @@ def _ended_after_result(draft: Draft, cause: str) -> bool:
     status = draft.op.remote_status
     if status not in (RemoteStatus.FAILED, RemoteStatus.CANCELLED):
         return False
-    to, evidence = _OBSERVED[status]
+    to, evidence = OBSERVED_MOVES[status]
     draft.move(to, evidence, cause)
     return True
 
