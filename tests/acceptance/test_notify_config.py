@@ -28,6 +28,7 @@ from waits import until_true
 RAW = b"notify-config-signing-key-0123"
 KEY = "whsec_" + base64.b64encode(RAW).decode()
 KEY_BYTES = [KEY.encode(), KEY.removeprefix("whsec_").encode(), RAW]
+OTHER_KEY = "whsec_" + base64.b64encode(b"the-environments-key-not-the-files").decode()
 # drives its operation to needs_human: the create's answer is lost and a retry makes another job
 NEEDS_HUMAN = {"account": "a", "_sim": {"drop_create_answer": True, "different_id_on_retry": True}}
 
@@ -92,16 +93,23 @@ def assert_no_secret(ws: Workspace, *more: Path) -> None:
 def test_a_worker_told_only_by_the_file_sends_a_notice_signed_with_its_secret(
     ws: Workspace, receivers: tuple[Receiver, Receiver]
 ) -> None:
-    """No flag, no JOBTRAIL_NOTIFY*: `[notify]` names the endpoint, the secret's variable and
-    the dashboard; the notice verifies with that secret and links to that dashboard."""
-    pager, _ = receivers
+    """No flag: `[notify]` names the endpoint, the secret's variable and the dashboard, and
+    wins over JOBTRAIL_NOTIFY, JOBTRAIL_NOTIFY_SECRET and JOBTRAIL_DASHBOARD_URL; the notice
+    verifies with the file's secret and links to the file's dashboard."""
+    pager, elsewhere = receivers
     file = policy(
         ws,
         f'endpoints = ["{url(pager)}"]\nsecret = {{ env = "PAGER_SECRET" }}\n'
         'dashboard_url = "https://ops.example/jobtrail"\ntimeout = "5s"\n',
     )
     op = needing_a_person(ws)
-    ws.run("--policy", file, "worker", "--until-idle", PAGER_SECRET=KEY)
+    environment = {
+        "JOBTRAIL_NOTIFY": url(elsewhere),
+        "JOBTRAIL_NOTIFY_SECRET": OTHER_KEY,
+        "JOBTRAIL_DASHBOARD_URL": "https://elsewhere.example",
+    }
+    ws.run("--policy", file, "worker", "--until-idle", PAGER_SECRET=KEY, **environment)
+    assert elsewhere.raw == []
     document = verified(pager)
     data = document["data"]
     assert isinstance(data, dict) and document["type"] == "operation.needs_human"
@@ -190,3 +198,19 @@ def test_serve_told_only_by_the_file_delivers_a_signed_notice(
         proc.terminate()
         proc.wait(timeout=30)
     assert_no_secret(ws, log)
+
+
+def test_notify_test_signs_with_the_files_secret(
+    ws: Workspace, receivers: tuple[Receiver, Receiver]
+) -> None:
+    """`jobtrail notify test URL` signs its sample with the secret `[notify]` refers to,
+    as `serve` would, not with JOBTRAIL_NOTIFY_SECRET."""
+    pager, _ = receivers
+    file = policy(ws, 'secret = { env = "PAGER_SECRET" }\n')
+    done = ws.run(
+        "notify", "test", url(pager),
+        JOBTRAIL_POLICY=file, PAGER_SECRET=KEY, JOBTRAIL_NOTIFY_SECRET=OTHER_KEY,
+    )  # fmt: skip
+    assert json.loads(done.stdout)["signed"] is True
+    assert verified(pager)["type"] == "operation.needs_human"
+    assert_no_secret(ws)
