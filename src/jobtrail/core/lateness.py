@@ -11,6 +11,7 @@ workers write the same rows.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,10 +32,7 @@ LABELS = (*(le_label(b) for b in BOUNDS), INF)
 
 def le_of(seconds: float) -> str:
     """The label of the bucket a lateness of `seconds` falls in (its upper bound, `le`)."""
-    for bound in BOUNDS:
-        if seconds <= bound:
-            return le_label(bound)
-    return INF
+    return LABELS[bisect_left(BOUNDS, seconds)]
 
 
 def lateness(started: datetime, due: datetime) -> float:
@@ -54,9 +52,10 @@ class LatenessCount:
 
 @dataclass
 class Tally:
-    """The reads a worker counted since it last gave them to the ledger."""
+    """The reads a worker counted since it last gave them to the ledger. Counted on every
+    status read, so kept to a dictionary lookup and two additions."""
 
-    counts: dict[tuple[str, str], LatenessCount] = field(default_factory=dict)
+    counts: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # [n, seconds]
 
     def read(self, op: Operation, kind: AttemptKind, started: datetime) -> None:
         """Count a call of `kind` on `op` starting at `started` (the ledger's clock), if it
@@ -65,22 +64,27 @@ class Tally:
             self.observe(op.provider, lateness(started, op.next_poll_at))
 
     def observe(self, provider: str, seconds: float) -> None:
-        self.add([LatenessCount(provider=provider, le=le_of(seconds), n=1, seconds=seconds)])
+        key = (provider, LABELS[bisect_left(BOUNDS, seconds)])
+        if (counted := self.counts.get(key)) is None:
+            self.counts[key] = [1, seconds]
+        else:
+            counted[0] += 1
+            counted[1] += seconds
 
     def take(self) -> list[LatenessCount]:
         """The counts so far, in key order (the order rows are written in), and a fresh
         start; `add` them back if they could not be written."""
         taken, self.counts = self.counts, {}
-        return [taken[key] for key in sorted(taken)]
+        return [
+            LatenessCount(provider=provider, le=le, n=int(n), seconds=seconds)
+            for (provider, le), (n, seconds) in sorted(taken.items())
+        ]
 
     def add(self, counts: Iterable[LatenessCount]) -> None:
         for c in counts:
-            key = (c.provider, c.le)
-            if was := self.counts.get(key):
-                c = LatenessCount(
-                    provider=c.provider, le=c.le, n=was.n + c.n, seconds=was.seconds + c.seconds
-                )
-            self.counts[key] = c
+            counted = self.counts.setdefault((c.provider, c.le), [0, 0.0])
+            counted[0] += c.n
+            counted[1] += c.seconds
 
 
 def cumulative(buckets: Mapping[str, int]) -> list[tuple[str, int]]:

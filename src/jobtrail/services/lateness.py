@@ -46,6 +46,8 @@ async def flushing(
                 await flush(ledger, tally)
             except JobtrailError as exc:
                 log.warning("poll lateness counts not written yet (kept for later): %s", exc)
+            except Exception:  # a metric never stops the worker, nor its shutdown
+                log.exception("poll lateness counts not written (kept for later)")
             if stopping:
                 return
 
