@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.lateness import Tally
 from jobtrail.core.leases import EFFECT_MARGIN, effect_lease, lease_left, may_send
 from jobtrail.core.lookup import find
 from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary, evolve
@@ -41,6 +42,7 @@ class Runner:
         self.ledger, self.providers, self.blobs = ledger, providers, blobs
         self.actor, self.lease_for = actor, lease_for
         self._unsent: set[tuple[str, str]] = set()  # (provider, why) said once each
+        self.lateness = Tally()  # status reads' lateness, until services/lateness.py flushes
 
     async def drive(self, op: Operation) -> Operation | None:
         """Run `op` (leased by us) until it waits, ends or needs a human. Returns the last
@@ -100,6 +102,7 @@ class Runner:
             reply = await self._collect_locally(op)
         else:
             log.info("calling: %s", action.describe(), extra=_fields(op))
+            self.lateness.read(op, action.kind, self.ledger.now())
             reply = await guarded_call(
                 provider,
                 self.ledger.redactor(op),
