@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +50,13 @@ def run_worker(
     warmup: float,
     concurrency: int,
     profiler: str | None = None,
+    extra: Sequence[str] = (),
 ) -> Any:
     """Run bench.workerproc, under `profiler` (a command line) if given, else under the one
     JOBTRAIL_BENCH_PROFILE names, if any."""
     command = [sys.executable, "-m", "bench.workerproc", "--db", db, "--data", str(data)]
     command += ["--seconds", str(seconds), "--warmup", str(warmup)]
-    command += ["--concurrency", str(concurrency)]
+    command += ["--concurrency", str(concurrency), *extra]
     profiler = profiler or os.environ.get("JOBTRAIL_BENCH_PROFILE")
     if profiler:
         command = [*profiler.split(), "--", *command]

@@ -1,16 +1,22 @@
-"""Benchmark 3, scale: 100,000 operations observing at once, on SQLite and on PostgreSQL.
+"""Benchmark 3, scale: N operations observing at once (10,000 and then 100,000), on SQLite
+and on PostgreSQL.
 
-For each store: one worker process (bench.workerproc, the real Worker) polls 100,000
+For each store and N: one worker process (bench.workerproc, the real Worker) polls N
 never-finishing simulator jobs whose next poll times are spread evenly over one poll
-period, so the offered load is 100,000 / period status calls per second. Measured: the
-worker's resident memory (peak), the lateness of its claims against the stored next poll
-time (p50/p99/max), and the poll rate it sustained. Then 900,000 ended operations join
-the table (1,000,000 rows) and the claim query's plan and cost are measured (bench.claims).
+period, the period growing with N so the offered load stays RATE status calls per second:
+what changes between the sizes is N alone. Measured: the worker's resident memory (peak),
+the lateness of its claims against the stored next poll time (p50/p99/max), the poll rate it
+sustained, the load average, and where lateness comes from, from the worker's own timings
+(bench.diagnose: event-loop stalls, GC pauses by generation, claim times, SQLite
+transaction times and WAL resets). Then 900,000 ended operations join the table (1,000,000
+rows) and the claim query's plan and cost are measured (bench.claims).
+JOBTRAIL_BENCH_SCALE_N (a comma-separated list) overrides the sizes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import statistics
 import tempfile
@@ -19,11 +25,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.store import open_store
 from jobtrail.store.sqlite import SqliteStore
 
-from bench import claims, seed
+from bench import claimcount, claims, seed
 from bench.common import (
     Figure,
     Report,
@@ -33,18 +41,27 @@ from bench.common import (
     simulator_process,
     use_token,
 )
+from bench.diagnose import TICK
 from bench.polling import run_worker
 
 CONCURRENCY = 100
+RATE = 500.0  # status calls per second offered, whatever N
 LEAD = 20.0  # seconds between seeding's start and the first due time: seeding, worker start
 RSS_TARGET_MB = 300
 LATE_TARGET_S = 1.0
 
 
 async def observe(
-    report: Report, kind: str, db: str, spec: ProviderSpec, jobs: list[str], period: float
+    report: Report,
+    kind: str,
+    db: str,
+    spec: ProviderSpec,
+    jobs: list[str],
+    period: float,
+    window: float | None = None,
 ) -> None:
-    """Seed the live operations, run one worker over one poll period, report."""
+    """Seed the live operations, run one worker over one poll period (or the first `window`
+    seconds of it), report."""
     n = len(jobs)
     first_due = seed.now() + timedelta(seconds=LEAD)
     launched = time.monotonic()
@@ -54,18 +71,41 @@ async def observe(
     seeded = time.monotonic() - launched
     with tempfile.TemporaryDirectory(prefix="jobtrail-bench-") as data:
         warmup = max(0.0, LEAD - seeded) + 2.0
+        vacuum = pg_vacuum_stats(db) if kind == "postgres" else None
+        load = os.getloadavg()
         worker = await asyncio.to_thread(
-            run_worker, db, Path(data), warmup + period, warmup, CONCURRENCY
+            run_worker,
+            db,
+            Path(data),
+            warmup + min(period, window or period),
+            warmup,
+            CONCURRENCY,
+            None,
+            ["--diagnose"],
         )
+        load_end = os.getloadavg()
     rate = worker["claimed_measured"] / worker["measured_seconds"]
     report.note(
-        f"{kind}: {n} operations seeded in {seeded:.1f}s; worker claimed {worker['claimed']} "
+        f"{kind}, N={n:,} (load {load[0]:.2f} at the start, {load_end[0]:.2f} / "
+        f"{load_end[1]:.2f} 1- and 5-min at the end): {n} operations seeded in {seeded:.1f}s; "
+        f"worker claimed {worker['claimed']} "
         f"({rate:.0f}/s over {worker['measured_seconds']:.0f}s, offered {n / period:.0f}/s), "
         f"lateness p50 {worker['late_p50']:.3f}s p90 {worker['late_p90']:.3f}s "
         f"p99 {worker['late_p99']:.3f}s max {worker['late_max']:.3f}s over "
         f"{worker['late_count']} claims; RSS {worker['rss_mb']:.0f} MB at the end, "
         f"peak {worker['rss_peak_mb']:.0f} MB"
     )
+    report.note(f"{kind}, N={n:,}: where lateness comes from: " + diagnosis_text(worker))
+    if vacuum is not None:
+        after = pg_vacuum_stats(db)
+        plan = await asyncio.to_thread(claimcount.pg_explain, db, analyze=False)
+        report.note(
+            f"{kind}, N={n:,}: operations table over the run: "
+            + ", ".join(f"{k} {after[k] - vacuum[k]:+}" for k in vacuum if k != "n_dead_tup")
+            + f"; dead tuples at the end {after['n_dead_tup']}; a claim of "
+            f"{claimcount.BATCH} then (EXPLAIN ANALYZE, rolled back): {plan['buffers']} "
+            f"buffers, {plan['ms']:.1f} ms; {plan['due_scan']}"
+        )
     report.add(
         Figure(
             name=f"{kind}: worker resident memory, {n} observing",
@@ -77,7 +117,7 @@ async def observe(
     )
     report.add(
         Figure(
-            name=f"{kind}: p99 poll lateness at {n / period:.0f} polls/s offered",
+            name=f"{kind}: p99 poll lateness, {n:,} observing, {n / period:.0f} polls/s offered",
             value=worker["late_p99"],
             unit="s",
             target=f"< {LATE_TARGET_S:g} s",
@@ -86,7 +126,7 @@ async def observe(
     )
     report.add(
         Figure(
-            name=f"{kind}: polls sustained",
+            name=f"{kind}: polls sustained, {n:,} observing",
             value=rate,
             unit="polls/s",
             baseline=n / period,
@@ -172,31 +212,83 @@ async def claim_cost_postgres(report: Report, db: str, live: int, ended: int, re
     )
 
 
+def pg_vacuum_stats(url: str) -> dict[str, int]:
+    """The operations table's update and vacuum counters (pg_stat_user_tables)."""
+    keys = ("n_tup_upd", "n_tup_hot_upd", "n_dead_tup", "autovacuum_count", "autoanalyze_count")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        row = conn.execute(
+            f"SELECT {', '.join(keys)} FROM pg_stat_user_tables WHERE relname = 'operations'"
+        ).fetchone()
+    return dict(zip(keys, (int(v or 0) for v in row or ()), strict=False))
+
+
+def diagnosis_text(w: dict[str, Any]) -> str:
+    """bench.diagnose's figures, in ms, on one line."""
+
+    def ms(name: str) -> str:
+        return f"p50 {1000 * w[name + '_p50']:.1f} p99 {1000 * w[name + '_p99']:.1f} max " \
+            f"{1000 * w[name + '_max']:.0f}"  # fmt: skip
+
+    parts = [
+        f"event-loop stalls (a {1000 * TICK:.0f} ms ticker's overshoot) {ms('loop_lag')} ms",
+        f"claims {w['claim_count']} ({w['claim_rows_mean']:.1f} rows each) {ms('claim')} ms",
+    ]
+    for g in (0, 1, 2):
+        parts.append(
+            f"GC gen {g}: {w[f'gc{g}_count']} pauses, {1000 * w[f'gc{g}_total_s']:.0f} ms in "
+            f"all, max {1000 * w[f'gc{g}_max']:.1f} ms (CPU {1000 * w[f'gc{g}_cpu_s']:.0f} ms, "
+            f"max {1000 * w[f'gc{g}_cpu_max']:.1f} ms)"
+        )
+    if "transaction_count" in w:
+        parts.append(
+            f"SQLite transactions {w['transaction_count']} on the writer thread "
+            f"{ms('transaction')} ms (CPU {ms('transaction_cpu')} ms), "
+            f"{w['transactions_over_100ms']} over 100 ms, "
+            f"WAL resets {w.get('wal_resets', '?')}"
+        )
+    return "; ".join(parts)
+
+
 def _ended_rows(db: str, count: int) -> Any:
     codec = seed.codec_for(db)
     base = seed.template(parse_provider(provider_doc("http://127.0.0.1:1")), seed.now())
     return seed.rows(codec, base, None, seed.never(), count=count, seed=2, ended=True)
 
 
+def sizes(quick: bool) -> list[int]:
+    given = os.environ.get("JOBTRAIL_BENCH_SCALE_N")
+    if given:
+        return [int(size) for size in given.split(",")]
+    return [1_000, 10_000] if quick else [10_000, 100_000]
+
+
 async def run(quick: bool) -> Report:
-    n, period, ended = (10_000, 20.0, 90_000) if quick else (100_000, 200.0, 900_000)
-    report = Report(f"scale ({n:,} observing; claim cost at {n + ended:,} rows)")
+    ns = sizes(quick)
+    n, ended = max(ns), (90_000 if quick else 900_000)
+    report = Report(f"scale ({', '.join(f'{size:,}' for size in ns)} observing at {RATE:g} "
+                    f"polls/s offered; claim cost at {n + ended:,} rows)")  # fmt: skip
     use_token()
+    problem = pg_available()
     with simulator_process() as url:
         jobs = await seed.create_sim_jobs(url, n, {"never_finish": True})
-        every = f"{period:g}s"
-        spec = parse_provider(provider_doc(url, poll_initial=every, poll_cap=every))
-        with tempfile.TemporaryDirectory(prefix="jobtrail-bench-") as folder:
-            db = str(Path(folder) / "ledger.db")
-            await (await open_store(db)).close()
-            await observe(report, "sqlite", db, spec, jobs, period)
-            await claim_cost_sqlite(report, db, ended, repeat=20)
-        problem = pg_available()
+        for size in ns:
+            period = size / RATE
+            every = f"{period:g}s"
+            spec = parse_provider(provider_doc(url, poll_initial=every, poll_cap=every))
+            with tempfile.TemporaryDirectory(prefix="jobtrail-bench-") as folder:
+                db = str(Path(folder) / "ledger.db")
+                await (await open_store(db)).close()
+                await observe(report, "sqlite", db, spec, jobs[:size], period)
+                if size == n:
+                    await claim_cost_sqlite(report, db, ended, repeat=20)
+            if problem:
+                continue
+            url_pg = fresh_pg_database()
+            await (await open_store(url_pg)).close()
+            await observe(report, "postgres", url_pg, spec, jobs[:size], period)
+            if size == n:
+                await claim_cost_postgres(report, url_pg, n, ended, repeat=20)
         if problem:
             report.note(f"postgres: not measured, the server is unreachable ({problem})")
-            return report
-        url_pg = fresh_pg_database()
-        await (await open_store(url_pg)).close()
-        await observe(report, "postgres", url_pg, spec, jobs, period)
-        await claim_cost_postgres(report, url_pg, n, ended, repeat=20)
     return report

@@ -13,12 +13,16 @@ from datetime import timedelta
 
 from jobtrail.services.runtime import runtime, settle_heap
 from jobtrail.store.sqlite import SqliteStore
+from jobtrail.worker import loop
 
 from bench.common import percentile, rss_mb
+from bench.diagnose import Diagnosis
 from bench.writercpu import WriterCpu
 
 
 async def work(args: argparse.Namespace) -> dict[str, float]:
+    if args.busy_poll is not None:
+        loop.BUSY_POLL = args.busy_poll
     peak = 0.0
     async with runtime(
         args.db,
@@ -30,11 +34,14 @@ async def work(args: argparse.Namespace) -> dict[str, float]:
     ) as rt:
         store = rt.ledger.store
         writer = WriterCpu(store) if isinstance(store, SqliteStore) else None
-        traced = [0]
-        if args.count_statements and isinstance(store, SqliteStore):
-            store._conn.set_trace_callback(lambda _sql: traced.__setitem__(0, traced[0] + 1))
+        traced = await _sqlite_settings(args, store)
         if not args.no_freeze:
             settle_heap()  # as `jobtrail worker` does after start-up
+        diagnosis = Diagnosis() if args.diagnose else None
+        if diagnosis is not None:
+            sqlite_path = None if args.db.startswith("postgresql://") else args.db
+            diagnosis.install(rt.ledger, store, sqlite_path)
+        warming = True
         task = asyncio.create_task(rt.worker.run())
         started = time.monotonic()
         ready = rt.worker.stats.claimed
@@ -54,6 +61,10 @@ async def work(args: argparse.Namespace) -> dict[str, float]:
                 writer_cpu = writer.seconds if writer else 0.0
                 first = len(rt.worker.stats.lateness)
                 statements = traced[0]
+            elif warming:
+                warming = False
+                if diagnosis is not None:
+                    diagnosis.reset()
         measured = time.monotonic() - started - args.warmup
         cpu = time.process_time() - cpu
         writer_cpu = (writer.seconds if writer else float("nan")) - writer_cpu
@@ -63,6 +74,9 @@ async def work(args: argparse.Namespace) -> dict[str, float]:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         stats = rt.worker.stats
+        found = diagnosis.figures() if diagnosis is not None else {}
+        if diagnosis is not None:
+            diagnosis.remove()
     late = stats.lateness[first:]
     rss, hwm = rss_mb()
     return {
@@ -85,7 +99,21 @@ async def work(args: argparse.Namespace) -> dict[str, float]:
         "late_max": max(late, default=float("nan")),
         "rss_mb": rss,
         "rss_peak_mb": max(peak, hwm),
+        **found,
     }
+
+
+async def _sqlite_settings(args: argparse.Namespace, store: object) -> list[int]:
+    """The experiments' settings of a SQLite store's connection; the statements counter."""
+    traced = [0]
+    if not isinstance(store, SqliteStore):
+        return traced
+    if args.wal_autocheckpoint is not None:
+        pages = args.wal_autocheckpoint
+        await store._call(store._conn.execute, f"PRAGMA wal_autocheckpoint = {pages:d}")
+    if args.count_statements:
+        store._conn.set_trace_callback(lambda _sql: traced.__setitem__(0, traced[0] + 1))
+    return traced
 
 
 def main() -> None:
@@ -97,6 +125,19 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--no-freeze", action="store_true", help="skip gc.freeze()")
     parser.add_argument("--count-statements", action="store_true")
+    parser.add_argument(
+        "--wal-autocheckpoint",
+        type=int,
+        help="SQLite: the writer's wal_autocheckpoint in pages (0: none), for an experiment",
+    )
+    parser.add_argument(
+        "--busy-poll",
+        type=float,
+        help="seconds between looks for due work while steps are in flight (an experiment)",
+    )
+    parser.add_argument(
+        "--diagnose", action="store_true", help="time the loop, GC, claims, transactions"
+    )
     parser.add_argument("--polls", type=int, help="stop after this many claims (bench.floor)")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(work(args))), flush=True)
