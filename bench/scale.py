@@ -92,7 +92,8 @@ async def observe(
         f"({rate:.0f}/s over {worker['measured_seconds']:.0f}s, offered {n / period:.0f}/s), "
         f"lateness p50 {worker['late_p50']:.3f}s p90 {worker['late_p90']:.3f}s "
         f"p99 {worker['late_p99']:.3f}s max {worker['late_max']:.3f}s over "
-        f"{worker['late_count']} claims; RSS {worker['rss_mb']:.0f} MB at the end, "
+        f"{worker['late_count']} claims; worker CPU {worker['cpu_ms_per_claim']:.2f} ms per "
+        f"poll; RSS {worker['rss_mb']:.0f} MB at the end, "
         f"peak {worker['rss_peak_mb']:.0f} MB"
     )
     report.note(f"{kind}, N={n:,}: where lateness comes from: " + diagnosis_text(worker))
