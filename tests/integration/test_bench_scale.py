@@ -93,7 +93,7 @@ async def test_claimcount_explains_the_postgres_claim() -> None:
     require_postgres()
     url = fresh_pg_database("jobtrail_bench_claimcount_test")
     await (await open_store(url)).close()
-    claimcount.seeded(url, 200)
+    claimcount.seeded(url, 5_000)
     found = claimcount.pg_explain(url)
     assert found["buffers"] > 0 and found["ms"] > 0
     assert found["due_scan"].startswith("Index Scan on operations_due: 50 rows")
