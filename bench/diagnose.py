@@ -7,6 +7,8 @@ timings, taken inside its process while it runs.
   and in the thread's CPU time (which the machine's load does not stretch);
 - the claim: each `ledger.claim` call's wall time and rows, as the worker awaits it (the
   store's queue wait included);
+- PostgreSQL: the connection pool's requests, how many queued for a connection and their
+  total wait (psycopg_pool's stats);
 - the store's transactions (SQLite): each one's time on the writer thread, commit included,
   so a WAL checkpoint that a commit runs shows as a long one, and its CPU time; and the
   WAL's resets, counted from its header's salt (which SQLite increments each time a
@@ -40,6 +42,7 @@ class Diagnosis:
         self._wal: Path | None = None
         self._salt_first: int | None = None
         self._ticker: asyncio.Task[None] | None = None
+        self._pool: Any = None  # PostgreSQL: the store's connection pool
 
     # -- installing ----------------------------------------------------------------------
 
@@ -55,6 +58,7 @@ class Diagnosis:
             return got
 
         ledger.claim = timed_claim
+        self._pool = getattr(store, "_pool", None)
         if sqlite_path is not None:
             store._transaction = self._timed(store._transaction)
             self._wal = Path(sqlite_path + "-wal")
@@ -69,6 +73,8 @@ class Diagnosis:
         self.claims.clear()
         self.transactions.clear()
         self._salt_first = self._salt()
+        if self._pool is not None:
+            self._pool.pop_stats()
 
     def remove(self) -> None:
         if self._on_gc in gc.callbacks:
@@ -126,6 +132,12 @@ class Diagnosis:
         out["claim_rows_mean"] = (
             sum(rows for _, rows in self.claims) / len(self.claims) if self.claims else 0.0
         )
+        if self._pool is not None:  # psycopg_pool's counters since the reset
+            stats = self._pool.pop_stats()
+            out["pool_requests"] = stats.get("requests_num", 0)
+            out["pool_queued"] = stats.get("requests_queued", 0)
+            out["pool_wait_ms"] = stats.get("requests_wait_ms", 0)
+            out["pool_size"] = stats.get("pool_size", 0)
         if self._wal is not None:
             out |= _spread("transaction", self.transactions)
             out |= _spread("transaction_cpu", self.transaction_cpu)

@@ -241,6 +241,12 @@ def diagnosis_text(w: dict[str, Any]) -> str:
             f"all, max {1000 * w[f'gc{g}_max']:.1f} ms (CPU {1000 * w[f'gc{g}_cpu_s']:.0f} ms, "
             f"max {1000 * w[f'gc{g}_cpu_max']:.1f} ms)"
         )
+    if "pool_requests" in w:
+        parts.append(
+            f"pool: {w['pool_requests']} requests, {w['pool_queued']} queued for a connection, "
+            f"{w['pool_wait_ms'] / max(1, w['pool_queued']):.1f} ms waited per queued request "
+            f"({w['pool_size']} connections)"
+        )
     if "transaction_count" in w:
         parts.append(
             f"SQLite transactions {w['transaction_count']} on the writer thread "
