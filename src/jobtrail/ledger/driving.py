@@ -11,6 +11,7 @@ from typing import Any
 from jobtrail.core import outcomes as o
 from jobtrail.core.audit import AuditEntry
 from jobtrail.core.caps import capped_document, capped_outcome
+from jobtrail.core.draft import seen_again
 from jobtrail.core.ids import short_id
 from jobtrail.core.model import (
     Attempt,
@@ -19,7 +20,7 @@ from jobtrail.core.model import (
     Operation,
     evolve,
 )
-from jobtrail.core.plan import Call, Settle, plan
+from jobtrail.core.plan import Call, Settle, Wait, plan
 from jobtrail.core.redact import Redactor
 from jobtrail.core.retry import on_stale
 from jobtrail.core.usage import checked_usage
@@ -30,6 +31,7 @@ from jobtrail.errors import (
 from jobtrail.ledger.base import LedgerBase
 from jobtrail.ledger.redaction import redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, Verdict
+from jobtrail.store.seen import SeenAgain
 
 
 class Driving(LedgerBase):
@@ -151,6 +153,42 @@ class Driving(LedgerBase):
             "detail": detail,
         }
         return await self._apply_outcome(op, outcome, now, actor, finished, entry_data, release)
+
+    async def seen_again(
+        self, op: Operation, retry_after: str | None, request_id: str | None
+    ) -> Operation | None:
+        """Record a status read of `op` (leased by us, unchanged since our last write) whose
+        answer equals the last one read, which the core judged an unchanged running read: the
+        open run seen once more, the next poll scheduled as that judgment schedules it
+        (`retry_after` as the answer said, else backoff with jitter; bounded by the deadline),
+        the lease given back. None, and nothing written, when it cannot be recorded so (a
+        deadline reached meanwhile, the record or its run moved on): the caller then has the
+        answer judged in full (worker/seen.py)."""
+        now = self.now()
+        after = seen_again(op, now, retry_after, self.schedule(op))
+        if not isinstance(plan(after, now), Wait):
+            return None  # judged in full, the read would not just wait: a deadline
+        if request_id is not None:
+            request_id = self._redactors.for_operation(op).text(request_id)
+        read = SeenAgain(
+            operation_id=op.operation_id,
+            fence=op.fence,
+            version=op.version,
+            at=now,
+            next_poll_at=after.next_poll_at,
+            poll_count=after.poll_count,
+            request_id=request_id,
+        )
+        stored = await self.store.seen_again(read)
+        if stored is None:
+            return None
+        return evolve(
+            after,
+            version=stored.version,
+            next_poll_at=stored.next_poll_at,
+            lease_owner=None,
+            lease_expires_at=None,
+        )
 
     def finished(
         self, op: Operation, attempt: Attempt, outcome: o.CallOutcome, detail: dict[str, Any]

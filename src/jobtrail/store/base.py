@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from jobtrail.core.tasks import TaskHandle
     from jobtrail.store.finding import OperationPage, OperationQuery
     from jobtrail.store.retention import Bind, Keep, Pruned
+    from jobtrail.store.seen import SeenAgain, Stored
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -253,6 +254,13 @@ class Store(Protocol):
     ) -> bool:
         """Give a lease back at `now`, next due at `due` (None: nothing left to do), without
         changing anything else; False if the fence moved on."""
+        ...
+
+    async def seen_again(self, read: SeenAgain) -> Stored | None:
+        """Record a status read whose answer equals the last one its owner read, as a
+        folded unchanged read is recorded, and give the lease back; None (nothing written)
+        unless the record is still at the read's version and fence with its status run
+        open (store/seen.py)."""
         ...
 
     async def next_due(self, code: Collection[str] | None = None) -> datetime | None:

@@ -38,6 +38,7 @@ from jobtrail.store.leases import CLOCK_FIELDS, Lease
 from jobtrail.store.notices import NoticeVerbs
 from jobtrail.store.prune import prune
 from jobtrail.store.retention import Bind, Keep, Pruned
+from jobtrail.store.seen import SeenVerbs
 from jobtrail.store.tasks import task_handle, task_row
 
 T = TypeVar("T")
@@ -64,7 +65,7 @@ HOOKS = frozenset(
 )
 
 
-class EngineStore(NoticeVerbs):
+class EngineStore(NoticeVerbs, SeenVerbs):
     # Set by each dialect: its queries (one dict, the same names in both; prune's apart),
     # codec, and the placeholder of a positional parameter.
     Q: ClassVar[dict[str, str]]

@@ -19,10 +19,11 @@ from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ConcurrentUpdate, LostOwnership, ResultError
 from jobtrail.ledger import Ledger
 from jobtrail.providers.file.spec import ResultSpec
-from jobtrail.providers.guarded import guarded_call
-from jobtrail.providers.protocol import Reply
+from jobtrail.providers.guarded import guarded_call, in_full
+from jobtrail.providers.protocol import Provider, Reply
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import UNSTORED, ResultStore
+from jobtrail.worker.seen import Seen, SeenAnswers
 
 log = logging.getLogger("jobtrail.worker")
 RENEW_MARGIN = EFFECT_MARGIN  # seconds kept for recording the outcome after a call's own timeout
@@ -41,6 +42,7 @@ class Runner:
         self.ledger, self.providers, self.blobs = ledger, providers, blobs
         self.actor, self.lease_for = actor, lease_for
         self._unsent: set[tuple[str, str]] = set()  # (provider, why) said once each
+        self.seen = SeenAnswers()  # the last status answers read (worker/seen.py)
 
     async def drive(self, op: Operation) -> Operation | None:
         """Run `op` (leased by us) until it waits, ends or needs a human. Returns the last
@@ -68,6 +70,7 @@ class Runner:
         # Measured on the machine's boot clock (Ledger.stopwatch), which runs at the ledger
         # clock's rate and which no step or faker of this process's clock moves.
         asked, lease = self.ledger.stopwatch(), None  # a safe read's lease is not checked again
+        seen = self.seen.previous(op, action.kind)
         if action.kind.safe:
             op = await self._renew_if_short(op)
         else:
@@ -94,19 +97,9 @@ class Runner:
             forged = await self.ledger.submission_problem(op)
         if lease is not None:  # last, just before sending: every answer above counts
             self._check_lease_outlasts(op, self.ledger.stopwatch() - asked, lease)
-        if forged is not None:
-            reply = _not_sent(op, forged)
-        elif local:
-            reply = await self._collect_locally(op)
-        else:
-            log.info("calling: %s", action.describe(), extra=_fields(op))
-            reply = await guarded_call(
-                provider,
-                self.ledger.redactor(op),
-                action.kind,
-                op,
-                limit=self.providers.call_limit(op),
-            )
+        reply = await self._answer(op, action, provider, forged, local, seen)
+        if isinstance(reply, Operation):  # seen again, and recorded so
+            return reply
         outcome = await self._outcome(op, reply)
         detail = reply.detail
         if isinstance(detail, dict) and detail.get("sent") is False:
@@ -114,6 +107,7 @@ class Runner:
         if isinstance(outcome, o.ResultMissing) and reply.fetched is not None:
             detail = {**detail, "error": outcome.reason}  # fetched, but could not be stored
         after = await self.ledger.finish_call(op, attempt, outcome, detail=detail, actor=self.actor)
+        self.seen.judged(op, action.kind, reply, after)
         log.info(
             "%s: %s",
             action.describe(),
@@ -121,6 +115,49 @@ class Runner:
             extra=_fields(after) | {"attempt_id": attempt.attempt_id},
         )
         return after
+
+    async def _answer(
+        self,
+        op: Operation,
+        action: Call,
+        provider: Provider,
+        forged: str | None,
+        local: bool,
+        seen: Seen | None,
+    ) -> Operation | Reply:
+        """The call's answer: refused here (`forged`), collected locally, or the provider's;
+        for a status answer equal to the last one read (`seen`), the record after it was
+        recorded as seen again."""
+        if forged is not None:
+            return _not_sent(op, forged)
+        if local:
+            return await self._collect_locally(op)
+        log.info("calling: %s", action.describe(), extra=_fields(op))
+        reply = await guarded_call(
+            provider,
+            self.ledger.redactor(op),
+            action.kind,
+            op,
+            limit=self.providers.call_limit(op),
+            previous=None if seen is None else seen.answer,
+        )
+        if reply.repeated is None or seen is None:
+            return reply
+        return await self._seen_again(op, action, reply, seen)
+
+    async def _seen_again(
+        self, op: Operation, action: Call, reply: Reply, seen: Seen
+    ) -> Operation | Reply:
+        """A status answer equal to the last one read (worker/seen.py), recorded as seen
+        again: the record after it; or, when it cannot be recorded so, the answer judged
+        in full after all (its Reply), recorded as any other."""
+        assert reply.repeated is not None
+        again = await self.ledger.seen_again(op, seen.retry_after, reply.repeated.request_id)
+        if again is None:
+            return in_full(reply, self.ledger.redactor(op), action.kind, op)
+        self.seen.again(seen, again)
+        log.info("%s: seen again", action.describe(), extra=_fields(again))
+        return again
 
     def _say_unsent(self, op: Operation, why: str) -> None:
         """A call stopped before sending (an unset credential, a refused connection) is

@@ -163,6 +163,16 @@ class HttpAnswers(HttpRequests):
         )
         return Reply(outcome=None, detail=detail, fetched=fetched)
 
+    def _identity(self, status: int, headers: dict[str, str], body: bytes) -> bytes:
+        """A status answer's identity: its status code, the headers the core acts on (a
+        Retry-After, a status URL, a monitor's own header...) and its body. Two answers
+        of one identity read the same: the same outcome, whatever the time."""
+        acted = sorted(
+            f"{k.lower()}:{v}" for k, v in headers.items() if k.lower() in self._identifying
+        )
+        head = "\n".join((str(status), *acted)).encode("utf-8", "surrogateescape")
+        return b"%d:%b\n%b" % (len(head), head, body)
+
     def _failed(
         self, outcome: o.Ambiguous | o.Throttled, started: float, *, sent: bool = True
     ) -> Reply:
