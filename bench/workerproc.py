@@ -33,6 +33,8 @@ async def work(args: argparse.Namespace) -> dict[str, float]:
         traced = [0]
         if args.count_statements and isinstance(store, SqliteStore):
             store._conn.set_trace_callback(lambda _sql: traced.__setitem__(0, traced[0] + 1))
+        if args.judge_every_answer:  # the worker as it was before the seen-again fast path
+            rt.runner.seen.previous = lambda op, kind: None  # type: ignore[method-assign]
         if not args.no_freeze:
             settle_heap()  # as `jobtrail worker` does after start-up
         task = asyncio.create_task(rt.worker.run())
@@ -98,6 +100,11 @@ def main() -> None:
     parser.add_argument("--no-freeze", action="store_true", help="skip gc.freeze()")
     parser.add_argument("--count-statements", action="store_true")
     parser.add_argument("--polls", type=int, help="stop after this many claims (bench.floor)")
+    parser.add_argument(
+        "--judge-every-answer",
+        action="store_true",
+        help="no seen-again fast path: every status answer decoded and judged (bench.floor_same)",
+    )
     args = parser.parse_args()
     print(json.dumps(asyncio.run(work(args))), flush=True)
 
