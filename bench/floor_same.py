@@ -40,9 +40,13 @@ KINDS = ("bare", "floor-poll", "jobtrail-poll", "jobtrail-poll-judged")
 CALLGRIND = (200, 600)  # polls in the small and the large callgrind run, per side
 
 
+def polls_per_run(quick: bool) -> int:
+    return 1_000 if quick else 10_000
+
+
 async def measure(quick: bool) -> dict[str, Any]:
     use_token()
-    polls = 1_000 if quick else 10_000
+    polls = polls_per_run(quick)
     with simulator_process() as url, tempfile.TemporaryDirectory(prefix="jobtrail-bench-") as d:
         db, jobs = await polling.seeded(url, Path(d), OPERATIONS, SAME)
         ids = Path(d) / "ids.json"
