@@ -74,12 +74,19 @@ class Driving(LedgerBase):
         return await self.store.next_due(code)
 
     async def begin_call(
-        self, op: Operation, kind: AttemptKind, request: dict[str, Any], actor: str
+        self,
+        op: Operation,
+        kind: AttemptKind,
+        request: dict[str, Any],
+        actor: str,
+        *,
+        started_at: datetime | None = None,
     ) -> tuple[Operation, Attempt]:
         """Record the intent of a call with an effect durably, before it is made. A safe read
         (status, result GET) needs none: its attempt is returned unrecorded, and
-        `finish_call` records it with its outcome, in one commit."""
-        now = self.now()
+        `finish_call` records it with its outcome, in one commit; one made after its call
+        (worker/seen.py) says when the call started (`started_at`)."""
+        now = self.now() if started_at is None or not kind.safe else started_at
         attempt = Attempt(
             attempt_id=short_id("at_", self.rand),
             operation_id=op.operation_id,

@@ -12,7 +12,7 @@ from typing import Any
 from jobtrail.core import outcomes as o
 from jobtrail.core.leases import EFFECT_MARGIN, effect_lease, lease_left, may_send
 from jobtrail.core.lookup import find
-from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary, evolve
+from jobtrail.core.model import Attempt, AttemptKind, Operation, ResultMode, ResultSummary, evolve
 from jobtrail.core.plan import Call, Nothing, Settle, Wait, plan
 from jobtrail.core.redact import REDACTED
 from jobtrail.core.validate import Candidate, Rules, validate
@@ -70,7 +70,6 @@ class Runner:
         # Measured on the machine's boot clock (Ledger.stopwatch), which runs at the ledger
         # clock's rate and which no step or faker of this process's clock moves.
         asked, lease = self.ledger.stopwatch(), None  # a safe read's lease is not checked again
-        seen = self.seen.previous(op, action.kind)
         if action.kind.safe:
             op = await self._renew_if_short(op)
         else:
@@ -83,6 +82,8 @@ class Runner:
             # checked again just before sending (core/leases.may_send).
             op = await self.ledger.renew(op, lease)
         provider = self.providers.for_operation(op)
+        if (seen := self.seen.previous(op, action.kind)) is not None:
+            return await self._read_again(op, action, provider, seen)
         request = provider.describe(action.kind, op)
         local = action.kind is AttemptKind.RESULT and _collects_locally(op)
         if local:
@@ -97,9 +98,18 @@ class Runner:
             forged = await self.ledger.submission_problem(op)
         if lease is not None:  # last, just before sending: every answer above counts
             self._check_lease_outlasts(op, self.ledger.stopwatch() - asked, lease)
-        reply = await self._answer(op, action, provider, forged, local, seen)
-        if isinstance(reply, Operation):  # seen again, and recorded so
-            return reply
+        if forged is not None:
+            reply = _not_sent(op, forged)
+        elif local:
+            reply = await self._collect_locally(op)
+        else:
+            reply = await self._send(op, action, provider)
+        return await self._record(op, action, attempt, reply)
+
+    async def _record(
+        self, op: Operation, action: Call, attempt: Attempt, reply: Reply
+    ) -> Operation:
+        """The call's outcome recorded, judged by the core: the record after it."""
         outcome = await self._outcome(op, reply)
         detail = reply.detail
         if isinstance(detail, dict) and detail.get("sent") is False:
@@ -116,48 +126,40 @@ class Runner:
         )
         return after
 
-    async def _answer(
-        self,
-        op: Operation,
-        action: Call,
-        provider: Provider,
-        forged: str | None,
-        local: bool,
-        seen: Seen | None,
-    ) -> Operation | Reply:
-        """The call's answer: refused here (`forged`), collected locally, or the provider's;
-        for a status answer equal to the last one read (`seen`), the record after it was
-        recorded as seen again."""
-        if forged is not None:
-            return _not_sent(op, forged)
-        if local:
-            return await self._collect_locally(op)
+    async def _send(
+        self, op: Operation, action: Call, provider: Provider, previous: bytes | None = None
+    ) -> Reply:
         log.info("calling: %s", action.describe(), extra=_fields(op))
-        reply = await guarded_call(
+        return await guarded_call(
             provider,
             self.ledger.redactor(op),
             action.kind,
             op,
             limit=self.providers.call_limit(op),
-            previous=None if seen is None else seen.answer,
+            previous=previous,
         )
-        if reply.repeated is None or seen is None:
-            return reply
-        return await self._seen_again(op, action, reply, seen)
 
-    async def _seen_again(
-        self, op: Operation, action: Call, reply: Reply, seen: Seen
-    ) -> Operation | Reply:
-        """A status answer equal to the last one read (worker/seen.py), recorded as seen
-        again: the record after it; or, when it cannot be recorded so, the answer judged
-        in full after all (its Reply), recorded as any other."""
-        assert reply.repeated is not None
-        again = await self.ledger.seen_again(op, seen.retry_after, reply.repeated.request_id)
-        if again is None:
-            return in_full(reply, self.ledger.redactor(op), action.kind, op)
-        self.seen.again(seen, again)
-        log.info("%s: seen again", action.describe(), extra=_fields(again))
-        return again
+    async def _read_again(
+        self, op: Operation, action: Call, provider: Provider, seen: Seen
+    ) -> Operation:
+        """A status read of an operation whose last answer is remembered (worker/seen.py).
+        An answer equal to it is recorded as seen again, with no attempt of its own; any
+        other, or one that cannot be recorded so, is judged in full and recorded as every
+        answer is, its attempt started when the call was."""
+        started = self.ledger.now()
+        reply = await self._send(op, action, provider, seen.answer)
+        if reply.repeated is not None:
+            again = await self.ledger.seen_again(op, seen.retry_after, reply.repeated.request_id)
+            if again is not None:
+                self.seen.again(seen, again)
+                log.info("%s: seen again", action.describe(), extra=_fields(again))
+                return again
+            reply = in_full(reply, self.ledger.redactor(op), action.kind, op)
+        request = provider.describe(action.kind, op)
+        op, attempt = await self.ledger.begin_call(
+            op, action.kind, request, self.actor, started_at=started
+        )
+        return await self._record(op, action, attempt, reply)
 
     def _say_unsent(self, op: Operation, why: str) -> None:
         """A call stopped before sending (an unset credential, a refused connection) is
