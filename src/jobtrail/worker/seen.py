@@ -22,8 +22,10 @@ from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.states import State
 from jobtrail.providers.protocol import Reply
 
-MAX_ANSWER = 16 * 1024  # larger answers are judged in full every time: memory stays small
-MAX_KEPT = 200_000  # operations remembered at once (the oldest forgotten first)
+MAX_ANSWER = 16 * 1024  # larger answers are judged in full every time
+# The answers remembered at once, in bytes: the oldest are forgotten first (and judged in
+# full on their next read). A status answer is a few hundred bytes: this holds 100,000.
+MAX_BYTES = 32 * 1024 * 1024
 _FOLDING = frozenset({State.OBSERVING, State.CANCEL_REQUESTED, State.CANCELLING})
 
 
@@ -35,8 +37,9 @@ class Seen:
 
 
 class SeenAnswers:
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
         self._by_operation: dict[str, Seen] = {}
+        self._bytes, self._max_bytes = 0, max_bytes
 
     def previous(self, op: Operation, kind: AttemptKind) -> Seen | None:
         """For a status read of `op`, the last answer read of it, if the record is still the
@@ -71,11 +74,16 @@ class SeenAnswers:
         ):
             self._keep(after.operation_id, Seen(reply.answer, after.version, outcome.retry_after))
         else:
-            self._by_operation.pop(before.operation_id, None)
+            self._forget(before.operation_id)
 
     def _keep(self, operation_id: str, seen: Seen) -> None:
-        kept = self._by_operation
-        kept.pop(operation_id, None)
-        kept[operation_id] = seen
-        if len(kept) > MAX_KEPT:
-            del kept[next(iter(kept))]
+        self._forget(operation_id)  # and in again last: the oldest read go first
+        self._by_operation[operation_id] = seen
+        self._bytes += len(seen.answer)
+        while self._bytes > self._max_bytes:
+            self._forget(next(iter(self._by_operation)))
+
+    def _forget(self, operation_id: str) -> None:
+        seen = self._by_operation.pop(operation_id, None)
+        if seen is not None:
+            self._bytes -= len(seen.answer)
