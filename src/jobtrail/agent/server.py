@@ -162,7 +162,7 @@ def build_server(
 
     @server.tool(
         description="An operation's state, the provider's last observed state, progress, "
-        "next poll time, what jobtrail is waiting for, and its last transitions.",
+        "next poll time, what jobtrail does next (`next_step`), and its last transitions.",
         annotations=READ_ONLY,
     )
     async def get_job(operation_id: OperationId, ctx: Context[Any, Any]) -> JobView:
