@@ -83,10 +83,13 @@ def test_no_such_job_on_a_status_read_is_a_404_from_both() -> None:
 
 
 def test_the_retry_after_of_a_throttled_answer_is_kept() -> None:
-    """The provider's Retry-After travels with the outcome, for the schedule's floor."""
+    """The provider's Retry-After travels with the outcome, for the schedule's floor: a
+    result fetch answered 409 (not ready yet) keeps it, as a 429 does."""
     out = http(K.STATUS, 429, **{"Retry-After": "7"})
     assert isinstance(out, o.Throttled) and out.retry_after == "7" and out.request_id == "req_1"
     assert "said by the provider" in out.reason
+    later = http(K.RESULT, 409, **{"Retry-After": "7"})
+    assert isinstance(later, o.Throttled) and later.retry_after == "7"
 
 
 @pytest.mark.parametrize(

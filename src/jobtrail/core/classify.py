@@ -1,24 +1,18 @@
-"""What a call that did not go right is: one rule for every provider (provider files over
-HTTP, AWS, code providers).
+"""What a call that did not go right is: one rule for every provider (provider files, AWS,
+code providers). Providers only reduce what happened to facts (`Failed`): was the request
+sent and answered (`Sent`), the HTTP status, AWS's error code, the Retry-After, a reason.
 
-Providers translate: they reduce what happened to neutral facts (`Failed`): whether the
-request left and was answered (`Sent`), the answer's HTTP status, the provider's error code
-(AWS names its errors by code), its Retry-After, and a reason in words. `classify` judges:
+- not sent (no connection, no credential), or "later" (HTTP 429, 503 with a Retry-After, a
+  code of `LATER`; 409 to a create, in flight under our key, or to a result, not ready yet)
+  -> Throttled: nothing was done, come back;
+- sent and unanswered, unreadable, 5xx, 408 or 425 -> Ambiguous: we may have been heard (to
+  a status read, an unreadable answer is one that states nothing: Observed, judged by
+  core/evidence.py);
+- anything else -> Rejected (to a result fetch: ResultMissing); "no such job" by code
+  (`NOT_FOUND`) to a status read is a 404, for the grace of core/refused.py.
 
-- nothing sent (no connection, no credential), or an answer that says "later" (HTTP 429, 503
-  with a Retry-After, an error code of `LATER`) -> Throttled: nothing was done, come back;
-- the request refused before it left (botocore's parameter check) -> Rejected;
-- sent and not answered, answered with something that cannot be read, 5xx, 408 or 425 ->
-  Ambiguous: we may have been heard. A status read answered unreadably is an answer that
-  states nothing (Observed, judged by core/evidence.py);
-- 409 to a create (a request under our key is in flight) or to a result fetch (not ready
-  yet) -> Throttled;
-- any other answer -> Rejected, or ResultMissing for a result fetch. A status read answered
-  "no such job" by code (`NOT_FOUND`) is reported as a 404, so that a job not visible yet
-  gets the grace of core/refused.py.
-
-An answer that names its error by code is judged by that code, and by its status only for
-5xx; an HTTP answer is judged by its status.
+An answer that names its error by code (AWS) is judged by that code, and by its status only
+for 5xx; an HTTP answer by its status.
 """
 
 from __future__ import annotations
@@ -32,22 +26,19 @@ from jobtrail.core.model import AttemptKind
 from jobtrail.core.outcomes import Basis, Body
 from jobtrail.core.states import RemoteStatus
 
-# Error codes by which AWS says "not now, nothing was done".
+# Error codes by which AWS says "not now, nothing was done" (ExecutionLimitExceeded: too many
+# open Step Functions executions, none started).
 LATER = frozenset(
-    {
-        "ThrottlingException",
-        "Throttling",
-        "TooManyRequestsException",
-        "RequestLimitExceeded",
-        "ExecutionLimitExceeded",  # Step Functions: too many open executions; none started
-        "ServiceQuotaExceededException",
-    }
+    {"ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded"}
+    | {"ExecutionLimitExceeded", "ServiceQuotaExceededException"}
 )
 # Error codes by which AWS says "no such job" to a status read.
 NOT_FOUND = frozenset({"ExecutionDoesNotExist", "ResourceNotFoundException"})
 
 
 class Sent(StrEnum):
+    """Whether the request left, and whether an answer came back that could be read."""
+
     NO = "not sent"
     INVALID = "not sent: the request is invalid"
     NO_ANSWER = "sent, no answer"
