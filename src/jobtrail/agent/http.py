@@ -11,9 +11,13 @@ first, as the MCP specification's Streamable HTTP transport requires (2025-11-25
 a browser may not drive an agent's tools, whatever token it holds. A request without an
 `Origin` (every client that is not a browser) is judged by its token alone.
 
-The SDK's Streamable HTTP session manager runs stateless, so any number of
-`serve` processes on one PostgreSQL ledger can answer any agent's requests and tasks
-(`Mcp-Name` routing then reaches a process that can resolve the task, whichever it is).
+A client on protocol 2026-07-28 has no session: any number of `serve` processes on one
+PostgreSQL ledger can answer any of its requests and tasks (`Mcp-Name` routing then reaches
+a process that can resolve the task, whichever it is). A handshake-era client (2025-11-25
+and before) gets a session (`Mcp-Session-Id`) from the process that answered its
+`initialize`, since that is where its `resources/subscribe` updates are sent from (on its
+GET stream); the session is bound to the agent that opened it (another agent's token on it
+reads as an unknown session), and it ends on the client's DELETE or after 30 idle minutes.
 
 aiohttp serves; the SDK speaks ASGI: `_asgi` hands it one request at a time."""
 
@@ -27,6 +31,8 @@ from typing import Any
 
 from aiohttp import web
 from mcp.server import MCPServer
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
@@ -57,7 +63,7 @@ class McpHttp:
         # for its public Host header. Origin is checked here instead (`refused_origin`), and
         # every request needs an agent's bearer token besides.
         unguarded = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        server.streamable_http_app(stateless_http=True, host=host, transport_security=unguarded)
+        server.streamable_http_app(stateless_http=False, host=host, transport_security=unguarded)
         self.manager: StreamableHTTPSessionManager = server.session_manager
         # What else runs while it serves: `serve` sets its resource-update watcher here.
         self.updates: Callable[[], AbstractAsyncContextManager[None]] = nullcontext
@@ -150,6 +156,8 @@ async def _asgi(  # noqa: C901
         "client": request.transport.get_extra_info("peername") if request.transport else None,
         "server": (host, port),
         SCOPE_KEY: agent.actor,
+        # What the SDK binds a handshake-era session to: the agent, never its token.
+        "user": AuthenticatedUser(AccessToken(token="", client_id=agent.actor, scopes=[])),
     }
     answered = asyncio.Event()
     response: web.StreamResponse | None = None
