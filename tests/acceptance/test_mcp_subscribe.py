@@ -8,6 +8,7 @@ in words. Over stdio (`jobtrail mcp`) and over `jobtrail serve`'s /mcp."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -28,6 +29,7 @@ from mcp.types import (
     UnsubscribeRequestParams,
 )
 from test_mcp_http import ALPHA, BETA, serving
+from test_mcp_http_origin import post
 
 from jobtrail.simulator import SimulatorThread
 
@@ -51,6 +53,7 @@ class Legacy:
     def __init__(self) -> None:
         self.updates: list[str] = []
         self.client: Client | None = None
+        self.session_id: str | None = None  # over HTTP
 
     async def heard(self, message: Any) -> None:
         if isinstance(message, ResourceUpdatedNotification):
@@ -103,8 +106,14 @@ async def over_stdio(tmp_path: Path, *options: str) -> AsyncIterator[Legacy]:
 @asynccontextmanager
 async def over_http(url: str, token: str) -> AsyncIterator[Legacy]:
     legacy = Legacy()
+
+    async def session_of(response: httpx2.Response) -> None:
+        legacy.session_id = response.headers.get("mcp-session-id") or legacy.session_id
+
     headers = {"Authorization": f"Bearer {token}"}
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http:
+    timeout = httpx2.Timeout(30, read=300)
+    hooks = {"response": [session_of]}
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks=hooks) as http:
         transport = streamable_http_client(f"{url}/mcp", http_client=http)
         async with Client(transport, mode="legacy", message_handler=legacy.heard) as client:
             legacy.client = client
@@ -219,7 +228,19 @@ async def test_an_agent_may_not_subscribe_to_another_agents_operation_over_stdio
 async def test_an_agent_may_not_subscribe_to_another_agents_operation_over_http(
     tmp_path: Path, sim: SimulatorThread
 ) -> None:
-    """The same over `serve`'s /mcp, each agent with its own token."""
+    """The same over `serve`'s /mcp, each agent with its own token; and alpha's session,
+    with its subscription, answers alpha's token only (another's reads as unknown, 404)."""
+    listing = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
     with serving(tmp_path, str(tmp_path / "l.db"), "serve-r") as (url, _):
         async with over_http(url, ALPHA) as alpha, over_http(url, BETA) as beta:
             check_refusals(await refusals(alpha, beta))
+            assert alpha.session_id is not None and alpha.session_id != beta.session_id
+            on = {"Mcp-Session-Id": alpha.session_id, "MCP-Protocol-Version": HANDSHAKE}
+            as_beta = await asyncio.to_thread(post, url, listing, bearer(BETA) | on)
+            as_alpha = await asyncio.to_thread(post, url, listing, bearer(ALPHA) | on)
+    assert as_beta[0] == 404 and "submit_job" not in as_beta[1]
+    assert as_alpha[0] == 200 and "submit_job" in as_alpha[1]
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
