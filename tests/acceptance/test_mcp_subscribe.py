@@ -228,16 +228,23 @@ async def test_an_agent_may_not_subscribe_to_another_agents_operation_over_stdio
 async def test_an_agent_may_not_subscribe_to_another_agents_operation_over_http(
     tmp_path: Path, sim: SimulatorThread
 ) -> None:
-    """The same over `serve`'s /mcp, each agent with its own token; and alpha's session,
-    with its subscription, answers alpha's token only (another's reads as unknown, 404)."""
+    """The same over `serve`'s /mcp, each agent with its own token; alpha's session, with
+    its subscription, answers alpha's token only (another's reads as unknown, 404); and a
+    subscription without a session is refused, not taken and never kept."""
     listing = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
     with serving(tmp_path, str(tmp_path / "l.db"), "serve-r") as (url, _):
         async with over_http(url, ALPHA) as alpha, over_http(url, BETA) as beta:
-            check_refusals(await refusals(alpha, beta))
+            told = await refusals(alpha, beta)
+            check_refusals(told)
+            uri = f"jobtrail://operations/{told['op_id']}"  # alpha's own
+            subscribing = listing | {"method": "resources/subscribe", "params": {"uri": uri}}
             assert alpha.session_id is not None and alpha.session_id != beta.session_id
             on = {"Mcp-Session-Id": alpha.session_id, "MCP-Protocol-Version": HANDSHAKE}
             as_beta = await asyncio.to_thread(post, url, listing, bearer(BETA) | on)
             as_alpha = await asyncio.to_thread(post, url, listing, bearer(ALPHA) | on)
+            alone = {"MCP-Protocol-Version": HANDSHAKE}  # no session: nowhere to send updates
+            sessionless = await asyncio.to_thread(post, url, subscribing, bearer(ALPHA) | alone)
+    assert "needs a session to send the updates on: `initialize` first" in sessionless[1]
     assert as_beta[0] == 404 and "submit_job" not in as_beta[1]
     assert as_alpha[0] == 200 and "submit_job" in as_alpha[1]
 

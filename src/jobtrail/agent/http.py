@@ -13,17 +13,19 @@ a browser may not drive an agent's tools, whatever token it holds. A request wit
 
 A client on protocol 2026-07-28 has no session: any number of `serve` processes on one
 PostgreSQL ledger can answer any of its requests and tasks (`Mcp-Name` routing then reaches
-a process that can resolve the task, whichever it is). A handshake-era client (2025-11-25
-and before) gets a session (`Mcp-Session-Id`) from the process that answered its
-`initialize`, since that is where its `resources/subscribe` updates are sent from (on its
-GET stream); the session is bound to the agent that opened it (another agent's token on it
-reads as an unknown session), and it ends on the client's DELETE or after 30 idle minutes.
+a process that can resolve the task, whichever it is), as they answer any request that
+names no session. A handshake-era client (2025-11-25 and before) gets a session
+(`Mcp-Session-Id`) from the process that answered its `initialize`, since that is where its
+`resources/subscribe` updates are sent from (on its GET stream); the session is bound to the
+agent that opened it (another agent's token on it reads as an unknown session), and it ends
+on the client's DELETE or after 30 minutes with no request and no open stream.
 
 aiohttp serves; the SDK speaks ASGI: `_asgi` hands it one request at a time."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Callable, MutableMapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
@@ -63,8 +65,14 @@ class McpHttp:
         # for its public Host header. Origin is checked here instead (`refused_origin`), and
         # every request needs an agent's bearer token besides.
         unguarded = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        # Two of the SDK's managers over one server: sessions for the handshake-era
+        # clients that open one (`initialize`) and come back with it (`Mcp-Session-Id`),
+        # and single exchanges for everything else, answered by any process.
         server.streamable_http_app(stateless_http=False, host=host, transport_security=unguarded)
         self.manager: StreamableHTTPSessionManager = server.session_manager
+        self.single = StreamableHTTPSessionManager(
+            app=self.manager.app, stateless=True, security_settings=unguarded
+        )
         # What else runs while it serves: `serve` sets its resource-update watcher here.
         self.updates: Callable[[], AbstractAsyncContextManager[None]] = nullcontext
 
@@ -73,8 +81,8 @@ class McpHttp:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The SDK's session manager, for as long as the app serves."""
-        async with self.manager.run(), self.updates():
+        """The SDK's session managers, for as long as the app serves."""
+        async with self.manager.run(), self.single.run(), self.updates():
             yield
 
     def agent(self, authorization: str | None) -> Agent | None:
@@ -115,7 +123,22 @@ class McpHttp:
         body = await _body(request)
         if body is None:
             return web.json_response({"error": "request body over 4 MiB"}, status=413)
-        return await _asgi(self.manager, request, agent, body)
+        manager = self.manager if _in_session(request, body) else self.single
+        return await _asgi(manager, request, agent, body)
+
+
+def _in_session(request: web.Request, body: bytes) -> bool:
+    """Whether a request opens a handshake-era session or goes on with one: an
+    `initialize`, one naming its session, or a GET stream or DELETE (of a session)."""
+    if request.method != "POST" or "Mcp-Session-Id" in request.headers:
+        return True
+    if b'"initialize"' not in body:
+        return False
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("method") == "initialize"
 
 
 async def _body(request: web.Request) -> bytes | None:

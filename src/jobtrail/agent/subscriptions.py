@@ -35,6 +35,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
     EmptyResult,
     SubscribeRequestParams,
     UnsubscribeRequestParams,
@@ -80,8 +81,15 @@ class ResourceUpdates:
         async def on_subscribe(
             ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
         ) -> EmptyResult:
+            session = _session(ctx)
+            if not session.has_standalone_channel:
+                raise MCPError(
+                    code=INVALID_REQUEST,
+                    message="resources/subscribe needs a session to send the updates on: "
+                    "`initialize` first, and send its Mcp-Session-Id with each request",
+                )
             await _check_readable(server, ctx, params.uri)
-            self._add(_session(ctx), params.uri)
+            self._add(session, params.uri)
             return EmptyResult()
 
         async def on_unsubscribe(
