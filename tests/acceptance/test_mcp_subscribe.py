@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -38,6 +39,7 @@ from waits import until_true_async
 
 pytestmark = pytest.mark.slow  # real servers, a job driven in real time
 HANDSHAKE = "2025-11-25"
+STOPS_WITHIN = 8.0  # seconds: serve's app waits 10 s for requests in flight
 
 
 @pytest.fixture
@@ -175,11 +177,16 @@ async def test_a_2025_client_over_stdio_hears_each_state_change_until_it_unsubsc
 async def test_a_2025_client_over_http_hears_each_state_change_until_it_unsubscribes(
     tmp_path: Path, sim: SimulatorThread
 ) -> None:
-    """The same over `serve`'s /mcp: the updates come on the agent's own session."""
-    with serving(tmp_path, str(tmp_path / "l.db"), "serve-s") as (url, _):
+    """The same over `serve`'s /mcp: the updates come on the agent's own session. SIGTERM
+    while the client holds its session's stream open stops serve without waiting out the
+    app's 10 s shutdown timeout for that stream."""
+    with serving(tmp_path, str(tmp_path / "l.db"), "serve-s") as (url, proc):
         async with over_http(url, ALPHA) as agent:
             kept, dropped, changes = await follow_two_operations(agent)
+            proc.send_signal(signal.SIGTERM)
+            stopped = await asyncio.to_thread(proc.wait, STOPS_WITHIN)
     assert 1 <= len(kept) <= changes and len(dropped) >= 1, (kept, changes)
+    assert stopped == 0
 
 
 async def refusals(alpha: Legacy, beta: Legacy) -> dict[str, str]:

@@ -73,11 +73,18 @@ class McpHttp:
         self.single = StreamableHTTPSessionManager(
             app=self.manager.app, stateless=True, security_settings=unguarded
         )
+        self._stopping = asyncio.Event()
         # What else runs while it serves: `serve` sets its resource-update watcher here.
         self.updates: Callable[[], AbstractAsyncContextManager[None]] = nullcontext
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_route("*", PATH, self.handle)
+        app.on_shutdown.append(self._stop_streams)
+
+    async def _stop_streams(self, _: web.Application) -> None:
+        """A session's GET stream lasts as long as its client; on shutdown it ends first,
+        so that stopping does not wait out the app's shutdown timeout for it."""
+        self._stopping.set()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -124,7 +131,7 @@ class McpHttp:
         if body is None:
             return web.json_response({"error": "request body over 4 MiB"}, status=413)
         manager = self.manager if _in_session(request, body) else self.single
-        return await _asgi(manager, request, agent, body)
+        return await _asgi(manager, request, agent, body, self._stopping)
 
 
 def _in_session(request: web.Request, body: bytes) -> bool:
@@ -156,7 +163,11 @@ async def _body(request: web.Request) -> bytes | None:
 
 # C901: one request's way through auth, routing and the SDK's session manager, read top to bottom
 async def _asgi(  # noqa: C901
-    manager: StreamableHTTPSessionManager, request: web.Request, agent: Agent, body: bytes
+    manager: StreamableHTTPSessionManager,
+    request: web.Request,
+    agent: Agent,
+    body: bytes,
+    stopping: asyncio.Event,
 ) -> web.StreamResponse:
     """Run one aiohttp request through the SDK's ASGI handler, streaming its answer back."""
     host, port = _server_address(request)
@@ -192,7 +203,7 @@ async def _asgi(  # noqa: C901
             delivered = True
             return {"type": "http.request", "body": body, "more_body": False}
         # The SDK listens for the client going away while it streams an answer.
-        while not answered.is_set():
+        while not answered.is_set() and not stopping.is_set():
             if request.transport is None or request.transport.is_closing():
                 break
             try:
