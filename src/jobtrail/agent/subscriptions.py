@@ -70,10 +70,6 @@ class ResourceUpdates:
                 except TimeoutError:
                     log.warning("a subscribed MCP session did not take an update in time")
 
-    def subscribers(self, uri: str) -> int:
-        """How many sessions are subscribed to `uri` (for tests and diagnostics)."""
-        return len(self._sessions.get(uri, ()))
-
     def serve(self, server: MCPServer[Any]) -> None:
         """Serve `resources/subscribe` and `resources/unsubscribe` on `server`; with them
         the server answers a handshake-era client `resources.subscribe: true`."""
