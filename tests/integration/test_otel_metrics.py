@@ -31,9 +31,12 @@ def points(reader: InMemoryMetricReader) -> dict[str, float]:
 
 
 async def test_otel_figures_agree_with_the_scrape(rig: Harness) -> None:
-    await rig.submit({"account": "a"})
+    await rig.submit({"account": "a", "_sim": {"never_finish": True}})
+    await rig.tick()
+    await rig.tick()  # a status read of a
     await rig.submit({"account": "b", "_sim": {"drop_create_answer": True}})
     await rig.tick()
+    await rig.rt.flush_lateness()
     reader = InMemoryMetricReader()
     async with otel_metrics(rig.rt.ledger, MeterProvider(metric_readers=[reader])) as found:
         assert found is not None
@@ -47,6 +50,8 @@ async def test_otel_figures_agree_with_the_scrape(rig: Harness) -> None:
             name, _, value = line.rpartition(" ")
             scraped[name.replace("jobtrail_calls_total", "jobtrail_calls")] = float(value)
     renamed = {"jobtrail_oldest_due_lateness": "jobtrail_oldest_due_lateness_seconds"}
+    for part in ("bucket", "sum", "count"):
+        renamed[f"jobtrail_poll_lateness_{part}"] = f"jobtrail_poll_lateness_seconds_{part}"
     for name, value in shown.items():
         base = name.split("{")[0]
         key = name.replace(base, renamed.get(base, base), 1)
@@ -54,6 +59,9 @@ async def test_otel_figures_agree_with_the_scrape(rig: Harness) -> None:
     ops = sum(v for k, v in shown.items() if k.startswith("jobtrail_operations{"))
     assert ops == 2 and any(k.startswith("jobtrail_calls{") for k in shown)
     assert any(k.startswith("jobtrail_create_unsettled_by_tier{") for k in shown)
+    reads = sum(1 for call in rig.sim.calls if call.kind == "status")
+    assert shown['jobtrail_poll_lateness_count{provider="simulator"}'] == reads > 0
+    assert shown['jobtrail_poll_lateness_bucket{provider="simulator",le="+Inf"}'] == reads
 
 
 async def test_nothing_is_registered_without_an_sdk(rig: Harness) -> None:

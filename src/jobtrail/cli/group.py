@@ -95,7 +95,8 @@ class LazyGroup(click.Group):
 @click.option(
     "--policy",
     metavar="FILE",
-    help="The action policy (TOML): which actions people, agents and workers may take. "
+    help="The action policy (TOML): which actions people, agents and workers may take, and "
+    "([notify]) where notices to people go. "
     "[env JOBTRAIL_POLICY; the default and the format: `jobtrail docs dashboard`]",
 )
 @click.version_option(VERSION, prog_name="jobtrail")

@@ -1,5 +1,6 @@
 """`jobtrail notify test URL`, and the notifier that `serve` and `worker` run beside the
-worker (`--notify URL`; services/notify.py delivers, docs/dashboard.md describes)."""
+worker (`--notify URL`, else the policy file's [notify], else the environment:
+services/notify_setup.py; services/notify.py delivers, docs/dashboard.md describes)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,8 @@ import click
 
 from jobtrail.cli.context import run_async
 from jobtrail.core.notices import Notice, event_id
-from jobtrail.services.notify import (
-    DASHBOARD_ENV,
-    Notifier,
-    endpoint,
-    endpoints_from,
-    signer,
-)
+from jobtrail.services.notify import Notifier, endpoint
+from jobtrail.services.notify_setup import NotifySetup, notify_setup
 
 if TYPE_CHECKING:
     from jobtrail.ledger import Ledger
@@ -36,28 +32,25 @@ def notify_option(fn: F) -> F:
         multiple=True,
         metavar="URL",
         help="Deliver notices to people (an operation that needs one; docs/dashboard.md) "
-        "to URL, signed as Standard Webhooks with JOBTRAIL_NOTIFY_SECRET; slack+https://... "
-        "posts Slack's text form. Repeatable. [env JOBTRAIL_NOTIFY, comma-separated]",
+        "to URL, signed as Standard Webhooks; slack+https://... posts Slack's text form. "
+        "Repeatable. Endpoints: --notify, else the policy file's [notify] endpoints, else "
+        "JOBTRAIL_NOTIFY (comma-separated). Secret, link, timeout: [notify] (secret = { env = "
+        '"NAME" } or { file = "PATH" }), else JOBTRAIL_NOTIFY_SECRET, JOBTRAIL_DASHBOARD_URL.',
     )(fn)
 
 
-def notifier_for(ledger: Ledger | None, urls: tuple[str, ...]) -> Notifier:
-    """The notifier of the endpoints given (or of JOBTRAIL_NOTIFY), errors naming the field."""
-    import os
-
+def notifier_for(ledger: Ledger | None, setup: NotifySetup) -> Notifier:
     return Notifier(
-        ledger,
-        endpoints_from(urls),
-        sign=signer(),
-        dashboard=os.environ.get(DASHBOARD_ENV) or None,
+        ledger, setup.endpoints, sign=setup.sign, dashboard=setup.dashboard, timeout=setup.timeout
     )
 
 
 @contextlib.asynccontextmanager
-async def notifying(ledger: Ledger, urls: tuple[str, ...]) -> AsyncIterator[Notifier]:
+async def notifying(ledger: Ledger, setup: NotifySetup) -> AsyncIterator[Notifier]:
     """The notifier running beside the caller's work until the block ends; then one last
-    pass delivers what became due meanwhile (a failure waits for the next run)."""
-    notifier = notifier_for(ledger, urls)
+    pass delivers what became due meanwhile (a failure waits for the next run). `setup` is
+    `notify_setup(--notify)`'s, read before anything is opened: a mistake stops the start."""
+    notifier = notifier_for(ledger, setup)
     if not notifier.endpoints:
         yield notifier
         return
@@ -102,13 +95,14 @@ def notify() -> None:
 @notify.command("test")
 @click.argument("url")
 def notify_test(url: str) -> None:
-    """Send a signed sample notice to URL (slack+https://... for Slack's text form) and say
-    how it answered."""
+    """Send a sample notice to URL (slack+https://... for Slack's text form), signed with the
+    secret `serve` would use (the policy file's [notify] secret, else JOBTRAIL_NOTIFY_SECRET),
+    and say how it answered."""
     run_async(_test)(url)
 
 
 async def _test(url: str) -> None:
-    notifier = notifier_for(None, ())
+    notifier = notifier_for(None, notify_setup((url,)))
     notifier.endpoints = [endpoint(url, "URL")]
     async with notifier:
         attempt, _ = await notifier.post(notifier.endpoints[0], sample(datetime.now(UTC)))

@@ -34,9 +34,11 @@ from jobtrail.core.model import Operation, ProviderKind
 from jobtrail.core.nextstep import next_step
 from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso, progress_text, relative
+from jobtrail.errors import JobtrailError
 from jobtrail.ledger import shown_url
-from jobtrail.presentation.views import operation_json
+from jobtrail.presentation.views import operation_view
 from jobtrail.providers.registry import missing_message
+from jobtrail.services.notify_setup import notify_setup
 from jobtrail.services.runtime import runtime, settle_heap
 
 
@@ -91,6 +93,10 @@ def worker(
         return
     from jobtrail.cli.processes import child_env, supervise
 
+    try:  # each worker reads it again; a mistake stops the supervisor before any starts
+        notify_setup(notify)
+    except JobtrailError as exc:
+        fail(str(exc))
     args = ["--concurrency", str(concurrency), "--lease", lease]
     args += ["--until-idle"] * until_idle + ["--verbose"] * verbose
     for module in provider_modules:
@@ -118,6 +124,7 @@ async def _work(
     provider_modules: tuple[str, ...],
     notify: tuple[str, ...] = (),
 ) -> None:
+    notices = notify_setup(notify)  # a mistake in it stops the start, before anything opens
     if verbose:
         log_steps()
     async with runtime(
@@ -140,7 +147,7 @@ async def _work(
         )
         # An installed code provider that cannot be loaded was logged by the runtime.
         await warn_unset_credentials(rt)
-        async with notifying(rt.ledger, notify):
+        async with notifying(rt.ledger, notices):
             stats = await rt.worker.run(until_idle=until_idle)
         await stopper.record(claimed=stats.claimed, finished=stats.finished)
     click.echo(
@@ -279,7 +286,7 @@ async def run(
         await driving  # its errors, if any
         await stopper.record(finished=int(op.state.ends_automation))
         if as_json:
-            emit_json(operation_json(op, rt.clock.now()))
+            emit_json(operation_view(op, rt.clock.now()).json())
         else:
             say(
                 f"{op.operation_id} {op.state.value} (remote job "

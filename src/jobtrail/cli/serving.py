@@ -36,6 +36,7 @@ from jobtrail.ledger import shown_url, url_passwords
 from jobtrail.providers.file.config import load_provider_file
 from jobtrail.services.census_rounds import census_rounds
 from jobtrail.services.logs import install_json_logging
+from jobtrail.services.notify_setup import NotifySetup, notify_setup, secret_values
 from jobtrail.services.runtime import Runtime, runtime, settle_heap
 from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
 from jobtrail.worker.loop import WorkerStats
@@ -50,7 +51,7 @@ def secrets_redactor(folder: Path, db: str = "") -> Redactor:
     """A redactor holding every secret the provider files in `folder` name, the audit key,
     the dashboard's operator tokens and the ledger URL's password: read once, at start."""
     values = [os.environ.get("JOBTRAIL_AUDIT_KEY", ""), *url_passwords(db)]
-    values.append(os.environ.get("JOBTRAIL_NOTIFY_SECRET", ""))  # a notifier's signing key
+    values.extend(secret_values())  # a notifier's signing key, wherever it is kept
     for variable in ("JOBTRAIL_OPERATOR_TOKENS", "JOBTRAIL_VIEWER_TOKENS", "JOBTRAIL_AGENT_TOKENS"):
         pairs = os.environ.get(variable, "").split(",")
         values.extend(pair.partition(":")[2].strip() for pair in pairs)
@@ -142,6 +143,7 @@ def serve(
     try:
         access = Access(operators_from_env())
         rounds = Rounds(census, parse_duration(census_every), parse_duration(census_since))
+        notices = notify_setup(notify)  # a mistake in it stops the start, before anything opens
         asyncio.run(
             _serve(
                 settings,
@@ -153,7 +155,7 @@ def serve(
                 access,
                 provider_modules=provider_modules,
                 lease_for=parse_duration(lease),
-                notify=notify,
+                notify=notices,
                 metrics_listen=metrics_listen,
                 origins=origins,
                 rounds=rounds,
@@ -176,7 +178,7 @@ async def _serve(
     with_worker: bool = True,
     provider_modules: tuple[str, ...] = (),
     lease_for: timedelta = timedelta(seconds=60),
-    notify: tuple[str, ...] = (),
+    notify: NotifySetup | None = None,
     metrics_listen: str | None = None,
     origins: tuple[str, ...] = (),
     rounds: Rounds | None = None,
@@ -220,7 +222,7 @@ async def _serve(
         worker = None
         try:
             await stack.enter_async_context(mcp.running() if mcp else contextlib.nullcontext())
-            if with_worker:
+            if with_worker and notify is not None:
                 await stack.enter_async_context(notifying(rt.ledger, notify))
             await web.TCPSite(server, host, port).start()
             if metrics_listen:
@@ -308,11 +310,10 @@ def _mcp_endpoint(
     """/mcp for the agents of JOBTRAIL_AGENT_TOKENS / JOBTRAIL_AGENT_FILE; the MCP SDK is
     imported here, only by `serve` (None, with a warning, when it is not installed)."""
     try:
-        from mcp.server.subscriptions import InMemorySubscriptionBus
-
         from jobtrail.agent.http import McpHttp
         from jobtrail.agent.identity import Identity
         from jobtrail.agent.server import agent_tools, build_server
+        from jobtrail.agent.subscriptions import ResourceUpdates
         from jobtrail.agent.watch import watching
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
@@ -323,7 +324,7 @@ def _mcp_endpoint(
     if not agents:
         log.warning("/mcp refuses every call: no JOBTRAIL_AGENT_TOKENS or JOBTRAIL_AGENT_FILE")
     tools = agent_tools(rt, run_worker=True, data_dir=settings.data_dir)
-    bus = InMemorySubscriptionBus()  # resource updates, as `jobtrail mcp`: agent/watch.py
+    bus = ResourceUpdates()  # resource updates, as `jobtrail mcp`: agent/watch.py
     server = build_server(tools, Identity(None), bus=bus)
     endpoint = McpHttp(server, agents, host=host, origins=origins)
     endpoint.updates = lambda: watching(rt.ledger, bus)

@@ -8,11 +8,31 @@ lost, and its poll time is left to it)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from jobtrail.core.leases import lease_alive
 from jobtrail.core.model import Operation
+from jobtrail.core.states import RemoteStatus
+
+AUDITED_EVENT_BYTES = 4096  # the largest event document an audit entry keeps whole
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """A verified webhook delivery, read through the provider file's [webhooks] paths: only
+    what the event says (webhooks/event.py reads it)."""
+
+    event_id: str
+    delivery_id: str | None
+    job_id: str
+    remote_state: str
+    remote_status: RemoteStatus
+    provider_updated_at: str | None
+    document: Any  # the parsed body, for the audit entry (redacted on its way to the store)
+    size: int  # bytes of the document as canonical JSON
 
 
 class StatusRead(StrEnum):
@@ -45,3 +65,19 @@ def read_at(read: StatusRead, now: datetime) -> datetime | None:
 def asks_owner(read: StatusRead) -> bool:
     """Whether a worker holding the operation is asked for a read when it releases it."""
     return read is not StatusRead.NOT_NEEDED
+
+
+def event_audit(provider: str, event: Event, read: StatusRead) -> dict[str, Any]:
+    """The audit entry's data for `event` arriving at an operation of `provider`."""
+    kept = event.size <= AUDITED_EVENT_BYTES
+    return {
+        "provider": provider,
+        "event_id": event.event_id,
+        "delivery_id": event.delivery_id,
+        "remote_job_id": event.job_id,
+        "remote_state": event.remote_state,
+        "remote_status": event.remote_status.value,
+        "provider_updated_at": event.provider_updated_at,
+        "status_read": read.value,
+        "event": event.document if kept else {"bytes": event.size, "kept": False},
+    }

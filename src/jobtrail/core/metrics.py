@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from jobtrail.core.lateness import cumulative
 from jobtrail.core.model import Capabilities, Tier
 from jobtrail.core.nextstep import PERSON_STATES
 from jobtrail.core.states import State
@@ -53,6 +54,18 @@ class LedgerCounts:
     # (state, tier) -> operations in create_unknown or reconciliation (`settling_tier`)
     unsettled_tiers: Mapping[tuple[str, str], int] = field(default_factory=dict)
     census: Mapping[str, int] = field(default_factory=dict)  # finding -> count (the census')
+    # (provider, le) -> (status reads in that bucket alone, their lateness in seconds), as
+    # the workers added them (core/lateness.py)
+    lateness: Mapping[tuple[str, str], tuple[int, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Histogram:
+    """One provider's poll lateness: cumulative (le, reads at or below it), ending +Inf."""
+
+    buckets: list[tuple[str, int]]
+    count: int
+    sum: float
 
 
 def _label(value: str) -> str:
@@ -89,6 +102,33 @@ def due_lateness(c: LedgerCounts) -> float:
     return 0.0 if c.next_due is None else max(0.0, (c.now - c.next_due).total_seconds())
 
 
+def poll_lateness(c: LedgerCounts) -> dict[str, Histogram]:
+    """provider -> its poll lateness histogram, from the stored buckets."""
+    stored: dict[str, dict[str, tuple[int, float]]] = {}
+    for (provider, le), counted in c.lateness.items():
+        stored.setdefault(provider, {})[le] = counted
+    return {
+        provider: Histogram(
+            buckets=cumulative({le: n for le, (n, _) in rows.items()}),
+            count=sum(n for n, _ in rows.values()),
+            sum=sum(seconds for _, seconds in rows.values()),
+        )
+        for provider, rows in sorted(stored.items())
+    }
+
+
+def _histogram(name: str, text: str, found: Mapping[str, Histogram]) -> list[str]:
+    """A histogram family; the sum exact (repr), not to six digits as the other values."""
+    lines = [f"# HELP {name} {text}", f"# TYPE {name} histogram"]
+    for provider, h in found.items():
+        lines += [f"{name}_bucket{_labels(provider=provider, le=le)} {n}" for le, n in h.buckets]
+        lines += [
+            f"{name}_sum{_labels(provider=provider)} {h.sum!r}",
+            f"{name}_count{_labels(provider=provider)} {h.count}",
+        ]
+    return lines
+
+
 def render(c: LedgerCounts) -> str:
     """The Prometheus text exposition of `c`."""
     ops = sorted(c.operations.items())
@@ -108,6 +148,11 @@ def render(c: LedgerCounts) -> str:
             "jobtrail_oldest_due_lateness_seconds", "gauge",
             "How long the earliest due operation has been due (0: none is late).",
             [("", late)],
+        ),
+        *_histogram(
+            "jobtrail_poll_lateness_seconds",
+            "How long after its due time each status read started, by provider (counted by "
+            "the workers, added to the ledger every few seconds).", poll_lateness(c),
         ),
         *_family(
             "jobtrail_calls_total", "counter",

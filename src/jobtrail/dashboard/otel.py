@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
-from jobtrail.core.metrics import LedgerCounts, calls_by_class, due_lateness, needing_person
+from jobtrail.core.metrics import (
+    LedgerCounts,
+    calls_by_class,
+    due_lateness,
+    needing_person,
+    poll_lateness,
+)
 from jobtrail.errors import JobtrailError
 
 if TYPE_CHECKING:
@@ -58,6 +64,24 @@ class OtelMetrics:
             "jobtrail.calls", [self._callback(_calls)],
             description="Calls made to providers, by kind, provider and outcome class.",
         )  # fmt: skip
+        # Poll lateness is stored already bucketed and summed over every worker: the API's
+        # Histogram only takes single measurements, to be bucketed by this process' SDK, so
+        # the stored histogram is reported as the three monotonic series of its scrape.
+        lateness: list[tuple[str, str, str, Figures]] = [
+            ("bucket", "1", "Status reads at most `le` seconds late, by provider and le.",
+             lambda c: [Observation(n, {"provider": p, "le": le})
+                        for p, h in poll_lateness(c).items() for le, n in h.buckets]),
+            ("sum", "s", "Status reads' lateness in all, by provider.",
+             lambda c: [Observation(h.sum, {"provider": p}) for p, h in poll_lateness(c).items()]),
+            ("count", "1", "Status reads counted for their lateness, by provider.",
+             lambda c: [Observation(h.count, {"provider": p})
+                        for p, h in poll_lateness(c).items()]),
+        ]  # fmt: skip
+        for part, unit, text, figures in lateness:
+            meter.create_observable_counter(
+                f"jobtrail.poll_lateness.{part}", [self._callback(figures)], unit=unit,
+                description=text,
+            )  # fmt: skip
 
     def _callback(self, figures: Figures) -> Callable[[CallbackOptions], Iterable[Observation]]:
         def observe(options: CallbackOptions) -> Iterable[Observation]:

@@ -4,14 +4,14 @@ its outcome after, local outcomes, and webhook observations (a non-owner write).
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
-from jobtrail.core.audit import AuditEntry
 from jobtrail.core.caps import capped_document, capped_outcome
 from jobtrail.core.draft import seen_again
+from jobtrail.core.events import Event, StatusRead, asks_owner, event_audit, read_at, status_read
 from jobtrail.core.ids import short_id
 from jobtrail.core.model import (
     Attempt,
@@ -24,14 +24,21 @@ from jobtrail.core.plan import Call, Settle, Wait, plan
 from jobtrail.core.redact import Redactor
 from jobtrail.core.retry import on_stale
 from jobtrail.core.usage import checked_usage
-from jobtrail.errors import (
-    ConcurrentUpdate,
-    LostOwnership,
-)
+from jobtrail.errors import ConcurrentUpdate, LostOwnership, NotFound
 from jobtrail.ledger.base import LedgerBase
 from jobtrail.ledger.redaction import redacted_entries, redacted_outcome
 from jobtrail.store.base import Change, Claim, Verdict
 from jobtrail.store.seen import SeenAgain
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A webhook event recorded (`observe_event`): the operation as it was, what the event
+    did to its next status read, and whether the event had been recorded before."""
+
+    operation: Operation
+    read: StatusRead
+    duplicate: bool
 
 
 class Driving(LedgerBase):
@@ -282,25 +289,55 @@ class Driving(LedgerBase):
     async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
         return await self.store.find_by_remote_job(provider, remote_job_id)
 
-    async def record_webhook(
-        self,
-        op: Operation,
-        observation: Observation,
-        entry: AuditEntry,
-        *,
-        read_at: datetime | None,
-        request_poll: bool,
-    ) -> Verdict:
-        """Record a verified webhook event as an observation of `op` (never a transition),
-        scheduling a status read at `read_at` (None: keep the poll time) and, if
-        `request_poll`, asking a worker holding `op` for one when it gives the lease back.
-        A non-owner write: it never moves the poll time of a leased operation."""
-        due = op.next_poll_at if read_at is None else read_at
-        change = Change(
-            operation=evolve(op, next_poll_at=due, updated_at=observation.observed_at),
-            before=op,
-            observations=[observation],
-            audit=[entry],
-            request_poll=request_poll,
+    async def observe_event(self, provider: str, event: Event) -> Observed:
+        """Record a verified webhook `event` as an observation of the operation of `provider`
+        holding its job (never a transition), deduplicated by its event id; the core decides
+        what it does to the next status read (core/events.py), asking a worker holding the
+        operation for one more read when it gives the lease back. A non-owner write: it
+        never moves a leased operation's poll time. NotFound when no operation holds the
+        job; ConcurrentUpdate when the operation kept changing (the sender delivers again)."""
+
+        async def once() -> Observed | None:
+            op = await self.store.find_by_remote_job(provider, event.job_id)
+            if op is None:
+                raise NotFound(
+                    f"no operation of provider {provider!r} holds remote job {event.job_id!r}"
+                )
+            now = self.now()
+            read = status_read(op, now)
+            due = read_at(read, now)
+            observation = Observation(
+                operation_id=op.operation_id,
+                source="webhook",
+                observed_at=now,
+                remote_state=event.remote_state,
+                remote_status=event.remote_status,
+                provider_updated_at=event.provider_updated_at,
+                ref=event.event_id,
+                event_id=f"{provider}:{event.event_id}",  # ids are unique per provider
+            )
+            entry = self._entry(
+                op,
+                now,
+                "webhook.received",
+                f"webhook:{provider}",
+                event_audit(provider, event, read),
+            )
+            change = Change(
+                operation=evolve(
+                    op, next_poll_at=op.next_poll_at if due is None else due, updated_at=now
+                ),
+                before=op,
+                observations=[observation],
+                audit=[entry],
+                request_poll=asks_owner(read),
+            )
+            verdict = (await self._commit(change)).verdict
+            if verdict is Verdict.DUPLICATE_EVENT:
+                return Observed(op, read, duplicate=True)
+            return Observed(op, read, duplicate=False) if verdict is Verdict.OK else None
+
+        changing = ConcurrentUpdate(
+            f"the operation holding remote job {event.job_id!r} kept changing; deliver again"
         )
-        return (await self._commit(change)).verdict
+        return await on_stale(once, changing)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 
+from jobtrail.core.lateness import LatenessCount
 from jobtrail.core.metrics import LedgerCounts, settling_tier
 from jobtrail.core.notices import DeliveryAttempt, Notice, Outboxed
 from jobtrail.core.redact import Redactor
@@ -40,6 +41,10 @@ class Noticing(LedgerBase):
     async def notice_backlog(self) -> int:
         return await self.store.notice_backlog()
 
+    async def add_poll_lateness(self, counts: Sequence[LatenessCount]) -> None:
+        """Add a worker's poll lateness counts (core/lateness.py) to the ledger's."""
+        await self.store.add_poll_lateness(counts)
+
     async def metric_counts(self) -> LedgerCounts:
         """The ledger's counts for the metrics, now (core/metrics.py renders them)."""
         rows = await self.store.metric_rows()
@@ -58,4 +63,8 @@ class Noticing(LedgerBase):
             next_due=next_due,
             notice_backlog=int(rows["notice_backlog"][0]["n"]),
             unsettled_tiers=tiers,
+            lateness={
+                (r["provider"], r["le"]): (int(r["n"]), float(r["seconds"]))
+                for r in rows["metric_poll_lateness"]
+            },
         )

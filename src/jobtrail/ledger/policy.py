@@ -14,6 +14,8 @@ dashboard's viewers and the CLI's people read under their own rules (the dashboa
 the ledger file's permissions), not this one.
 
 A policy file (TOML, named by `--policy` or JOBTRAIL_POLICY) looks like the default below.
+It may also say who is told: a `[notify]` table (core/notify_file.py), checked with the rest
+of the file wherever it is read and used by `serve` and `worker` (services/notify_setup.py).
 A kind the file does not mention keeps its default; an actor's table overrides its kind's
 entries one action at a time. A kind's table that does not name `read` keeps the default's
 `read` (policy files written before reads were governed keep working as they did, with
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from jobtrail.core.notify_file import NotifyFile, parse_notify
 from jobtrail.errors import InvalidInput
 
 
@@ -128,17 +131,24 @@ class ActionPolicy:
         return parse_policy(DEFAULT_POLICY, "the default policy")
 
 
-def parse_policy(text: str, source: str) -> ActionPolicy:
+def _document(text: str, source: str) -> dict[str, object]:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"policy {source} is not valid TOML: {exc}") from None
-    unknown = set(document) - {"kinds", "actors"}
+    unknown = set(document) - {"kinds", "actors", "notify"}
     if unknown:
         raise InvalidInput(
-            f"policy {source} has unknown tables {sorted(unknown)}; use [kinds.KIND] and "
-            '[actors."NAME"]'
+            f"policy {source} has unknown tables {sorted(unknown)}; use [kinds.KIND], "
+            '[actors."NAME"] and [notify]'
         )
+    if "notify" in document:  # a mistake there is said wherever the file is read
+        parse_notify(document["notify"], source)
+    return document
+
+
+def parse_policy(text: str, source: str) -> ActionPolicy:
+    document = _document(text, source)
     kinds: dict[Kind, Mapping[Action, Scope]] = {}
     for name, table in _tables(document.get("kinds", {}), source, "kinds").items():
         try:
@@ -177,11 +187,22 @@ def load_policy(path: str | None) -> ActionPolicy:
     """The policy in the TOML file at `path`; the default when `path` is None or empty."""
     if not path:
         return ActionPolicy.default()
+    return parse_policy(_read(path), path)
+
+
+def load_notify(path: str | None) -> NotifyFile:
+    """The `[notify]` table of the policy file at `path`; empty without a file or table."""
+    if not path:
+        return NotifyFile()
+    document = _document(_read(path), path)
+    return parse_notify(document["notify"], path) if "notify" in document else NotifyFile()
+
+
+def _read(path: str) -> str:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"cannot read the policy file {path}: {exc}") from None
-    return parse_policy(text, path)
 
 
 def _tables(value: object, source: str, where: str) -> dict[str, dict[str, object]]:

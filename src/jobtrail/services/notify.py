@@ -12,7 +12,8 @@ never answers delays only its own notices. An endpoint's URL is never recorded (
 webhook's path is its secret): attempts name it by a label.
 
 An endpoint is a URL; `slack+https://...` posts the Slack-compatible text form instead
-(`{"text": ...}`) to `https://...`.
+(`{"text": ...}`) to `https://...`. Which endpoints, secret, link and timeout: `--notify`,
+the policy file's `[notify]` table, the environment (services/notify_setup.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +41,7 @@ from jobtrail.core.notices import (
     after_round,
     slack_text,
 )
+from jobtrail.core.notify_file import endpoint_url
 from jobtrail.core.schedule import Bounds, next_call_at
 from jobtrail.errors import InvalidInput, JobtrailError
 from jobtrail.providers.transport import single_shot
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from jobtrail.ledger import Ledger
 
 log = logging.getLogger("jobtrail.notify")
-SLACK = "slack+"
 SECRET_ENV = "JOBTRAIL_NOTIFY_SECRET"
 URLS_ENV = "JOBTRAIL_NOTIFY"
 DASHBOARD_ENV = "JOBTRAIL_DASHBOARD_URL"
@@ -71,31 +71,18 @@ class Endpoint:
 
 def endpoint(text: str, field: str = "--notify") -> Endpoint:
     """One configured endpoint; InvalidInput naming `field` when it is no http(s) URL."""
-    slack = text.startswith(SLACK)
-    url = text.removeprefix(SLACK)
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidInput(f"{field}: {url[:40]!r}... is not an http(s) URL")
+    url, slack = endpoint_url(text, field)
     return Endpoint(url=url, slack=slack)
 
 
-def endpoints_from(given: Sequence[str]) -> list[Endpoint]:
-    """The endpoints given (`--notify`), else those of JOBTRAIL_NOTIFY (comma-separated)."""
-    if given:
-        return [endpoint(text) for text in given]
-    texts = [t.strip() for t in os.environ.get(URLS_ENV, "").split(",") if t.strip()]
-    return [endpoint(text, URLS_ENV) for text in texts]
-
-
-def signer() -> Webhook | None:
-    """The Standard Webhooks signer of JOBTRAIL_NOTIFY_SECRET (`whsec_` + base64), if set."""
-    secret = os.environ.get(SECRET_ENV, "").strip()
-    if not secret:
-        return None
+def signer(secret: str, where: str = SECRET_ENV) -> Webhook:
+    """The Standard Webhooks signer of `secret` (`whsec_` + base64), kept in `where`."""
     try:
-        return Webhook(secret)
+        return Webhook(secret.strip())
     except Exception as exc:  # the package raises bare errors on a malformed secret
-        raise InvalidInput(f"{SECRET_ENV} is not a Standard Webhooks secret (whsec_...)") from exc
+        raise InvalidInput(
+            f"the notices' signing secret in {where} is not a Standard Webhooks secret (whsec_...)"
+        ) from exc
 
 
 class Notifier:

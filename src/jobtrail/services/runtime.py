@@ -23,6 +23,7 @@ from jobtrail.providers.code.plugins import Plugin, load_plugins
 from jobtrail.providers.credentials import Unset, unset_by_provider
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import Results, open_results
+from jobtrail.services.lateness import FLUSH_SECONDS, flush, flushing
 from jobtrail.worker.loop import Worker
 from jobtrail.worker.runner import Runner
 
@@ -41,6 +42,11 @@ class Runtime:
     runner: Runner
     worker: Worker
     clock: Clock
+
+    async def flush_lateness(self) -> None:
+        """Give the poll lateness counted so far to the ledger now, rather than at the next
+        flush (services/lateness.py: every few seconds, and when the runtime ends)."""
+        await flush(self.ledger, self.runner.lateness)
 
     async def unset_credentials(self, only: str | None = None) -> list[Unset]:
         """The credential variables that open operations' providers read (only `only`'s,
@@ -68,6 +74,7 @@ async def runtime(
     clock: Clock | None = None,
     idle_poll: float = 1.0,
     record_lateness: bool = False,
+    lateness_every: float = FLUSH_SECONDS,
     create: bool = True,
     results: str | None = None,
     actions: ActionPolicy | None = None,
@@ -78,7 +85,9 @@ async def runtime(
     when None. `actions` is the action policy; JOBTRAIL_POLICY's (or the default) when None.
     Code providers: every installed entry point, the modules in `provider_modules`, and the
     provider objects in `providers` (which win, by name). A module that cannot be loaded
-    fails here, first; an installed entry point that cannot is logged and left missing."""
+    fails here, first; an installed entry point that cannot is logged and left missing.
+    The poll lateness the runner counts is given to the ledger every `lateness_every`
+    seconds and when the runtime ends."""
     plugins = load_plugins(provider_modules)
     for given in providers:
         plugins[given.name] = Plugin(
@@ -107,14 +116,15 @@ async def runtime(
             idle_poll=idle_poll,
             record_lateness=record_lateness,
         )
-        yield Runtime(
-            ledger=ledger,
-            providers=registry,
-            results=stored,
-            runner=runner,
-            worker=worker,
-            clock=clock,
-        )
+        async with flushing(ledger, runner.lateness, lateness_every):
+            yield Runtime(
+                ledger=ledger,
+                providers=registry,
+                results=stored,
+                runner=runner,
+                worker=worker,
+                clock=clock,
+            )
     finally:
         await registry.close()
         await stored.close()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from jobtrail.core.audit import AuditEntry, AuditRow
 from jobtrail.core.bulk import BulkRecord
+from jobtrail.core.lateness import LatenessCount
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
 from jobtrail.core.notices import DeliveryAttempt, Notice, Outboxed
 from jobtrail.core.states import State
@@ -333,6 +334,10 @@ class Store(Protocol):
 
     async def metric_rows(self) -> dict[str, list[Any]]:
         """The rows behind the metrics, by query name (store/notices.py), one transaction."""
+        ...
+
+    async def add_poll_lateness(self, counts: Sequence[LatenessCount]) -> None:
+        """Add a worker's poll lateness counts to the stored ones (one statement)."""
         ...
 
     async def notice_backlog(self) -> int:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from jobtrail.core.lateness import LatenessCount
 from jobtrail.core.notices import DeliveryAttempt, Notice, Outboxed
 from jobtrail.store.codec import Codec
 from jobtrail.store.conn import first
@@ -160,7 +161,7 @@ class NoticeVerbs:
         """The rows behind the metrics (core/metrics.py), read in one transaction."""
         names = (
             "metric_operations", "metric_attempts", "metric_folded_reads", "notice_backlog",
-            "metric_unsettled",
+            "metric_unsettled", "metric_poll_lateness",
         )  # fmt: skip
         codec = self.CODEC
 
@@ -172,6 +173,15 @@ class NoticeVerbs:
 
         found: dict[str, list[Any]] = await self._read(run)
         return found
+
+    async def add_poll_lateness(self, counts: Sequence[LatenessCount]) -> None:
+        """Add a worker's lateness counts to the stored ones, in one statement (a flush of
+        services/lateness.py); may be lost to a power cut, as any metric may."""
+        rows = json.dumps([[c.provider, c.le, c.n, c.seconds] for c in counts])
+        if counts:
+            await self._write(
+                lambda conn: conn.count(self.Q["add_poll_lateness"], (rows,)), sync=False
+            )
 
     async def notice_backlog(self) -> int:
         async def run(conn: Conn) -> int:

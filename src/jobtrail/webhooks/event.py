@@ -1,17 +1,17 @@
 """A verified delivery read as an event, through the provider file's [webhooks] paths.
 
-Only what the event says is kept: its id, the remote job it is about, the provider's word
-for the job's state (mapped through [states]) and the provider's own timestamp.
+Only what the event says is kept (core/events.py `Event`): its id, the remote job it is
+about, the provider's word for the job's state (mapped through [states]) and the provider's
+own timestamp.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from jobtrail.core.canonical import canonical_json
+from jobtrail.core.events import Event
 from jobtrail.core.lookup import find
-from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import InvalidInput
 from jobtrail.providers.file.config import ProviderSpec
 from jobtrail.providers.http import parse
@@ -20,26 +20,16 @@ from jobtrail.webhooks.verify import Delivery, Refusal, WebhookRefused
 _MAX_TEXT = 512
 
 
-@dataclass(frozen=True, kw_only=True)
-class Event:
-    event_id: str
-    delivery_id: str | None
-    job_id: str
-    remote_state: str
-    remote_status: RemoteStatus
-    provider_updated_at: str | None
-    document: Any  # the parsed body, for the (redacted) audit entry
-
-
 def read_event(spec: ProviderSpec, delivery: Delivery) -> Event:
     """The event in a verified delivery, or WebhookRefused(MALFORMED) saying what is missing."""
     hooks = spec.webhooks
     if hooks is None:
         raise WebhookRefused(Refusal.NOT_CONFIGURED, f"{spec.name} declares no [webhooks]")
     document, problem = parse.read_json(delivery.body)
+    size = 0
     if problem is None:
         try:  # what the audit log can hold: no NaN, not nested past reason
-            canonical_json(spec.redactor.json(document))
+            size = len(canonical_json(document).encode("utf-8"))
         except (InvalidInput, RecursionError):
             problem = "the event is not plain JSON"
     if problem is not None:
@@ -64,6 +54,7 @@ def read_event(spec: ProviderSpec, delivery: Delivery) -> Event:
         remote_status=remote_status,
         provider_updated_at=_text(find(document, updated_at_path(spec))),
         document=document,
+        size=size,
     )
 
 

@@ -1,6 +1,6 @@
-"""`POST /webhooks/{provider}`: parse the request, call verify_delivery / read_event / record_event,
-answer. No rule lives here; refusals are logged (never the signature or the secret) and
-leave the ledger, audit log included, untouched.
+"""`POST /webhooks/{provider}`: parse the request, call verify_delivery / read_event and the
+ledger's `observe_event`, answer. No rule lives here; refusals are logged (never the
+signature or the secret) and leave the ledger, audit log included, untouched.
 
     200 {"status": "accepted"}      recorded; a status read is scheduled
     200 {"status": "duplicate"}     this event id was recorded before; nothing changed
@@ -25,7 +25,6 @@ from jobtrail.errors import ConcurrentUpdate, NotFound, ProviderConfigError
 from jobtrail.ledger import Ledger
 from jobtrail.providers.file.config import ProviderSpec, find_provider_named
 from jobtrail.webhooks.event import read_event
-from jobtrail.webhooks.intake import record_event
 from jobtrail.webhooks.verify import Refusal, WebhookRefused, verify_delivery
 
 log = logging.getLogger("jobtrail.webhooks")
@@ -86,16 +85,30 @@ class WebhookReceiver:
                 hooks, os.environ.get(hooks.secret_env), request.headers, body, self.ledger.now()
             )
             event = read_event(spec, delivery)
-            status = await record_event(self.ledger, spec, event)
-            if status == "accepted" and self.on_recorded is not None:
-                self.on_recorded()
+            observed = await self.ledger.observe_event(spec.name, event)
         except WebhookRefused as exc:
             return _refuse(request, _HTTP_STATUS[exc.refusal], exc.refusal.value, str(exc))
         except NotFound as exc:
             return _refuse(request, 404, "unknown_job", str(exc))
         except ConcurrentUpdate as exc:
             return _refuse(request, 503, "busy", str(exc))
-        return web.json_response({"status": status})
+        op = observed.operation
+        fields = {
+            "operation_id": op.operation_id,
+            "trace_id": op.trace_id,
+            "remote_job_id": op.remote_job_id,
+            "state": op.state.value,
+            "provider": spec.name,
+            "event_id": event.event_id,
+            "remote_state": event.remote_state,
+        }
+        if observed.duplicate:
+            log.info("webhook event seen before", extra=fields)
+            return web.json_response({"status": "duplicate"})
+        log.info("webhook event recorded: %s", observed.read.value, extra=fields)
+        if self.on_recorded is not None:
+            self.on_recorded()
+        return web.json_response({"status": "accepted"})
 
 
 def _refuse(request: web.Request, status: int, error: str, message: str) -> web.Response:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.lateness import Tally
 from jobtrail.core.leases import EFFECT_MARGIN, effect_lease, lease_left, may_send
 from jobtrail.core.lookup import find
 from jobtrail.core.model import Attempt, AttemptKind, Operation, ResultMode, ResultSummary, evolve
@@ -42,6 +43,7 @@ class Runner:
         self.ledger, self.providers, self.blobs = ledger, providers, blobs
         self.actor, self.lease_for = actor, lease_for
         self._unsent: set[tuple[str, str]] = set()  # (provider, why) said once each
+        self.lateness = Tally()  # status reads' lateness, until services/lateness.py flushes
         self.seen = SeenAnswers()  # the last status answers read (worker/seen.py)
 
     async def drive(self, op: Operation) -> Operation | None:
@@ -127,9 +129,17 @@ class Runner:
         return after
 
     async def _send(
-        self, op: Operation, action: Call, provider: Provider, previous: bytes | None = None
+        self,
+        op: Operation,
+        action: Call,
+        provider: Provider,
+        previous: bytes | None = None,
+        now: datetime | None = None,
     ) -> Reply:
+        """The provider's answer (for a status read whose last answer's identity is
+        `previous`, maybe a repeated one); its lateness counted at `now` (None: now)."""
         log.info("calling: %s", action.describe(), extra=_fields(op))
+        self.lateness.read(op, action.kind, now or self.ledger.now())
         return await guarded_call(
             provider,
             self.ledger.redactor(op),
@@ -147,7 +157,7 @@ class Runner:
         other, or one that cannot be recorded so, is judged in full and recorded as every
         answer is, its attempt started when the call was."""
         started = self.ledger.now()
-        reply = await self._send(op, action, provider, seen.answer)
+        reply = await self._send(op, action, provider, seen.answer, started)
         if reply.repeated is not None:
             again = await self.ledger.seen_again(op, seen.retry_after, reply.repeated.request_id)
             if again is not None:

@@ -18,3 +18,16 @@ GROUP BY o.provider;
 SELECT state, provider, capabilities, count(*) AS n FROM operations
 WHERE state IN ('create_unknown', 'reconciliation')
 GROUP BY state, provider, capabilities;
+
+-- name: metric_poll_lateness
+SELECT provider, le, n, seconds FROM poll_lateness;
+
+-- Adds one flush of a worker's counts (a JSON list of [provider, le, n, seconds], in key
+-- order: two workers adding at once lock the rows in the same order), one statement
+-- whatever its size.
+-- name: add_poll_lateness
+INSERT INTO poll_lateness (provider, le, n, seconds)
+SELECT value->>0, value->>1, (value->>2)::bigint, (value->>3)::double precision
+FROM jsonb_array_elements(%s::jsonb)
+ON CONFLICT (provider, le) DO UPDATE
+SET n = poll_lateness.n + excluded.n, seconds = poll_lateness.seconds + excluded.seconds;

@@ -18,3 +18,16 @@ GROUP BY o.provider;
 SELECT state, provider, capabilities, count(*) AS n FROM operations
 WHERE state IN ('create_unknown', 'reconciliation')
 GROUP BY state, provider, capabilities;
+
+-- name: metric_poll_lateness
+SELECT provider, le, n, seconds FROM poll_lateness;
+
+-- Adds one flush of a worker's counts (a JSON list of [provider, le, n, seconds]), one
+-- statement whatever its size. (An upsert's SELECT needs a WHERE in SQLite's grammar.)
+-- name: add_poll_lateness
+INSERT INTO poll_lateness (provider, le, n, seconds)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+    json_extract(value, '$[3]')
+FROM json_each(?) WHERE true
+ON CONFLICT (provider, le) DO UPDATE
+SET n = poll_lateness.n + excluded.n, seconds = poll_lateness.seconds + excluded.seconds;
