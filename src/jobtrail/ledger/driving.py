@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
-from jobtrail.core.caps import capped_document, capped_outcome
+from jobtrail.core.caps import capped_document, capped_outcome, capped_text
 from jobtrail.core.draft import seen_again
 from jobtrail.core.events import Event, StatusRead, asks_owner, event_audit, read_at, status_read
 from jobtrail.core.ids import short_id
@@ -179,11 +179,15 @@ class Driving(LedgerBase):
         deadline reached meanwhile, the record or its run moved on): the caller then has the
         answer judged in full (worker/seen.py)."""
         now = self.now()
+        # as a judged answer's texts are applied and stored: capped, then redacted
+        redactor = self._redactors.for_operation(op)
+        if retry_after is not None:
+            retry_after = redactor.text(capped_text(retry_after))
+        if request_id is not None:
+            request_id = redactor.text(capped_text(request_id))
         after = seen_again(op, now, retry_after, self.schedule(op))
         if not isinstance(plan(after, now), Wait):
             return None  # judged in full, the read would not just wait: a deadline
-        if request_id is not None:
-            request_id = self._redactors.for_operation(op).text(request_id)
         read = SeenAgain(
             operation_id=op.operation_id,
             fence=op.fence,
