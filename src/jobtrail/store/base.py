@@ -1,26 +1,18 @@
-"""The store interface, in domain terms. Every implementation passes tests/contract."""
+"""The records the store's verbs take and give (store/engine.py `Store`), and the commit
+rules written once for both dialects."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
 
-from jobtrail.core.audit import AuditEntry, AuditRow
-from jobtrail.core.bulk import BulkRecord
-from jobtrail.core.lateness import LatenessCount
+from jobtrail.core.audit import AuditEntry
 from jobtrail.core.model import Attempt, Observation, Operation, Transition
-from jobtrail.core.notices import DeliveryAttempt, Notice, Outboxed
+from jobtrail.core.notices import Notice
 from jobtrail.core.states import State
 from jobtrail.store.codec import storable
-from jobtrail.store.leases import Lease
-
-if TYPE_CHECKING:
-    from jobtrail.core.tasks import TaskHandle
-    from jobtrail.store.finding import OperationPage, OperationQuery
-    from jobtrail.store.retention import Bind, Keep, Pruned
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,172 +160,3 @@ class Claim:
     # When the operation became due: its poll time, or a taken-over lease's expiry. A claim
     # never changes the operation's next_poll_at (the lease lives in its own columns).
     was_due: datetime
-
-
-class Store(Protocol):
-    """Durable home of operations, their history, attempts, observations, leases and audit."""
-
-    async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
-        """Insert a new operation; if its key exists, return the existing one unchanged."""
-        ...
-
-    async def get(self, operation_id: str) -> Operation | None: ...
-
-    async def get_by_key(self, key: str) -> Operation | None: ...
-
-    async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
-        """The operation that holds this provider's remote job (the newest, should two
-        claim it), or None: how a webhook event finds its operation."""
-        ...
-
-    async def list_operations(
-        self, *, states: Sequence[State] = (), limit: int = 50
-    ) -> list[Operation]:
-        """Newest first."""
-        ...
-
-    async def count_by_state(self) -> dict[State, int]: ...
-
-    async def find_operations(self, query: OperationQuery) -> OperationPage:
-        """One page of the operations matching `query`, newest first, and how many match
-        in all (for people: the dashboard's filters and paging)."""
-        ...
-
-    async def history(self, operation_id: str) -> list[Transition]: ...
-
-    async def attempts(self, operation_id: str) -> list[Attempt]: ...
-
-    async def observations(self, operation_id: str) -> list[Observation]: ...
-
-    async def commit(self, changes: Sequence[Change]) -> list[CommitResult]:
-        """Apply many operations' changes in one transaction (group commit), each guarded
-        by its version (and fence); a refused change writes nothing but, for a fenced-out
-        owner, the finished attempt and its outcome's audit entry, which are facts
-        regardless (a fenced-out safe read had no effect and leaves nothing): `refusal`,
-        `kept_when_refused` and `audited` above. A transaction retried after a deadlock
-        starts from nothing of its first try.
-
-        Observation runs: a change that records anything but a folded read (an observation
-        that does not fold, an attempt, a transition) closes the operation's open run first,
-        and the run is sealed by an `observation.run` audit entry with its final values; a
-        status run is also closed when the change ends automation for the operation."""
-        ...
-
-    def ledger_now(self) -> datetime:
-        """The time on the ledger's clock (store/ledger_clock.py): PostgreSQL's server clock,
-        or on SQLite the machine's wall clock as every process on it reads it alike. Every
-        judgment of time that decides safety or an end is made on it, never on a worker's
-        own clock."""
-        ...
-
-    async def claim_due(
-        self,
-        owner: str,
-        now: datetime,
-        limit: int,
-        lease_for: timedelta,
-        only: str | None = None,
-        code: Collection[str] | None = None,
-    ) -> list[Claim]:
-        """Lease up to `limit` due operations (oldest due first), raising each fence;
-        `only` restricts the claim to one operation id. `code` (None: no filter) names the
-        code providers the claimer has: an operation of any other code provider is never
-        claimed, whatever its due time (HTTP operations always are). Due means the poll
-        time has come while unleased, or the lease has expired. A lease row is written when
-        the operation changes hands; the same owner claiming it again extends its own row."""
-        ...
-
-    async def renew(
-        self, operation_id: str, fence: int, now: datetime, lease_for: timedelta
-    ) -> bool:
-        """Extend a held lease; False if the fence moved on."""
-        ...
-
-    async def release(
-        self, operation_id: str, fence: int, now: datetime, due: datetime | None
-    ) -> bool:
-        """Give a lease back at `now`, next due at `due` (None: nothing left to do), without
-        changing anything else; False if the fence moved on."""
-        ...
-
-    async def next_due(self, code: Collection[str] | None = None) -> datetime | None:
-        """The earliest time any operation becomes due (poll time, or lease expiry while
-        leased), or None; with `code`, only among the operations `claim_due` would claim
-        with it."""
-        ...
-
-    async def leases(self, operation_id: str | None = None) -> list[Lease]: ...
-
-    async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]: ...
-
-    async def append_audit(self, entries: Sequence[AuditEntry]) -> None: ...
-
-    async def keying_problem(self) -> str | None:
-        """Why this store's audit key cannot verify or continue the ledger's chain (keyed
-        with another key, or not keyed at all: store/chain.py), or None when it can. Every
-        write is refused with that sentence; reads are not."""
-        ...
-
-    async def prune(
-        self,
-        finished_before: datetime,
-        now: datetime,
-        actor: str,
-        keep: Keep,
-        bind: Bind | None = None,
-    ) -> Pruned:
-        """Remove the finished operations (retention.PRUNABLE, no lease, nothing scheduled)
-        last changed before `finished_before`, with everything they own (their task handles
-        too), and append a checkpoint to the audit chain, in one transaction; `keep` (which
-        archives what is removed) runs before the commit, and nothing is removed if it
-        raises. Task handles expired by `now` go as well; their operations stay. `bind`
-        gives what the checkpoint binds of that archive (every line of it)."""
-        ...
-
-    async def add_task(self, handle: TaskHandle) -> None:
-        """Record a task handle durably (committed before this returns); its operation
-        must exist."""
-        ...
-
-    async def task(self, task_hash: str) -> TaskHandle | None:
-        """The task handle whose id hashes to `task_hash`, expired or not, or None."""
-        ...
-
-    async def add_bulk(self, record: BulkRecord) -> None:
-        """Record a bulk action once; a second record with its id changes nothing."""
-        ...
-
-    async def bulk(self, bulk_id: str) -> BulkRecord | None: ...
-
-    async def add_notice(self, notice: Notice) -> None:
-        """Write one notice into the outbox alone; a second with its id changes nothing."""
-        ...
-
-    async def claim_notices(self, now: datetime, until: datetime, limit: int) -> list[Outboxed]:
-        """Up to `limit` notices due by `now`, each claimed until `until`."""
-        ...
-
-    async def finish_notice(self, box: Outboxed, attempts: Sequence[DeliveryAttempt]) -> bool:
-        """Record a delivery round's attempts and the notice after it; False if its claim
-        was taken over meanwhile."""
-        ...
-
-    async def notices(
-        self, operation_id: str | None = None, limit: int = 1000
-    ) -> list[Outboxed]: ...
-
-    async def delivery_attempts(self, event_id: str) -> list[DeliveryAttempt]: ...
-
-    async def metric_rows(self) -> dict[str, list[Any]]:
-        """The rows behind the metrics, by query name (store/notices.py), one transaction."""
-        ...
-
-    async def add_poll_lateness(self, counts: Sequence[LatenessCount]) -> None:
-        """Add a worker's poll lateness counts to the stored ones (one statement)."""
-        ...
-
-    async def notice_backlog(self) -> int:
-        """How many notices wait for delivery."""
-        ...
-
-    async def close(self) -> None: ...

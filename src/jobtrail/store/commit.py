@@ -30,7 +30,7 @@ from jobtrail.store.base import (
 from jobtrail.store.notices import notice_row
 
 if TYPE_CHECKING:
-    from jobtrail.store.conn import Conn, Engine
+    from jobtrail.store.conn import Conn, Hooks
 
 # In this order, so that an attempt finished in the batch it started in is found.
 _APPENDS = (
@@ -93,7 +93,7 @@ def prepare(change: Change, codec: c.Codec, update: tuple[str, Any]) -> Prepared
 
 
 class Batch:
-    def __init__(self, store: Engine, changes: Sequence[Prepared]) -> None:
+    def __init__(self, store: Hooks, changes: Sequence[Prepared]) -> None:
         self.store, self.changes, self.Q = store, changes, store.Q
         self.verdicts: dict[int, Verdict] = {}
         self.stored: dict[int, Operation] = {}

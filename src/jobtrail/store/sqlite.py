@@ -26,7 +26,7 @@ from jobtrail.store.backup import backup
 from jobtrail.store.base import Change, Claim
 from jobtrail.store.chain import AuditChain
 from jobtrail.store.conn import Conn, Work, run_sync
-from jobtrail.store.engine import EngineStore
+from jobtrail.store.engine import Store
 from jobtrail.store.machine_clock import machine_now, machine_wall
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.prune import prune_queries
@@ -77,7 +77,7 @@ class SqliteConn:
             self.conn.executemany(sql, rows)
 
 
-class SqliteStore(EngineStore):
+class SqliteStore(Store):
     Q, Q_PRUNE, CODEC, MARK = Q, prune_queries("sqlite"), CODEC, "?"
 
     def __init__(
