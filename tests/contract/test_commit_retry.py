@@ -19,7 +19,7 @@ import psycopg
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.ledger.bindings import edited_rows
-from jobtrail.store.base import Change, Verdict
+from jobtrail.store.changes import Change, Verdict
 from jobtrail.store.engine import Store
 
 from contract_records import LEASE, at, attempt, finished, observation, operation, step

@@ -9,7 +9,7 @@ from jobtrail.errors import StoreError
 from jobtrail.store.urls import shown_url
 
 if TYPE_CHECKING:
-    from jobtrail.store.base import Change, Claim, CommitResult
+    from jobtrail.store.changes import Change, Claim, CommitResult
     from jobtrail.store.engine import Store
     from jobtrail.store.leases import Lease
 
@@ -42,9 +42,9 @@ def __getattr__(name: str) -> Any:
     """The interface's names, imported on first use: `jobtrail.store.urls` (masking a
     ledger URL, which every command does) must not load the record types."""
     if name in {"Change", "Claim", "CommitResult"}:
-        from jobtrail.store import base
+        from jobtrail.store import changes
 
-        return getattr(base, name)
+        return getattr(changes, name)
     if name in {"Lease", "Store"}:
         from jobtrail.store import engine
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobtrail.core.model import Operation
 from jobtrail.store import codec as c
-from jobtrail.store.base import (
+from jobtrail.store.changes import (
     Change,
     CommitResult,
     Verdict,
@@ -210,7 +210,7 @@ class Batch:
         if folded:
             return
         if change.fold is not None:
-            # a status read alone (base.folds) that opens a run: its rows, encoded only now
+            # a status read alone (changes.folds) that opens a run: its rows, encoded only now
             assert change.safe_read is not None
             writes["insert_attempt"].append(codec.attempt_row(change.safe_read))
             writes["insert_observation"].append(codec.observation_row(change.observations[0]))

@@ -13,8 +13,8 @@ from typing import Any, ClassVar, Protocol, TypeVar
 from jobtrail.core.audit import AuditEntry
 from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
-from jobtrail.store.base import Change
 from jobtrail.store.chain import WRITE, AuditChain
+from jobtrail.store.changes import Change
 
 T = TypeVar("T")
 

@@ -30,9 +30,9 @@ from jobtrail.core.states import State
 from jobtrail.core.tasks import TaskHandle
 from jobtrail.errors import LedgerBusy, StoreError
 from jobtrail.store import codec as c
-from jobtrail.store.base import Change, Claim, CommitResult
 from jobtrail.store.bulk import bulk_record, bulk_row
 from jobtrail.store.chain import VERIFY
+from jobtrail.store.changes import Change, Claim, CommitResult
 from jobtrail.store.commit import Batch, Prepared, prepare
 from jobtrail.store.conn import Conn, first
 from jobtrail.store.finding import OperationPage, OperationQuery, where
@@ -206,7 +206,7 @@ class Store(NoticeVerbs):
         by its version (and fence); a refused change writes nothing but, for a fenced-out
         owner, the finished attempt and its outcome's audit entry, which are facts
         regardless (a fenced-out safe read had no effect and leaves nothing):
-        store/base.py `refusal`, `kept_when_refused` and `audited`. A transaction retried
+        store/changes.py `refusal`, `kept_when_refused` and `audited`. A transaction retried
         after a deadlock starts from nothing of its first try.
 
         Observation runs: a change that records anything but a folded read (an observation

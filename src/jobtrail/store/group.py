@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
-from jobtrail.store.base import Change, CommitResult
+from jobtrail.store.changes import Change, CommitResult
 
 I = TypeVar("I")  # noqa: E741
 R = TypeVar("R")

@@ -26,8 +26,8 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from jobtrail.core.redact import Redactor
 from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
-from jobtrail.store.base import Change, Claim
 from jobtrail.store.chain import AuditChain
+from jobtrail.store.changes import Change, Claim
 from jobtrail.store.conn import Work
 from jobtrail.store.engine import Store
 from jobtrail.store.ledger_clock import ServerClock

@@ -28,7 +28,7 @@ from jobtrail.ledger.histories import (
 from jobtrail.ledger.policy import Action, ActionPolicy, kind_of
 from jobtrail.ledger.redaction import Redactors, redacted, redacted_entries
 from jobtrail.randomness import PooledSystemRandom
-from jobtrail.store.base import Change, CommitResult
+from jobtrail.store.changes import Change, CommitResult
 from jobtrail.store.engine import Store
 from jobtrail.store.group import GroupCommitter
 from jobtrail.store.machine_clock import machine_now
