@@ -38,7 +38,7 @@ from jobtrail.providers.file.config import load_provider_file
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import open_results
 from jobtrail.store import open_store
-from jobtrail.store.base import Change
+from jobtrail.store.changes import Change
 
 from cliutil import JOBTRAIL, Workspace
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.store import Store
-from jobtrail.store.base import Change, Verdict
+from jobtrail.store.changes import Change, Verdict
 from jobtrail.store.seen import SeenAgain
 
 from contract_records import LEASE, at, attempt, finished, observation, operation, step

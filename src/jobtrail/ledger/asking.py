@@ -21,7 +21,7 @@ from jobtrail.errors import (
     InvalidInput,
     KeyConflict,
 )
-from jobtrail.ledger.base import LedgerBase
+from jobtrail.ledger.common import LedgerBase
 from jobtrail.ledger.policy import Action
 from jobtrail.ledger.redaction import Redactors, redacted_entries
 

@@ -14,7 +14,7 @@ from jobtrail.core.model import JobRequest, Operation
 from jobtrail.core.redact import Redactor
 from jobtrail.errors import InvalidInput
 from jobtrail.ledger.asking import new_operation
-from jobtrail.ledger.base import LedgerBase
+from jobtrail.ledger.common import LedgerBase
 from jobtrail.ledger.policy import Action
 from jobtrail.ledger.redaction import redacted_entries
 

@@ -21,7 +21,7 @@ from jobtrail.store.retention import (
 )
 
 if TYPE_CHECKING:
-    from jobtrail.store.conn import Conn, Engine
+    from jobtrail.store.conn import Conn, Hooks
 
 _FILL = {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE), "operation": c.selected()}
 
@@ -31,7 +31,7 @@ def prune_queries(dialect: str) -> dict[str, str]:
 
 
 async def prune(
-    store: Engine,
+    store: Hooks,
     conn: Conn,
     finished_before: datetime,
     now: datetime,
@@ -55,7 +55,7 @@ async def prune(
         [codec.transition(row) for row in await conn.rows(Q["transitions"])],
         [codec.attempt(row) for row in await conn.rows(Q["attempts"])],
         [codec.observation(row) for row in await conn.rows(Q["observations"])],
-        [store._lease(row) for row in await conn.rows(Q["leases"])],
+        [codec.lease(row) for row in await conn.rows(Q["leases"])],
         audit,
     )
     checkpoint = None

@@ -15,10 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
 
-from jobtrail.store.codec import Codec, storable
-from jobtrail.store.conn import Conn, Work
+from jobtrail.store.codec import storable
+from jobtrail.store.conn import Conn, Hooks
 from jobtrail.store.group import Grouped
 
 
@@ -46,21 +45,15 @@ class Stored:
     next_poll_at: datetime | None
 
 
-class SeenVerbs:
-    """The seen-again verb of EngineStore (store/engine.py), over its hooks."""
+class SeenVerbs(Hooks):
+    """The seen-again verb of `Store` (store/engine.py), over its hooks."""
 
-    Q: ClassVar[dict[str, str]]
-    CODEC: ClassVar[Codec]
     _seen: Grouped[SeenAgain, Stored | None] | None = None
 
-    async def _write(self, work: Work[Any], *, sync: bool = True) -> Any:
-        raise NotImplementedError
-
-    def lease_clock(self) -> float | None:
-        raise NotImplementedError
-
     async def seen_again(self, read: SeenAgain) -> Stored | None:
-        """Record `read`; None when refused (the record moved on, or its run was closed)."""
+        """Record a status read whose answer equals the last one its owner read, as a folded
+        unchanged read is recorded, and give the lease back; None (nothing written) unless
+        the record is still at the read's version and fence with its status run open."""
         if self._seen is None:
             self._seen = Grouped(self._seen_all)
         return await self._seen.submit(read)

@@ -42,7 +42,6 @@ from jobtrail.core.model import (
 )
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.aws.base import AwsProvider
 from jobtrail.providers.aws.calls import REQUIRES as REQUIRES
 from jobtrail.providers.aws.calls import (
     SECRET_ENV,
@@ -53,6 +52,7 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
+from jobtrail.providers.aws.dispatch import AwsProvider
 from jobtrail.providers.code.contract import Factory
 from jobtrail.providers.file.spec import ResultSpec
 from jobtrail.providers.protocol import Fetched, Reply

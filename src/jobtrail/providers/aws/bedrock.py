@@ -48,7 +48,6 @@ from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operatio
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.aws.base import AwsProvider
 from jobtrail.providers.aws.calls import REQUIRES as REQUIRES
 from jobtrail.providers.aws.calls import (
     SECRET_ENV,
@@ -59,6 +58,7 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
+from jobtrail.providers.aws.dispatch import AwsProvider
 from jobtrail.providers.aws.listings import listed, listed_page, operation_marker
 from jobtrail.providers.code.contract import Factory, Listing
 from jobtrail.providers.file.spec import ItemsRule, ResultSpec

@@ -45,7 +45,6 @@ from jobtrail.core.classify import classify
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation, ResultMode
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.aws.base import AwsProvider
 from jobtrail.providers.aws.calls import REQUIRES as REQUIRES
 from jobtrail.providers.aws.calls import (
     SECRET_ENV,
@@ -56,6 +55,7 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
+from jobtrail.providers.aws.dispatch import AwsProvider
 from jobtrail.providers.aws.listings import listed, listed_page, token_marker
 from jobtrail.providers.code.contract import Factory, Listing, Marker
 from jobtrail.providers.file.spec import ResultSpec
