@@ -58,7 +58,6 @@ class VendorFaults:
     create_state: Literal["word", "none"] = "word"
 
 
-NO_VENDOR_FAULTS = VendorFaults()
 _CHOICES: dict[str, tuple[Any, ...]] = {
     "outcome": ("succeeded", "failed", "cancelled"),
     "headers": ("azure-async-operation", "location", "both", "none"),
