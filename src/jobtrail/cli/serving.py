@@ -20,6 +20,7 @@ from jobtrail.cli.context import (
     Settings,
     allow_origin_option,
     concurrency_option,
+    lease_option,
     pass_settings,
     provider_module_option,
     worker_id_option,
@@ -97,13 +98,7 @@ _port_option = click.option(
 @_port_option
 @concurrency_option
 @worker_id_option
-@click.option(
-    "--lease",
-    default="60s",
-    show_default=True,
-    metavar="DURATION",
-    help="How long the worker's claim holds an operation before others may take it over.",
-)
+@lease_option
 @provider_module_option
 @notify_option
 @click.option(

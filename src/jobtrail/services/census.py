@@ -12,7 +12,7 @@ nothing sooner than the provider asked.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -271,12 +271,7 @@ def _taken(census: Census) -> dict[str, Any]:
         "provider": census.provider,
         "since": census.since.isoformat() if census.since else None,
         "sight": census.sight.value,
-        "reach": {
-            "requests": census.reach.requests,
-            "listed": census.reach.listed,
-            "complete": census.reach.complete,
-            "stopped": census.reach.stopped,
-        },
+        "reach": asdict(census.reach),
         "counts": {c.value: n for c, n in census.tally.items()},
         "jobs": [
             {
@@ -301,13 +296,7 @@ def census_json(census: Census, now: datetime) -> dict[str, Any]:
         "since": iso(census.since),
         "sight": census.sight.value,
         "sees": census.sees,
-        "reach": {
-            "requests": census.reach.requests,
-            "listed": census.reach.listed,
-            "complete": census.reach.complete,
-            "stopped": census.reach.stopped,
-            "words": census.reach.words(),
-        },
+        "reach": asdict(census.reach) | {"words": census.reach.words()},
         "counts": {c.value: n for c, n in census.tally.items()},
         "jobs": [
             {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 CancelMode = Literal["honour", "ignore", "race", "reject"]
 WebhookMode = Literal["normal", "duplicate", "out_of_order", "none"]
@@ -18,12 +18,6 @@ StatusLocation = Literal["Location", "Operation-Location", "body"]
 Outcome = Literal["succeeded", "failed"]
 DotJobId = Literal[".", ".."]
 HostileStatusUrl = Literal["relative", "off_origin", "userinfo"]
-
-_CANCEL_MODES = ("honour", "ignore", "race", "reject")
-_WEBHOOK_MODES = ("normal", "duplicate", "out_of_order", "none")
-_MALFORMED = ("not_json", "missing_job_id", "wrong_types", "huge")
-_LOCATIONS = ("Location", "Operation-Location", "body")
-_OUTCOMES = ("succeeded", "failed")
 
 # What `hostile_text` appends to provider words: an OSC 8 link, a screen clear, a colour, a
 # bell, a carriage return, a backspace, a C1 CSI and a right-to-left override.
@@ -385,21 +379,21 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "throttle_create": _throttle,
     "reject_create": _rejection,
     "create_error_after_accept": _server_error,
-    "malformed_create": _optional_choice(_MALFORMED),
+    "malformed_create": _optional_choice(get_args(Malformed)),
     "different_id_on_retry": _flag,
     "create_status": _status_in((200, 201, 202)),
-    "status_location": _choice(_LOCATIONS),
+    "status_location": _choice(get_args(StatusLocation)),
     "sync_result": _flag,
     "list_visible_after": _number,
     "duration_polls": _duration_polls,
     "duration_seconds": _duration_seconds,
-    "outcome": _choice(_OUTCOMES),
+    "outcome": _choice(get_args(Outcome)),
     "throttle_status": _throttle,
     "throttle_cancel": _throttle,
     "status_error": _int,
     "status_retry_after": _optional_int,
     "never_finish": _flag,
-    "cancel": _choice(_CANCEL_MODES),
+    "cancel": _choice(get_args(CancelMode)),
     "items": _int,
     "failed_items": _int,
     "bad_checksum": _flag,
@@ -408,12 +402,12 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "result_error": _int,
     "record_count_mismatch": _flag,
     "distinct_result": _flag,
-    "webhooks": _choice(_WEBHOOK_MODES),
+    "webhooks": _choice(get_args(WebhookMode)),
     # secrets (hostile providers)
     "echo_credentials": _flag,
     # hostile answers
-    "dot_job_id": _optional_choice((".", "..")),
-    "hostile_status_url": _optional_choice(("relative", "off_origin", "userinfo")),
+    "dot_job_id": _optional_choice(get_args(DotJobId)),
+    "hostile_status_url": _optional_choice(get_args(HostileStatusUrl)),
     "set_cookie": _flag,
     "hostile_text": _flag,
     "nul_text": _flag,
