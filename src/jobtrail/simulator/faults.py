@@ -8,7 +8,7 @@ a typo in a test's fault must fail loudly, never silently run the happy path.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, get_args
 
 CancelMode = Literal["honour", "ignore", "race", "reject"]
@@ -225,13 +225,7 @@ class Faults:
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form, for the admin endpoints."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, Throttle | Rejection | Hint | Refusal | Unreadable):
-                value = {k.name: getattr(value, k.name) for k in fields(value)}
-            out[f.name] = value
-        return out
+        return asdict(self)
 
 
 NO_FAULTS = Faults()

@@ -14,7 +14,7 @@ import itertools
 import json
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -191,7 +191,7 @@ class VendorCall:
     client_request_id: str | None = None  # Azure's x-ms-client-request-id, when sent
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return asdict(self)
 
 
 class VendorState:
