@@ -120,9 +120,7 @@ class Unreadable:
         return self.times is None or read <= self.times
 
 
-def _hint(name: str, raw: Any) -> Hint | None:
-    if raw is None:
-        return None
+def _hint(name: str, raw: Any) -> Hint:
     if not isinstance(raw, Mapping) or set(raw) - {"value", "times"}:
         raise FaultError(f"{name} must be an object with value and times")
     value = raw.get("value")
@@ -131,9 +129,7 @@ def _hint(name: str, raw: Any) -> Hint | None:
     return Hint(value=value, times=_optional_int(f"{name}.times", raw.get("times")))
 
 
-def _refusal(name: str, raw: Any) -> Refusal | None:
-    if raw is None:
-        return None
+def _refusal(name: str, raw: Any) -> Refusal:
     if not isinstance(raw, Mapping) or set(raw) - {"status", "times"}:
         raise FaultError(f"{name} must be an object with status and times")
     status = _int(f"{name}.status", raw.get("status", 404), 400, 499)
@@ -142,9 +138,7 @@ def _refusal(name: str, raw: Any) -> Refusal | None:
     return Refusal(status=status, times=_optional_int(f"{name}.times", raw.get("times")))
 
 
-def _unreadable(name: str, raw: Any) -> Unreadable | None:
-    if raw is None:
-        return None
+def _unreadable(name: str, raw: Any) -> Unreadable:
     if not isinstance(raw, Mapping) or set(raw) - {"body", "times", "every"}:
         raise FaultError(f"{name} must be an object with body, times and every")
     body = raw.get("body")
@@ -230,6 +224,7 @@ class Faults:
 
 NO_FAULTS = Faults()
 FAULT_NAMES = frozenset(f.name for f in fields(Faults))
+_NULLABLE = frozenset(f.name for f in fields(Faults) if f.default is None)
 
 
 def merge_fault_specs(*specs: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -250,9 +245,11 @@ def parse_faults(spec: Mapping[str, Any]) -> Faults:
         raise FaultError(f"unknown fault(s): {', '.join(unknown)}; known: {sorted(FAULT_NAMES)}")
     if not spec:
         return NO_FAULTS
-    kw: dict[str, Any] = {}
-    for name, raw in spec.items():
-        kw[name] = _PARSERS[name](name, raw)
+    # null is the default of a fault that is off by default (None), and refused elsewhere
+    kw: dict[str, Any] = {
+        name: None if raw is None and name in _NULLABLE else _PARSERS[name](name, raw)
+        for name, raw in spec.items()
+    }
     faults = Faults(**kw)
     if faults.failed_items > faults.items:
         raise FaultError("failed_items cannot exceed items")
@@ -314,13 +311,7 @@ def _duration_polls(name: str, raw: Any) -> int:
     return _int(name, raw, low=1)
 
 
-def _duration_seconds(name: str, raw: Any) -> float | None:
-    return None if raw is None else _number(name, raw)
-
-
-def _throttle(name: str, raw: Any) -> Throttle | None:
-    if raw is None:
-        return None
+def _throttle(name: str, raw: Any) -> Throttle:
     if not isinstance(raw, Mapping):
         raise FaultError(f"{name} must be an object with status, retry_after, times")
     extra = set(raw) - {"status", "retry_after", "times"}
@@ -336,9 +327,7 @@ def _throttle(name: str, raw: Any) -> Throttle | None:
     )
 
 
-def _rejection(name: str, raw: Any) -> Rejection | None:
-    if raw is None:
-        return None
+def _rejection(name: str, raw: Any) -> Rejection:
     if not isinstance(raw, Mapping):
         raise FaultError(f"{name} must be an object with status and message")
     message = raw.get("message", "request rejected by the provider")
@@ -349,21 +338,8 @@ def _rejection(name: str, raw: Any) -> Rejection | None:
     )
 
 
-def _server_error(name: str, raw: Any) -> int | None:
-    return None if raw is None else _int(name, raw, 500, 599)
-
-
-def _optional_choice(allowed: tuple[str, ...]) -> Callable[[str, Any], str | None]:
-    inner = _choice(allowed)
-
-    def parse(name: str, raw: Any) -> str | None:
-        return None if raw is None else inner(name, raw)
-
-    return parse
-
-
-def _gone(name: str, raw: Any) -> int | None:
-    return None if raw is None else _status_in((404, 410))(name, raw)
+def _server_error(name: str, raw: Any) -> int:
+    return _int(name, raw, 500, 599)
 
 
 _PARSERS: dict[str, Callable[[str, Any], Any]] = {
@@ -373,26 +349,26 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "throttle_create": _throttle,
     "reject_create": _rejection,
     "create_error_after_accept": _server_error,
-    "malformed_create": _optional_choice(get_args(Malformed)),
+    "malformed_create": _choice(get_args(Malformed)),
     "different_id_on_retry": _flag,
     "create_status": _status_in((200, 201, 202)),
     "status_location": _choice(get_args(StatusLocation)),
     "sync_result": _flag,
     "list_visible_after": _number,
     "duration_polls": _duration_polls,
-    "duration_seconds": _duration_seconds,
+    "duration_seconds": _number,
     "outcome": _choice(get_args(Outcome)),
     "throttle_status": _throttle,
     "throttle_cancel": _throttle,
     "status_error": _int,
-    "status_retry_after": _optional_int,
+    "status_retry_after": _int,
     "never_finish": _flag,
     "cancel": _choice(get_args(CancelMode)),
     "items": _int,
     "failed_items": _int,
     "bad_checksum": _flag,
     "wrong_content_type": _flag,
-    "result_gone": _gone,
+    "result_gone": _status_in((404, 410)),
     "result_error": _int,
     "record_count_mismatch": _flag,
     "distinct_result": _flag,
@@ -400,8 +376,8 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     # secrets (hostile providers)
     "echo_credentials": _flag,
     # hostile answers
-    "dot_job_id": _optional_choice(get_args(DotJobId)),
-    "hostile_status_url": _optional_choice(get_args(HostileStatusUrl)),
+    "dot_job_id": _choice(get_args(DotJobId)),
+    "hostile_status_url": _choice(get_args(HostileStatusUrl)),
     "set_cookie": _flag,
     "hostile_text": _flag,
     "nul_text": _flag,
