@@ -18,6 +18,7 @@ from jobtrail.cli.context import (
     emit_json,
     fail,
     json_option,
+    lease_option,
     pass_settings,
     provider_module_option,
     run_async,
@@ -50,13 +51,7 @@ from jobtrail.services.runtime import runtime, settle_heap
     help="Exit once no operation has anything left to do (all ended or waiting for a human).",
 )
 @worker_id_option
-@click.option(
-    "--lease",
-    default="60s",
-    show_default=True,
-    metavar="DURATION",
-    help="How long a claim holds an operation before others may take it over.",
-)
+@lease_option
 @click.option(
     "-v", "--verbose", is_flag=True, help="Log each claim, call, outcome and release to stderr."
 )

@@ -20,6 +20,7 @@ from jobtrail.cli.context import (
     Settings,
     allow_origin_option,
     concurrency_option,
+    lease_option,
     pass_settings,
     provider_module_option,
     worker_id_option,
@@ -80,24 +81,24 @@ class Health:
         return web.json_response(document, status=200 if document["ok"] else 503)
 
 
-@click.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
+_host_option = click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on."
+)
+_port_option = click.option(
     "--port",
     default=8080,
     show_default=True,
     type=click.IntRange(0, 65535),
     help="Port to listen on (0: any free port, logged at start).",
 )
+
+
+@click.command()
+@_host_option
+@_port_option
 @concurrency_option
 @worker_id_option
-@click.option(
-    "--lease",
-    default="60s",
-    show_default=True,
-    metavar="DURATION",
-    help="How long the worker's claim holds an operation before others may take it over.",
-)
+@lease_option
 @provider_module_option
 @notify_option
 @click.option(
@@ -332,14 +333,8 @@ def _mcp_endpoint(
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port",
-    default=8080,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="Port to listen on (0: any free port, logged at start).",
-)
+@_host_option
+@_port_option
 @pass_settings
 def dashboard(settings: Settings, host: str, port: int) -> None:
     """Serve the operators' dashboard alone (no worker): needs attention, operations, one

@@ -17,7 +17,6 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from datetime import timedelta
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from jobtrail.client.census import CensusMethods
@@ -102,12 +101,7 @@ class Client(CensusMethods):
         await self.open()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     async def open(self) -> None:

@@ -224,13 +224,9 @@ class BedrockBatchProvider(AwsProvider):
         return Reply(outcome=observed, detail=detail)
 
     async def _stop(self, op: Operation) -> Reply:
-        stopped = await self.calls.invoke(
+        return await self._send_stop(
             "StopModelInvocationJob", {"jobIdentifier": op.remote_job_id or ""}
         )
-        if isinstance(stopped, Failure):
-            return Reply(outcome=classify(AttemptKind.CANCEL, stopped), detail=stopped.detail)
-        ack = o.CancelAcknowledged(http_status=stopped.http_status, request_id=stopped.request_id)
-        return Reply(outcome=ack, detail=stopped.detail)
 
     async def _result(self, op: Operation) -> Reply:
         seen = await self._get(op)

@@ -249,11 +249,7 @@ class StepFunctionsProvider(AwsProvider):
             "error": "jobtrail.Cancelled",
             "cause": f"cancel requested through jobtrail (operation {op.operation_id})",
         }
-        stopped = await self.calls.invoke("StopExecution", params)
-        if isinstance(stopped, Failure):
-            return Reply(outcome=classify(AttemptKind.CANCEL, stopped), detail=stopped.detail)
-        ack = o.CancelAcknowledged(http_status=stopped.http_status, request_id=stopped.request_id)
-        return Reply(outcome=ack, detail=stopped.detail)
+        return await self._send_stop("StopExecution", params)
 
     async def _result(self, op: Operation) -> Reply:
         seen = await self._describe(op.remote_job_id)

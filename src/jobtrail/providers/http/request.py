@@ -75,7 +75,6 @@ class HttpRequests:
         self.capabilities: Capabilities = spec.capabilities
         self._rand = PooledSystemRandom()
         self._auth = Authorizer(spec)
-        self._base_origin = URL(spec.base_url).origin()
         self._redactors: dict[tuple[str, ...], Redactor] = {}
         self._origins: dict[tuple[str, str], str | None] = {}
         # the session keeps no cookies; only a provider file that asks gets them, per operation
