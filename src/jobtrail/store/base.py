@@ -20,7 +20,7 @@ from jobtrail.store.leases import Lease
 if TYPE_CHECKING:
     from jobtrail.core.tasks import TaskHandle
     from jobtrail.store.finding import OperationPage, OperationQuery
-    from jobtrail.store.retention import Bind, Keep, Pruned
+    from jobtrail.store.retention import Bind, Keep, PackDictionary, Pruned, Seal
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -288,6 +288,27 @@ class Store(Protocol):
         archives what is removed) runs before the commit, and nothing is removed if it
         raises. Task handles expired by `now` go as well; their operations stay. `bind`
         gives what the checkpoint binds of that archive (every line of it)."""
+        ...
+
+    async def pack(
+        self, finished_before: datetime, now: datetime, actor: str, seal: Seal, limit: int
+    ) -> Pruned:
+        """`prune` of at most `limit` operations (those with no notice still due, too), each
+        replaced in place by the packed row `seal` makes, which the checkpoint binds
+        (migration 0023); one transaction: a failure packs nothing of the batch."""
+        ...
+
+    async def packed(self, operation_id: str | None = None) -> list[tuple[str, int | None, bytes]]:
+        """The packed rows (operation_id, dictionary_id, data): `operation_id`'s, or all."""
+        ...
+
+    def audit_link(self, prev_hash: str, entry: str) -> str:
+        """The hash (hex) of `entry` linked to `prev_hash` under this store's audit key: how
+        entries out of the log (packed ones) are checked against their own hashes."""
+        ...
+
+    async def pack_dictionaries(self) -> dict[int, PackDictionary]:
+        """The zstd dictionaries packing trained, by id."""
         ...
 
     async def add_task(self, handle: TaskHandle) -> None:

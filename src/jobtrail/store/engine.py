@@ -36,8 +36,8 @@ from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.group import Grouped
 from jobtrail.store.leases import CLOCK_FIELDS, Lease
 from jobtrail.store.notices import NoticeVerbs
-from jobtrail.store.prune import prune
-from jobtrail.store.retention import Bind, Keep, Pruned
+from jobtrail.store.prune import dictionaries, packed, prune
+from jobtrail.store.retention import Bind, Keep, PackDictionary, Pruned, Seal
 from jobtrail.store.tasks import task_handle, task_row
 
 T = TypeVar("T")
@@ -335,6 +335,26 @@ class EngineStore(NoticeVerbs):
             )  # fmt: skip
 
         return await self._write(run)
+
+    async def pack(
+        self, finished_before: datetime, now: datetime, actor: str, seal: Seal, limit: int
+    ) -> Pruned:
+        async def run(conn: Conn) -> Pruned:
+            return await prune(
+                self, conn, finished_before=finished_before, now=now, actor=actor,
+                keep=lambda _: None, seal=seal, limit=limit,
+            )  # fmt: skip
+
+        return await self._write(run)
+
+    async def packed(self, operation_id: str | None = None) -> list[tuple[str, int | None, bytes]]:
+        return await self._read(lambda conn: packed(self, conn, operation_id))
+
+    def audit_link(self, prev_hash: str, entry: str) -> str:
+        return self._chain.link(prev_hash, entry)
+
+    async def pack_dictionaries(self) -> dict[int, PackDictionary]:
+        return await self._read(lambda conn: dictionaries(self, conn))
 
     # -- leases (hooks: the statements differ in shape) ----------------------------------
 
