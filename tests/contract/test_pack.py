@@ -5,6 +5,9 @@ edit, removal or insertion of a packed row or a dictionary is named by `audit ve
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from datetime import timedelta
 from functools import partial
 
@@ -14,6 +17,7 @@ from retention_records import failed, ledger_at, observing, succeeded, tamper
 from jobtrail.core.audit import CHECKPOINT, verify
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
+from jobtrail.errors import InvalidInput
 from jobtrail.ledger import Ledger, packing
 from jobtrail.store import Store
 
@@ -243,3 +247,53 @@ async def test_an_edited_packing_checkpoint_breaks_the_chain(ledger_db: LedgerDb
         )
         rows = await store.audit_rows()
     assert f"entry #{seq} was edited" in (verify(rows, None).problem or "")
+
+
+_PACK_AND_DIE = """
+import asyncio, os, signal, sys
+from datetime import timedelta
+from jobtrail.ledger import Ledger
+from jobtrail.store import open_store
+
+def die(_):
+    sys.stdout.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+async def main():
+    store = await open_store(sys.argv[1])
+    await Ledger(store).pack(timedelta(days=7), actor="cron", batch=1, after_batch=die)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_crash_between_batches_loses_nothing(ledger_db: LedgerDb) -> None:
+    """A packing process SIGKILLed right after its first batch committed leaves that batch
+    packed and every other operation as it was; the chain verifies, and the next packing
+    finishes the job."""
+    async with ledger_db.opened() as store:
+        ledger, ops = await _old_and_new(store, finished=3)
+        before = [await _read(ledger, op) for op in ops]
+    done = subprocess.run(
+        [sys.executable, "-c", _PACK_AND_DIE, ledger_db.url], capture_output=True, timeout=120
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    async with ledger_db.opened() as store:
+        ledger = Ledger(store)  # the machine's clock: the operations finished long ago
+        first = min(op.operation_id for op in ops[:3])  # packed in the order of their ids
+        assert [op_id for op_id, _, _ in await store.packed()] == [first]
+        unpacked = [op.operation_id for op in ops if await store.get(op.operation_id)]
+        assert sorted(unpacked) == sorted(op.operation_id for op in ops if op.operation_id != first)
+        assert await _verified(ledger) == (True, [], [])
+        assert [await _read(ledger, op) for op in ops] == before
+        await ledger.pack(WEEK, actor="cron")
+        assert len(await store.packed()) == 4  # by the machine's clock, the recent one too
+        assert [await _read(ledger, op) for op in ops] == before
+        assert await _verified(ledger) == (True, [], [])
+
+
+def test_packing_without_zstandard_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without python-zstandard, packing says which extra to install."""
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    with pytest.raises(InvalidInput, match=r"pip install 'jobtrail\[pack\]'"):
+        packing.require()

@@ -70,7 +70,7 @@ def prune(
     result_validation_failed) with their history, attempts, observations, leases and audit
     entries into an archive, leaving a checkpoint that `audit verify` walks across. MCP task
     handles go with their operations, and every expired one too (its operation stays).
-    With --pack-after, pack them in place instead (docs/retention.md)."""
+    With --pack-after, pack them in place instead (docs/guarantees/audit.md)."""
     if (age is None) == (pack_age is None):
         fail("name one of --finished-before AGE (prune) and --pack-after AGE (pack)")
     if pack_age is not None:

@@ -7,8 +7,8 @@ joined by newlines and compressed with zstd, with a dictionary trained on the le
 finished operations once a batch holds enough of them (plain zstd before). Packing is
 `prune`'s protocol (store/retention.py) in batches, one transaction each: the checkpoint it
 appends to the audit chain names the removed entries, as a prune's does, and binds, per
-operation, the sha256 of its packed bytes and of its lines (as an archive's checkpoint binds
-its lines), and the sha256 of each dictionary used. `audit verify` checks every packed row
+operation, the sha256 of its packed bytes (as an archive's checkpoint binds its lines), and
+the sha256 of each dictionary used. `audit verify` checks every packed row
 and dictionary against those digests (`packed_problems`), so a packed row edited, removed or
 inserted, or a dictionary edited, is named; readers unpack transparently (ledger/reading.py).
 
@@ -28,12 +28,13 @@ from typing import Any
 from jobtrail.core.audit import CHECKPOINT, AuditRow, cuts_of
 from jobtrail.errors import InvalidInput, StoreError
 from jobtrail.ledger.archive import assemble, operation_records, record_text
-from jobtrail.ledger.archive_lines import digest_of, line_digest
 from jobtrail.store.retention import PackDictionary, PackedBatch, PrunedOperation
 
-LEVEL = 9  # zstd level: with a dictionary, higher levels gain little for much more CPU
+# zstd level: measured on the peer lifecycle's operations (bench/RESULTS.md), 15 packs one
+# in 1.73 KB for 1.2 ms of CPU, 3 in 1.86 KB for 0.03 ms, 19 in 1.72 KB for 3 ms.
+LEVEL = 15
 TRAIN_AT = 64  # fewest operations in a batch to train a dictionary on
-DICTIONARY_BYTES = 32 * 1024
+DICTIONARY_BYTES = 16 * 1024  # 32 KB and more packed no smaller
 EXTRA = "packing needs zstandard: install jobtrail's `pack` extra (pip install 'jobtrail[pack]')"
 
 
@@ -70,15 +71,13 @@ def seal(
     options = {} if using is None else {"dict_data": zstd.ZstdCompressionDict(using.data)}
     compressor = zstd.ZstdCompressor(level=LEVEL, **options)
     rows, bound = [], {}
-    for (op_id, lines), text in zip(encoded, plain, strict=True):
+    for (op_id, _), text in zip(encoded, plain, strict=True):
         data = compressor.compress(text)
         dictionary_id = using.dictionary_id if using else None
         rows.append((op_id, dictionary_id, data))
-        bound[op_id] = {
-            "data": _sha(data),
-            "lines": digest_of([line_digest(line) for line in lines]),
-            "dictionary": dictionary_id,
-        }
+        # The bytes' digest binds every line (decompression is deterministic); the lines'
+        # own digests, as an archive's checkpoint holds them, would add 70 B an operation.
+        bound[op_id] = {"data": _sha(data), "dictionary": dictionary_id}
     dictionaries = {str(using.dictionary_id): using.digest} if using else {}
     return PackedBatch(
         rows=rows, trained=trained, binding={"operations": bound, "dictionaries": dictionaries}
