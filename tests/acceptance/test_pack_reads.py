@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import difflib
 import re
+import socket
+import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -15,11 +19,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+import jobtrail
 from jobtrail.dashboard.access import Access, operators_from_env
 from jobtrail.dashboard.web import Dashboard
 
-from cliutil import Workspace
+from cliutil import Workspace, until_healthy
 from harness import Harness, harness
+from waits import until_true
 
 TOKEN = "alice-token-" + "a" * 20
 READS = [
@@ -105,3 +111,34 @@ async def test_the_dashboard_shows_a_packed_operation_as_before(rig: Any) -> Non
     assert [p.operation.operation_id for b in batches for p in b.operations] == [op.operation_id]
     assert await h.rt.ledger.store.get(op.operation_id) is None
     assert [await _page(client, url) for url in urls] == before
+
+
+def test_serve_packs_on_schedule_when_asked(ws: Workspace) -> None:
+    """`serve --pack-after 1ms` packs the finished operation at start (logged), and the
+    operation still reads as before; without the option nothing is packed."""
+    done = ws.json("submit", "simulator", "--body", '{"n": 1}')["operation_id"]
+    assert ws.drive(done)["state"] == "succeeded"
+    before = _outputs(ws, done)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    src = str(Path(jobtrail.__file__).resolve().parents[1])
+    code = "from jobtrail.cli.main import main; main()"
+    log = ws.root / "serve.log"
+    args = ["serve", "--port", str(port), "--pack-after", "1ms", "--pack-every", "1h"]
+    with open(log, "wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, *args], stderr=stderr, env=ws.env(PYTHONPATH=src)
+        )
+    try:
+        until_healthy(f"http://127.0.0.1:{port}", proc, log)
+        until_true(lambda: "packed 1 finished" in log.read_text(), 30, "the packing logged")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    conn = sqlite3.connect(ws.db)
+    try:
+        assert conn.execute("SELECT operation_id FROM packed_operations").fetchall() == [(done,)]
+    finally:
+        conn.close()
+    assert _outputs(ws, done) == before

@@ -20,6 +20,7 @@ from jobtrail.cli.context import (
     Settings,
     allow_origin_option,
     concurrency_option,
+    default_actor,
     pass_settings,
     provider_module_option,
     worker_id_option,
@@ -122,7 +123,8 @@ class Health:
     "--pack-after",
     metavar="DURATION",
     help="Pack operations finished for longer than this (as `prune --pack-after`), at start "
-    "and every --pack-every; off unless given. Needs the `pack` extra.",
+    "and every --pack-every, as JOBTRAIL_ACTOR (else cli:$USER); off unless given. Needs the "
+    "`pack` extra.",
 )
 @click.option("--pack-every", default="1h", show_default=True, metavar="DURATION")
 @pass_settings
@@ -324,7 +326,8 @@ def _scheduled(
             )
         )
     if packs is not None:
-        found.append(pack_rounds(rt.ledger, after=packs[0], every=packs[1], stop=stop))
+        actor = default_actor()  # the person who asked for it: see services/pack_rounds.py
+        found.append(pack_rounds(rt.ledger, actor=actor, after=packs[0], every=packs[1], stop=stop))
     return found
 
 
