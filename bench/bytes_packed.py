@@ -2,7 +2,8 @@
 (`prune --pack-after`, issue 32), against DBOS, alternated in one run. Not one of the
 `python -m bench` benchmarks: a before/after tool like bench.bytes_before_after.
 
-    python -m bench.bytes_packed [--n 2000] [--rounds 2]
+    python -m bench.bytes_packed [--n 2000] [--rounds 2] [--first-round 1]
+        [--stores sqlite,postgres]
 
 Each side runs alone in a fresh process (bench.peerside: the fair peer's lifecycle against
 the simulator, every job with a result of its own): "jobtrail" as it leaves its ledger,
@@ -25,11 +26,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--first-round", type=int, default=1)
+    parser.add_argument("--stores", default="sqlite,postgres")
     args = parser.parse_args()
     with simulator_process() as url:
-        for r in range(1, args.rounds + 1):
+        for r in range(args.first_round, args.first_round + args.rounds):
             print(f"# round {r}", flush=True)
-            for store in ("sqlite", "postgres"):
+            for store in args.stores.split(","):
                 per_op = {}
                 for label, side in SIDES if r % 2 else SIDES[::-1]:
                     db = "pack_bytes_" + side.replace("-", "_")
