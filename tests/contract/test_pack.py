@@ -297,3 +297,34 @@ def test_packing_without_zstandard_names_the_extra(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(sys.modules, "zstandard", None)
     with pytest.raises(InvalidInput, match=r"pip install 'jobtrail\[pack\]'"):
         packing.require()
+
+
+async def test_tampers_made_before_packing_are_still_caught(ledger_db: LedgerDb) -> None:
+    """An audit entry edited and a finished operation's state forged before packing are
+    sealed into the packed rows as they were; audit verify still names the edited entry and
+    --replay's check the forged state, read from the packed rows."""
+    async with ledger_db.opened() as store:
+        ledger, ops = await _old_and_new(store)
+        done, refused = ops[0].operation_id, ops[1].operation_id
+        seq = (await store.audit_rows(done))[0].seq  # its submission, by agent:test
+        await tamper(
+            ledger_db,
+            "audit_log",
+            "UPDATE audit_log SET entry = replace(entry, 'agent:test', 'mallory') "
+            f"WHERE seq = {seq}",
+        )
+        assert f"entry #{seq} was edited" in (verify(await store.audit_rows(), None).problem or "")
+        await tamper(
+            ledger_db,
+            "operations",
+            f"UPDATE operations SET state = 'succeeded' WHERE operation_id = '{refused}'",
+        )
+        await ledger.pack(WEEK, actor="ops:ana")
+        assert await store.get(done) is None and await store.get(refused) is None
+        edited = await ledger.edited_rows()
+        forged = await ledger.forged_operations()
+    assert f"packed entry #{seq} was edited" in " ".join(edited)
+    # (the operation whose submission entry was edited is named too: its request no longer
+    # matches the audited one)
+    assert refused in [f.operation_id for f in forged]
+    assert "(forged state)" in next(f.problem for f in forged if f.operation_id == refused)
