@@ -206,7 +206,7 @@ def read(path: Path) -> Archive:
         )
         for (n, text), record in zip(texts, records, strict=True)
     )
-    return replace(assemble(header, records[1:]), lines=lines)  # _assemble pops "type"
+    return replace(assemble(header, records[1:]), lines=lines)  # assemble pops "type"
 
 
 def assemble(header: dict[str, Any], records: list[dict[str, Any]]) -> Archive:

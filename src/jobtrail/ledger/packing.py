@@ -35,7 +35,10 @@ from jobtrail.store.retention import PackDictionary, PackedBatch, PrunedOperatio
 LEVEL = 15
 TRAIN_AT = 64  # fewest operations in a batch to train a dictionary on
 DICTIONARY_BYTES = 16 * 1024  # 32 KB and more packed no smaller
-EXTRA = "packing needs zstandard: install jobtrail's `pack` extra (pip install 'jobtrail[pack]')"
+EXTRA = (
+    "packing, and reading a packed operation, need zstandard: install jobtrail's `pack` "
+    "extra (pip install 'jobtrail[pack]')"
+)
 
 
 def _zstd() -> Any:
