@@ -25,6 +25,7 @@ from jobtrail.dashboard.web import Dashboard
 
 from cliutil import Workspace, until_healthy
 from harness import Harness, harness
+from stores import fresh_ledger
 from waits import until_true
 
 TOKEN = "alice-token-" + "a" * 20
@@ -44,38 +45,47 @@ READS = [
 _RELATIVE = re.compile(r"\((?:in )?\d+(?:\.\d+)? ?[a-z]+(?: ago)?\)")
 
 
-def _outputs(ws: Workspace, op_id: str) -> list[tuple[int, str, str]]:
+def _outputs(ws: Workspace, op_id: str, **env: str) -> list[tuple[int, str, str]]:
     found = []
     for verb, *flags in READS:
-        done = ws.run(verb, op_id, *flags, check=False)
+        done = ws.run(verb, op_id, *flags, check=False, **env)
         found.append((done.returncode, _RELATIVE.sub("(…)", done.stdout), done.stderr))
     return found
 
 
 @pytest.mark.slow  # operations driven to their end through the CLI
-def test_the_cli_reads_a_packed_operation_as_before(ws: Workspace) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_the_cli_reads_a_packed_operation_as_before(
+    kind: str, ws: Workspace, tmp_path: Path
+) -> None:
     """Every read verb prints the same for a finished operation after packing; the waiting
     one is left alone; audit verify and --replay pass."""
-    done = ws.json("submit", "simulator", "--body", '{"n": 1}')["operation_id"]
-    assert ws.drive(done)["state"] == "succeeded"
-    waiting = ws.json("submit", "simulator", "--body", '{"n": 2}')["operation_id"]
-    before = _outputs(ws, done)
+    if kind == "sqlite":
+        _cli_reads(ws)
+        return
+    async with fresh_ledger(kind, tmp_path) as db:
+        _cli_reads(ws, JOBTRAIL_DB=db.url)
+
+
+def _cli_reads(ws: Workspace, **env: str) -> None:
+    done = ws.json("submit", "simulator", "--body", '{"n": 1}', **env)["operation_id"]
+    assert ws.drive(done, **env)["state"] == "succeeded"
+    waiting = ws.json("submit", "simulator", "--body", '{"n": 2}', **env)["operation_id"]
+    before = _outputs(ws, done, **env)
     assert all(code == 0 for code, _, _ in before), before
-    refused = ws.run("prune", "--pack-after", "1ms", "--no-archive", check=False)
+    refused = ws.run("prune", "--pack-after", "1ms", "--no-archive", check=False, **env)
     assert refused.returncode == 1 and "takes no --archive" in refused.stderr
-    report = ws.json("prune", "--pack-after", "1ms")
+    report = ws.json("prune", "--pack-after", "1ms", **env)
     assert report["operations"] == [done] and len(report["checkpoint_seqs"]) == 1
-    after = _outputs(ws, done)
+    after = _outputs(ws, done, **env)
     for (verb, *_), old, new in zip(READS, before, after, strict=True):
-        assert new == old, (
-            verb,
-            "".join(difflib.unified_diff(old[1].splitlines(True), new[1].splitlines(True))),
-        )
-    assert ws.json("status", waiting)["state"] == "create_pending"
-    assert ws.run("audit", "verify").returncode == 0
-    replay = ws.run("audit", "verify", "--replay")
+        lines = (old[1].splitlines(True), new[1].splitlines(True))
+        assert new == old, (verb, "".join(difflib.unified_diff(*lines)))
+    assert ws.json("status", waiting, **env)["state"] == "create_pending"
+    assert ws.run("audit", "verify", **env).returncode == 0
+    replay = ws.run("audit", "verify", "--replay", **env)
     assert "every operation's state is what its history replays to" in replay.stdout
-    assert "nothing to pack" in ws.run("prune", "--pack-after", "1ms").stdout
+    assert "nothing to pack" in ws.run("prune", "--pack-after", "1ms", **env).stdout
 
 
 @pytest.fixture
