@@ -166,11 +166,11 @@ def test_no_module_cycle_inside_the_lower_layers(package: str) -> None:
     [
         ("jobtrail.cli.ops", "jobtrail.store.sqlite"),
         ("jobtrail.dashboard.web", "jobtrail.store.finding"),
-        ("jobtrail.services.story", "jobtrail.store.base"),
+        ("jobtrail.services.story", "jobtrail.store.changes"),
         ("jobtrail.core.plan", "jobtrail.ledger"),
         ("jobtrail.ledger.reading", "jobtrail.presentation.views"),
         ("jobtrail.providers.http.provider", "jobtrail.store.codec"),
-        ("jobtrail.ledger.base", "jobtrail.simulator.server"),
+        ("jobtrail.ledger.common", "jobtrail.simulator.server"),
     ],
 )
 def test_the_check_refuses_a_forbidden_import(importer: str, imported: str) -> None:

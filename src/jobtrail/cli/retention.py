@@ -180,7 +180,7 @@ async def archive_show(settings: Settings, file: Path, operation_id: str, as_jso
     from jobtrail.core.words import iso
     from jobtrail.ledger.archive import read, verify_archive
     from jobtrail.presentation.explain import explain_text
-    from jobtrail.presentation.views import operation_json, timeline
+    from jobtrail.presentation.views import operation_view, timeline
 
     found = read(file)
     if problems := verify_archive(found, settings.audit_key):
@@ -191,7 +191,7 @@ async def archive_show(settings: Settings, file: Path, operation_id: str, as_jso
     args = (op, list(item.history), list(item.attempts), list(item.observations))
     if as_json:
         emit_json(
-            operation_json(op, now)
+            operation_view(op, now).json()
             | {
                 "archived": {"file": str(file), "pruned_at": found.header.get("pruned_at")},
                 "timeline": [{"at": iso(at), "event": text} for at, text in timeline(*args)],

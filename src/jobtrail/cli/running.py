@@ -36,7 +36,7 @@ from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso, progress_text, relative
 from jobtrail.errors import JobtrailError
 from jobtrail.ledger import shown_url
-from jobtrail.presentation.views import operation_json
+from jobtrail.presentation.views import operation_view
 from jobtrail.providers.registry import missing_message
 from jobtrail.services.notify_setup import notify_setup
 from jobtrail.services.runtime import runtime, settle_heap
@@ -286,7 +286,7 @@ async def run(
         await driving  # its errors, if any
         await stopper.record(finished=int(op.state.ends_automation))
         if as_json:
-            emit_json(operation_json(op, rt.clock.now()))
+            emit_json(operation_view(op, rt.clock.now()).json())
         else:
             say(
                 f"{op.operation_id} {op.state.value} (remote job "

@@ -343,11 +343,10 @@ def _mcp_endpoint(
     """/mcp for the agents of JOBTRAIL_AGENT_TOKENS / JOBTRAIL_AGENT_FILE; the MCP SDK is
     imported here, only by `serve` (None, with a warning, when it is not installed)."""
     try:
-        from mcp.server.subscriptions import InMemorySubscriptionBus
-
         from jobtrail.agent.http import McpHttp
         from jobtrail.agent.identity import Identity
         from jobtrail.agent.server import agent_tools, build_server
+        from jobtrail.agent.subscriptions import ResourceUpdates
         from jobtrail.agent.watch import watching
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
@@ -358,7 +357,7 @@ def _mcp_endpoint(
     if not agents:
         log.warning("/mcp refuses every call: no JOBTRAIL_AGENT_TOKENS or JOBTRAIL_AGENT_FILE")
     tools = agent_tools(rt, run_worker=True, data_dir=settings.data_dir)
-    bus = InMemorySubscriptionBus()  # resource updates, as `jobtrail mcp`: agent/watch.py
+    bus = ResourceUpdates()  # resource updates, as `jobtrail mcp`: agent/watch.py
     server = build_server(tools, Identity(None), bus=bus)
     endpoint = McpHttp(server, agents, host=host, origins=origins)
     endpoint.updates = lambda: watching(rt.ledger, bus)

@@ -366,9 +366,9 @@ class Client(CensusMethods):
 
     async def _last_failure(self, op: Operation) -> str | None:
         """The provider's (or our) reason for `op`'s last failed call (core/failure.py)."""
-        store = self._opened.ledger
-        attempts = await store.attempts(op.operation_id)
-        return failure_reason(op, attempts, await store.observations(op.operation_id))
+        ledger = self._opened.ledger
+        attempts = await ledger.attempts(op.operation_id)
+        return failure_reason(op, attempts, await ledger.observations(op.operation_id))
 
     def _check_worker(self) -> None:
         """A worker that died would leave `wait` waiting for nothing: say so instead."""

@@ -28,10 +28,10 @@ from jobtrail.errors import (
     InvalidInput,
 )
 from jobtrail.ledger.asking import Asking
-from jobtrail.ledger.base import outcome_entry
+from jobtrail.ledger.common import outcome_entry
 from jobtrail.ledger.policy import Action
 from jobtrail.ledger.redaction import redacted_entries
-from jobtrail.store.base import Change, Verdict
+from jobtrail.store.changes import Change, Verdict
 from jobtrail.store.retention import Bind, Keep, Pruned
 
 PACK_BATCH = 500  # operations packed per transaction

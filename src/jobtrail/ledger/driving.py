@@ -24,9 +24,9 @@ from jobtrail.core.redact import Redactor
 from jobtrail.core.retry import on_stale
 from jobtrail.core.usage import checked_usage
 from jobtrail.errors import ConcurrentUpdate, LostOwnership, NotFound
-from jobtrail.ledger.base import LedgerBase
+from jobtrail.ledger.common import LedgerBase
 from jobtrail.ledger.redaction import redacted_entries, redacted_outcome
-from jobtrail.store.base import Change, Claim, Verdict
+from jobtrail.store.changes import Change, Claim, Verdict
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from jobtrail.core.states import State
 from jobtrail.errors import (
     InvalidInput,
 )
-from jobtrail.ledger.base import EVERY, LedgerBase
 from jobtrail.ledger.bindings import edited_rows
+from jobtrail.ledger.common import EVERY, LedgerBase
 from jobtrail.ledger.histories import (
     Forgery,
     audited_requests,

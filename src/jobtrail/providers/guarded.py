@@ -7,6 +7,7 @@ import logging
 import typing
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.classify import Failed, Sent, classify
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.redact import Redactor
 from jobtrail.providers.protocol import Fetched, Provider, Reply
@@ -57,7 +58,7 @@ async def guarded_call(
         )
     log.warning("%s", reason, extra={"operation_id": op.operation_id})
     return Reply(
-        outcome=o.Ambiguous(reason=reason),
+        outcome=classify(kind, Failed(sent=Sent.NO_ANSWER, reason=reason)),
         detail={"error": reason, "exception": exception},
     )
 

@@ -24,7 +24,7 @@ from jobtrail.store.retention import (
 )
 
 if TYPE_CHECKING:
-    from jobtrail.store.conn import Conn, Engine
+    from jobtrail.store.conn import Conn, Hooks
 
 _FILL = {"states": ", ".join(f"'{s.value}'" for s in PRUNABLE), "operation": c.selected()}
 
@@ -34,7 +34,7 @@ def prune_queries(dialect: str) -> dict[str, str]:
 
 
 async def prune(
-    store: Engine,
+    store: Hooks,
     conn: Conn,
     finished_before: datetime,
     now: datetime,
@@ -64,7 +64,7 @@ async def prune(
         [codec.transition(row) for row in await conn.rows(Q["transitions"])],
         [codec.attempt(row) for row in await conn.rows(Q["attempts"])],
         [codec.observation(row) for row in await conn.rows(Q["observations"])],
-        [store._lease(row) for row in await conn.rows(Q["leases"])],
+        [codec.lease(row) for row in await conn.rows(Q["leases"])],
         audit,
     )
     checkpoint, sealed = None, None
@@ -106,7 +106,7 @@ async def prune(
     return result
 
 
-async def _store_packed(store: Engine, conn: Conn, sealed: PackedBatch, now: datetime) -> None:
+async def _store_packed(store: Hooks, conn: Conn, sealed: PackedBatch, now: datetime) -> None:
     Q = store.Q_PRUNE
     if (new := sealed.trained) is not None:
         row = (new.dictionary_id, new.digest, new.data, store.CODEC.t_out(now), new.samples)
@@ -114,7 +114,7 @@ async def _store_packed(store: Engine, conn: Conn, sealed: PackedBatch, now: dat
     await conn.many([(Q["insert_packed"], list(sealed.rows))])
 
 
-async def newest_dictionary(store: Engine, conn: Conn) -> PackDictionary | None:
+async def newest_dictionary(store: Hooks, conn: Conn) -> PackDictionary | None:
     rows = await conn.rows(store.Q_PRUNE["newest_dictionary"])
     return _dictionary(rows[0]) if rows else None
 
@@ -125,14 +125,14 @@ def _dictionary(row: Any) -> PackDictionary:
     )
 
 
-async def dictionaries(store: Engine, conn: Conn) -> dict[int, PackDictionary]:
+async def dictionaries(store: Hooks, conn: Conn) -> dict[int, PackDictionary]:
     """Every dictionary the ledger holds, by id."""
     found = [_dictionary(row) for row in await conn.rows(store.Q_PRUNE["dictionaries"])]
     return {d.dictionary_id: d for d in found}
 
 
 async def packed(
-    store: Engine, conn: Conn, operation_id: str | None
+    store: Hooks, conn: Conn, operation_id: str | None
 ) -> list[tuple[str, int | None, bytes]]:
     """The packed rows (operation_id, dictionary_id, data): one operation's, or all."""
     Q = store.Q_PRUNE

@@ -17,6 +17,7 @@ import aiohttp
 from yarl import URL
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.classify import Failed, Sent, classify
 from jobtrail.core.lookup import find, header
 from jobtrail.core.model import AttemptKind, Operation, evolve
 from jobtrail.providers.http import parse, reading, scanning
@@ -42,9 +43,8 @@ class HttpProvider(HttpAnswers):
             credential = await self._auth.credential()
         except NoCredential as exc:
             reason = str(exc)
-            return Reply(
-                outcome=o.Throttled(reason=reason), detail={"error": reason, "sent": False}
-            )
+            outcome = classify(kind, Failed(sent=Sent.NO, reason=reason))
+            return Reply(outcome=outcome, detail={"error": reason, "sent": False})
         if auth is not None and credential is not None:
             prepared.headers[auth.header] = credential
         limit = (
@@ -204,17 +204,15 @@ class HttpProvider(HttpAnswers):
                     self._cookies.remember(operation_id, response)
                 body = await _read_bounded(response, limit)
         except TimeoutError:
-            seconds = self.spec.timeout.total_seconds()
-            return self._failed(
-                o.Ambiguous(reason=f"no {what} answer within {seconds:g}s"), started
-            )
+            reason = f"no {what} answer within {self.spec.timeout.total_seconds():g}s"
+            return self._failed(kind, Failed(sent=Sent.NO_ANSWER, reason=reason), started)
         except aiohttp.ClientConnectorError as exc:
             why = exc.os_error.strerror or type(exc).__name__
             reason = f"could not connect to {req.url.split('/')[2]} ({why}); nothing was sent"
-            return self._failed(o.Throttled(reason=reason), started, sent=False)
+            return self._failed(kind, Failed(sent=Sent.NO, reason=reason), started)
         except aiohttp.ClientError as exc:
             reason = f"the {what} call broke off after sending ({type(exc).__name__})"
-            return self._failed(o.Ambiguous(reason=reason), started)
+            return self._failed(kind, Failed(sent=Sent.NO_ANSWER, reason=reason), started)
         detail = self._detail(status, headers, body, started)
         if body is None:
             if kind is AttemptKind.RESULT:

@@ -36,7 +36,7 @@ WHERE operation_id = %(operation_id)s AND version = %(version)s
     AND (%(fence)s::bigint IS NULL OR fence = %(fence)s::bigint)
 RETURNING {store_decided};
 
--- A batch of safe reads that move no state need not wait for the WAL flush (base.must_sync):
+-- A batch of safe reads that move no state need not wait for the WAL flush (changes.must_sync):
 -- a crash loses at most those reads, never an intent, a transition or a result.
 -- name: relax_commit
 SET LOCAL synchronous_commit TO off;

@@ -28,7 +28,8 @@ from jobtrail.ledger.histories import (
 from jobtrail.ledger.policy import Action, ActionPolicy, kind_of
 from jobtrail.ledger.redaction import Redactors, redacted, redacted_entries
 from jobtrail.randomness import PooledSystemRandom
-from jobtrail.store.base import Change, CommitResult, Store
+from jobtrail.store.changes import Change, CommitResult
+from jobtrail.store.engine import Store
 from jobtrail.store.group import GroupCommitter
 from jobtrail.store.machine_clock import machine_now
 
@@ -70,7 +71,7 @@ class LedgerBase:
         self.actions = actions or ActionPolicy.default()
         self.clock: Clock = clock or LedgerClock(store)
         self.rand = rand or PooledSystemRandom()
-        self._group = GroupCommitter(store) if group_commit else None
+        self._group = GroupCommitter(store.commit, store.prepare) if group_commit else None
         self._schedules: dict[tuple[tuple[str, str], ...], Schedule] = {}
         self._redactors = Redactors()
 
