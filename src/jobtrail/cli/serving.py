@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -20,6 +20,7 @@ from jobtrail.cli.context import (
     Settings,
     allow_origin_option,
     concurrency_option,
+    default_actor,
     lease_option,
     pass_settings,
     provider_module_option,
@@ -38,6 +39,7 @@ from jobtrail.providers.file.config import load_provider_file
 from jobtrail.services.census_rounds import census_rounds
 from jobtrail.services.logs import install_json_logging
 from jobtrail.services.notify_setup import NotifySetup, notify_setup, secret_values
+from jobtrail.services.pack_rounds import pack_rounds
 from jobtrail.services.runtime import Runtime, runtime, settle_heap
 from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
 from jobtrail.worker.loop import WorkerStats
@@ -118,6 +120,14 @@ _port_option = click.option(
 )
 @click.option("--census-every", default="24h", show_default=True, metavar="DURATION")
 @click.option("--census-since", default="7d", show_default=True, metavar="DURATION")
+@click.option(
+    "--pack-after",
+    metavar="DURATION",
+    help="Pack operations finished for longer than this (as `prune --pack-after`), at start "
+    "and every --pack-every, as JOBTRAIL_ACTOR (else cli:$USER); off unless given. Needs the "
+    "`pack` extra.",
+)
+@click.option("--pack-every", default="1h", show_default=True, metavar="DURATION")
 @pass_settings
 def serve(
     settings: Settings,
@@ -133,6 +143,8 @@ def serve(
     census: tuple[str, ...],
     census_every: str,
     census_since: str,
+    pack_after: str | None,
+    pack_every: str,
 ) -> None:
     """Run the worker, the webhook receiver (POST /webhooks/PROVIDER, GET /healthz), the
     dashboard (GET /, for operators named in JOBTRAIL_OPERATOR_TOKENS) and the MCP tools over
@@ -144,6 +156,12 @@ def serve(
     try:
         access = Access(operators_from_env())
         rounds = Rounds(census, parse_duration(census_every), parse_duration(census_since))
+        packs = None
+        if pack_after is not None:
+            from jobtrail.ledger.packing import require
+
+            require()  # without the extra, say so at start
+            packs = (parse_duration(pack_after), parse_duration(pack_every))
         notices = notify_setup(notify)  # a mistake in it stops the start, before anything opens
         asyncio.run(
             _serve(
@@ -160,6 +178,7 @@ def serve(
                 metrics_listen=metrics_listen,
                 origins=origins,
                 rounds=rounds,
+                packs=packs,
             )
         )
     except (JobtrailError, OSError) as exc:
@@ -183,6 +202,7 @@ async def _serve(
     metrics_listen: str | None = None,
     origins: tuple[str, ...] = (),
     rounds: Rounds | None = None,
+    packs: tuple[timedelta, timedelta] | None = None,
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
     specs = []
@@ -235,16 +255,8 @@ async def _serve(
             if with_worker:
                 health.worker = worker = asyncio.create_task(rt.worker.run())
                 running.append(worker)
-            if specs and rounds is not None:
-                censuses = census_rounds(
-                    rt.ledger,
-                    rt.providers,
-                    specs,
-                    every=rounds.every,
-                    since=rounds.since,
-                    stop=stop,
-                )
-                stack.push_async_callback(_cancelled, asyncio.create_task(censuses))
+            for scheduled in _scheduled(rt, specs, rounds, packs if with_worker else None, stop):
+                stack.push_async_callback(_cancelled, asyncio.create_task(scheduled))
             log.info(
                 "serving on http://%s:%d",
                 bound_host,
@@ -297,6 +309,27 @@ class Rounds:
     providers: tuple[str, ...]
     every: timedelta
     since: timedelta
+
+
+def _scheduled(
+    rt: Runtime,
+    specs: list[Any],
+    rounds: Rounds | None,
+    packs: tuple[timedelta, timedelta] | None,
+    stop: asyncio.Event,
+) -> list[Coroutine[Any, Any, None]]:
+    """The rounds `serve` runs beside its worker: the census, the packing."""
+    found = []
+    if specs and rounds is not None:
+        found.append(
+            census_rounds(
+                rt.ledger, rt.providers, specs, every=rounds.every, since=rounds.since, stop=stop
+            )
+        )
+    if packs is not None:
+        actor = default_actor()  # the person who asked for it: see services/pack_rounds.py
+        found.append(pack_rounds(rt.ledger, actor=actor, after=packs[0], every=packs[1], stop=stop))
+    return found
 
 
 async def _cancelled(task: asyncio.Task[None]) -> None:

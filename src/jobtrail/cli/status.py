@@ -12,7 +12,6 @@ import click
 from jobtrail.cli.context import (
     Settings,
     emit_json,
-    fail,
     json_option,
     opened,
     pass_settings,
@@ -35,11 +34,9 @@ def status(settings: Settings, operation_id: str, as_json: bool) -> None:
     # A SQLite ledger at this jobtrail's schema is read as it is, without opening it as a
     # store (no event loop, writer thread or migration): a fresh process reads one record.
     found = read_record(settings.db, operation_id)
-    if found is None:
+    if found is None or found.operation is None:  # not there: perhaps packed (ledger.get)
         run_async(_status)(settings, operation_id, as_json)
         return
-    if found.operation is None:
-        fail(f"no operation with the id or key {operation_id!r} in this ledger")
     op = found.operation
     view = operation_view(
         op, datetime.now(UTC), attempts=found.attempts, observations=found.observations

@@ -39,8 +39,8 @@ from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.group import Grouped
 from jobtrail.store.leases import Lease
 from jobtrail.store.notices import NoticeVerbs
-from jobtrail.store.prune import prune
-from jobtrail.store.retention import Bind, Keep, Pruned
+from jobtrail.store.prune import dictionaries, packed, prune
+from jobtrail.store.retention import Bind, Keep, PackDictionary, Pruned, Seal
 from jobtrail.store.seen import SeenVerbs
 from jobtrail.store.tasks import task_handle, task_row
 
@@ -271,6 +271,34 @@ class Store(NoticeVerbs, SeenVerbs):
             )  # fmt: skip
 
         return await self._write(run)
+
+    async def pack(
+        self, finished_before: datetime, now: datetime, actor: str, seal: Seal, limit: int
+    ) -> Pruned:
+        """`prune` of at most `limit` operations (those with no notice still due, too), each
+        replaced in place by the packed row `seal` makes, which the checkpoint binds
+        (migration 0023); one transaction: a failure packs nothing of the batch."""
+
+        async def run(conn: Conn) -> Pruned:
+            return await prune(
+                self, conn, finished_before=finished_before, now=now, actor=actor,
+                keep=lambda _: None, seal=seal, limit=limit,
+            )  # fmt: skip
+
+        return await self._write(run)
+
+    async def packed(self, operation_id: str | None = None) -> list[tuple[str, int | None, bytes]]:
+        """The packed rows (operation_id, dictionary_id, data): `operation_id`'s, or all."""
+        return await self._read(lambda conn: packed(self, conn, operation_id))
+
+    async def pack_dictionaries(self) -> dict[int, PackDictionary]:
+        """The zstd dictionaries packing trained, by id."""
+        return await self._read(lambda conn: dictionaries(self, conn))
+
+    def audit_link(self, prev_hash: str, entry: str) -> str:
+        """The hash (hex) of `entry` linked to `prev_hash` under this store's audit key: how
+        entries out of the log (packed ones) are checked against their own hashes."""
+        return self._chain.link(prev_hash, entry)
 
     # -- leases and closing: each dialect's own (the statements differ in shape) ---------
 
