@@ -27,6 +27,7 @@ BENCHMARKS = (
     "procrastinate_peer",
     "storage",
     "floor",
+    "floor_same",
 )
 
 

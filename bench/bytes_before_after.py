@@ -58,7 +58,7 @@ def line(label: str, store: str, out: dict[str, Any]) -> str:
         key=lambda kv: -kv[1],
     )
     by_table = "; ".join(f"{k} {v:,.0f}" for k, v in tables)
-    if out["side"] == "jobtrail":
+    if out["side"].startswith("jobtrail"):
         by_table += f"; result files {sizes.get(peerbytes.RESULT_FILES, 0) / n:,.0f}"
     return (
         f"| {store} | {label} | **{out['bytes_per_op']:,.0f}** | {by_table} | {out['load']:.1f} |"

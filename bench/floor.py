@@ -73,11 +73,13 @@ def spawn(
         command += ["--polls", str(units), "--concurrency", str(CONCURRENCY)]
         if kind.endswith("-nofreeze"):
             command.append("--no-freeze")
+        if kind.endswith("-judged"):
+            command.append("--judge-every-answer")
     else:
         command = [sys.executable, "-m", "bench.floorwork", "--child", kind, "--units", str(units)]
         command += ["--folder", folder, "--url", ctx["url"], "--ids", ctx["ids"]]
     if count:
-        command.append("--count-statements" if kind == "jobtrail-poll" else "--count")
+        command.append("--count-statements" if kind.startswith("jobtrail-poll") else "--count")
     if callgrind:
         command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command]
     env = os.environ | {TOKEN_ENV: TOKEN}

@@ -96,10 +96,12 @@ async def hammer(base_url: str, job_ids: list[str], concurrency: int, seconds: f
     return rate
 
 
-async def seeded(url: str, folder: Path, n: int) -> tuple[str, list[str]]:
+async def seeded(
+    url: str, folder: Path, n: int, faults: dict[str, Any] | None = None
+) -> tuple[str, list[str]]:
     """(a SQLite ledger under `folder` holding `n` observing operations, each due within a
-    second, on never-ending simulator jobs; those jobs' ids)."""
-    jobs = await seed.create_sim_jobs(url, n, {"never_finish": True})
+    second, on never-ending simulator jobs (with `faults` besides); those jobs' ids)."""
+    jobs = await seed.create_sim_jobs(url, n, {"never_finish": True} | (faults or {}))
     spec = parse_provider(provider_doc(url, poll_initial=POLL, poll_cap=POLL))
     db = str(folder / "ledger.db")
     await (await SqliteStore.open(db)).close()

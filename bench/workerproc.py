@@ -21,8 +21,6 @@ from bench.writercpu import WriterCpu
 
 
 async def work(args: argparse.Namespace) -> dict[str, float]:
-    if args.busy_poll is not None:
-        loop.BUSY_POLL = args.busy_poll
     peak = 0.0
     async with runtime(
         args.db,
@@ -35,6 +33,8 @@ async def work(args: argparse.Namespace) -> dict[str, float]:
         store = rt.ledger.store
         writer = WriterCpu(store) if isinstance(store, SqliteStore) else None
         traced = await _sqlite_settings(args, store)
+        if args.judge_every_answer:  # the worker as it was before the seen-again fast path
+            rt.runner.seen.previous = lambda op, kind: None  # type: ignore[method-assign]
         if not args.no_freeze:
             settle_heap()  # as `jobtrail worker` does after start-up
         diagnosis = Diagnosis() if args.diagnose else None
@@ -139,7 +139,14 @@ def main() -> None:
         "--diagnose", action="store_true", help="time the loop, GC, claims, transactions"
     )
     parser.add_argument("--polls", type=int, help="stop after this many claims (bench.floor)")
+    parser.add_argument(
+        "--judge-every-answer",
+        action="store_true",
+        help="no seen-again fast path: every status answer decoded and judged (bench.floor_same)",
+    )
     args = parser.parse_args()
+    if args.busy_poll is not None:
+        loop.BUSY_POLL = args.busy_poll
     print(json.dumps(asyncio.run(work(args))), flush=True)
 
 

@@ -89,7 +89,7 @@ def raw_bytes(*paths: Path) -> bytes:
     return b"".join(chunks)
 
 
-def until_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> None:
+def until_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 90) -> None:
     """Until `jobtrail serve` at `url` answers /healthz; fails at once if it exited."""
 
     def healthy() -> bool:

@@ -47,6 +47,30 @@ async def store(store_kind: str, tmp_path: Path) -> AsyncIterator[Store]:
         yield opened
 
 
+# -- pytest-xdist (`make fast`, `make slow`: `--dist loadscope`) ---------------------------
+# A module's tests run in one worker, so its module-scoped servers are made once. Modules that
+# share a session-scoped server too costly to start twice form one scope: both Airflow
+# modules use one real Airflow (tests/integration/conftest.py's `airflow_server`), started
+# once instead of once per worker that draws one of them.
+SHARED_SCOPES = {
+    "tests/integration/test_airflow.py": "airflow",
+    "tests/integration/test_census_airflow.py": "airflow",
+}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # only under xdist
+
+    class Scopes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            shared = SHARED_SCOPES.get(nodeid.split("::", 1)[0])
+            return shared if shared is not None else super()._split_scope(nodeid)
+
+    return Scopes(config, log)  # type: ignore[arg-type]
+
+
 # -- the wire check (tests/wire.py, tests/wirecheck.py) -----------------------------------
 # Every provider server of the tests is reached through a recording proxy, put in front
 # once per kind of server: the simulator here (below), moto in tests/integration/aws_rig.py,

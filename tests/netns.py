@@ -65,6 +65,18 @@ def require_netns() -> None:
     pytest.skip(problem)
 
 
+def _share(first: int, last: int) -> tuple[int, int]:
+    """This process's slice of first..last: all of it outside pytest-xdist, else the
+    worker's own (gw0 the first slice, gw1 the next, ...), none overlapping another's."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count <= 1:
+        return first, last
+    size = (last - first + 1) // count
+    start = first + int(worker[2:]) * size
+    return start, start + size - 1
+
+
 @dataclass
 class Host:
     """One namespace; `links` maps "db"/"api" to the root end of that veth link."""
@@ -95,9 +107,13 @@ class Lab:
 
     @staticmethod
     def _free_net() -> int:
+        """A 10.N.0.0/16 no address or route uses, N drawn from this pytest-xdist worker's
+        own share of 100..250, so that two workers making labs at once never draw the same
+        one between the check and the `ip addr add` (`make slow SLOW_WORKERS=2`)."""
+        first, last = _share(100, 250)
         used = _ip("-4", "-o", "addr").stdout + _ip("-4", "route").stdout
         for _ in range(200):
-            net = random.randint(100, 250)
+            net = random.randint(first, last)
             if f" 10.{net}." not in used:
                 return net
         raise RuntimeError("no free 10.N.0.0/16 for the partition lab")

@@ -23,7 +23,7 @@ The rule (CONTRIBUTING.md, "The wire check"):
   outcome).
 * A request on the wire with a trace id no ledger of the test knows is a mismatch too,
   unless the test pruned operations without an archive (their records are gone); pruned
-  operations with an archive are compared from it. A
+  operations with an archive are compared from it, packed ones from their packed rows. A
   test that opened no ledger at all (a provider called directly, as test_http_provider.py
   does) has no record to compare with, and is not checked.
 
@@ -91,8 +91,28 @@ async def snapshot(url: str) -> None:
             leases = await store.leases(op.operation_id)
             lapsed = sum(1 for lease in leases if lease.released_at is None)
             SNAPSHOTS.append(Record(op, attempts, seen, url in FORGED, lapsed))
+        dictionaries = await store.pack_dictionaries()
+        for _, dictionary_id, data in await store.packed():
+            dictionary = dictionaries.get(dictionary_id) if dictionary_id is not None else None
+            SNAPSHOTS.extend(_unpacked(data, dictionary, url in FORGED))
     finally:
         await store.close()
+
+
+def _unpacked(data: bytes, dictionary: Any, forged: bool) -> list[Record]:
+    """A packed operation (ledger/packing.py): its records as they were before packing
+    (none when a forgery test left its packed row unreadable)."""
+    from jobtrail.errors import StoreError
+    from jobtrail.ledger.packing import unpack
+
+    try:
+        item = unpack(data, dictionary)
+    except StoreError:
+        if forged:
+            return []
+        raise
+    lapsed = sum(1 for lease in item.leases if lease.released_at is None)
+    return [Record(item.operation, list(item.attempts), list(item.observations), forged, lapsed)]
 
 
 async def _all_operations(store: Any) -> list[Operation]:
@@ -150,21 +170,42 @@ def sqlite_file_records(path: Path) -> list[Record]:
             ids = [row[0] for row in conn.execute("SELECT operation_id FROM operations")]
             unreleased = "SELECT operation_id, count(*) FROM leases WHERE released_at IS NULL"
             lapsed = dict(conn.execute(unreleased + " GROUP BY operation_id").fetchall())
-            checkpoints = "SELECT count(*) FROM audit_log WHERE entry LIKE '%audit.checkpoint%'"
+            checkpoints = (
+                "SELECT count(*) FROM audit_log WHERE entry LIKE '%audit.checkpoint%' "
+                "AND entry NOT LIKE '%\"pack\":{%'"  # packing keeps its operations here
+            )
             PRUNES.append(conn.execute(checkpoints).fetchone()[0])
+            packed = _packed_rows(conn)
         finally:
             conn.close()
     except (OSError, sqlite3.Error):
         return []
-    records = []
+    forged = str(path) in FORGED or str(path.resolve()) in FORGED
+    records = [r for data, dictionary in packed for r in _unpacked(data, dictionary, forged)]
     for op_id in ids:
         peeked = peek(str(path), op_id)
         if peeked is not None and peeked.operation is not None:
-            forged = str(path) in FORGED or str(path.resolve()) in FORGED
             found = Record(peeked.operation, peeked.attempts, peeked.observations, forged)
             found.lapsed = int(lapsed.get(op_id, 0))
             records.append(found)
     return records
+
+
+def _packed_rows(conn: sqlite3.Connection) -> list[tuple[bytes, Any]]:
+    """The packed rows of a SQLite ledger with their dictionaries (none before 0023)."""
+    from jobtrail.store.retention import PackDictionary
+
+    try:
+        stored = conn.execute(
+            "SELECT p.data, d.dictionary_id, d.digest, d.data FROM packed_operations p "
+            "LEFT JOIN pack_dictionaries d ON d.dictionary_id = p.dictionary_id"
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return []  # a ledger from before migration 0023
+    return [
+        (data, None if d_id is None else PackDictionary(dictionary_id=d_id, digest=dg, data=dd))
+        for data, d_id, dg, dd in stored
+    ]
 
 
 # Mismatches that are real gaps, reported and not yet fixed: each shown in the run's summary

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from cliutil import Workspace, raw_bytes
+from jobtrail.simulator import SimulatorThread
+
+from cliutil import Workspace, make_workspace, raw_bytes
 from harness import SECRET
 
 REQUIRED = {
@@ -145,6 +148,16 @@ def tamper(db: Path, *statements: str) -> None:
     conn.close()
 
 
+@pytest.fixture(scope="module")
+def five_submitted(tmp_path_factory: pytest.TempPathFactory, simulator: SimulatorThread) -> Path:
+    """A ledger of five operations submitted by `jobtrail submit`, made once for the module:
+    each tampering case below works on its own copy."""
+    made = make_workspace(tmp_path_factory.mktemp("five-submitted"), simulator.base_url)
+    for n in range(5):
+        made.run("submit", "simulator", "--body", f'{{"n": {n}}}')
+    return made.db
+
+
 @pytest.mark.parametrize(
     ("statements", "named"),
     [
@@ -173,11 +186,11 @@ def tamper(db: Path, *statements: str) -> None:
     ],
 )
 def test_audit_verify_names_the_tampered_entry(
-    ws: Workspace, statements: list[str], named: str
+    five_submitted: Path, ws: Workspace, statements: list[str], named: str
 ) -> None:
     """Editing, deleting, inserting and reordering audit rows are each detected and named."""
-    for n in range(5):
-        ws.run("submit", "simulator", "--body", f'{{"n": {n}}}')
+    for made in five_submitted.parent.glob(f"{five_submitted.name}*"):  # the file, its WAL
+        shutil.copyfile(made, ws.root / made.name.replace(five_submitted.name, ws.db.name))
     assert ws.run("audit", "verify").returncode == 0
     tamper(ws.db, *statements)
     done = ws.run("audit", "verify", check=False)

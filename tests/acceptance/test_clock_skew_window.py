@@ -1,6 +1,6 @@
 """The visibility window on the ledger's clock (issue 36): real `jobtrail worker` processes,
 one of them under faketime, drive operations of a lookup-only provider whose listing shows
-a job 28 s after it is made (declared: within 30 s). Every create's answer is lost; the
+a job 15 s after it is made (declared: within 17 s). Every create's answer is lost; the
 first worker settles them create_unknown and looks each up once (a miss), then:
 
 * `+60s`: it dies, and a worker 60 s ahead takes over;
@@ -11,7 +11,13 @@ When the window was judged on the clock of whichever worker read the lookup, the
 passed for proof that no job exists and every operation was created again (the adversary's
 run: 8 operations, 16 remote jobs). On the ledger's clock (PostgreSQL's, or on SQLite the
 machine's, which faketime does not reach) each operation keeps looking until its job is
-listed: 8 operations, 8 jobs, none ended early, and one lease owner at a time."""
+listed: 8 operations, 8 jobs, none ended early, and one lease owner at a time.
+
+The window is short (17 s: every case waits for it) and a minute of skew is far past it.
+Each case also checks that it tested something: every operation was looked up, and missed,
+on the skewed or taken-over clock before its job was listed (the lookups after the first
+come on the ledger's retry backoff, about 8 s later, then at the window's end), so a run
+too slow to reach that miss fails instead of passing without a miss to misjudge."""
 
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ from typing import Any
 
 import pytest
 
+from jobtrail.core.model import AttemptKind
 from jobtrail.core.states import State
 from jobtrail.ledger import Ledger
 from jobtrail.providers.file.config import parse_provider
@@ -41,7 +48,8 @@ from harness import ROOT, SECRET
 from stores import fresh_ledger
 
 OPERATIONS = 8
-LISTED_AFTER = 28  # seconds after the job is made; declared visible within 30 s
+LISTED_AFTER = 15  # seconds after the job is made; declared visible within WINDOW
+WINDOW = 17
 CASES = ["+60s", "-60s", "steps-forward"]
 
 
@@ -65,7 +73,7 @@ def _lookup_only(base_url: str) -> dict[str, Any]:
     doc["deadlines"] = {"create": "10m", "result": "10m", "cancel": "10m"}  # past any skew
     del doc["create"]["idempotency"]
     doc["reconcile"].pop("same_token")
-    doc["reconcile"]["list"]["visible_within"] = "30s"
+    doc["reconcile"]["list"]["visible_within"] = f"{WINDOW}s"
     return doc
 
 
@@ -141,7 +149,9 @@ async def test_a_skewed_or_stepped_clock_never_takes_a_miss_for_proof(
             await _until("every create answered lost and looked up once", looked_once)
             if case == "steps-forward":
                 stamp.write_text("+60s")  # re-read by the faked clock within a second
+                skewed = ("first", datetime.now(UTC) + timedelta(seconds=2))
             else:
+                skewed = ("second", datetime.now(UTC))
                 workers[0].send_signal(signal.SIGKILL)
                 workers[0].wait(timeout=20)
                 later = _fake(library, stamp, "+60s") if case == "+60s" else None
@@ -161,6 +171,22 @@ async def test_a_skewed_or_stepped_clock_never_takes_a_miss_for_proof(
                 except subprocess.TimeoutExpired:
                     w.kill()
         await _check(db.url, ids, simulator)
+        await _missed_on_the_skewed_clock(db.url, ids, *skewed)
+
+
+async def _missed_on_the_skewed_clock(db: str, ids: list[str], actor: str, since: datetime) -> None:
+    """Each operation was looked up by `actor`, on the skewed (or taken-over) clock, from
+    `since` on the ledger's clock, and that lookup missed (a lookup before the one that found
+    the job): the case put a miss in front of the misjudgment it is about."""
+    store = await open_store(db)
+    try:
+        for op_id in ids:
+            lookups = [a for a in await store.attempts(op_id) if a.kind is AttemptKind.RECONCILE]
+            lookups.sort(key=lambda a: a.started_at)
+            misses = [a for a in lookups[:-1] if a.actor == actor and a.started_at >= since]
+            assert misses, (op_id, "no miss on the skewed clock before the job was listed")
+    finally:
+        await store.close()
 
 
 async def _check(db: str, ids: list[str], sim: SimulatorThread) -> None:

@@ -108,7 +108,7 @@ def test_a_worker_without_the_provider_leaves_the_operation_alone(
     status = ws.json("status", op)
     assert status["state"] == "create_pending"
     assert "the code provider 'reports' 1.0.0 is not installed here" in status["provider_missing"]
-    assert "waiting for a worker that has the code provider 'reports'" in status["waiting_for"]
+    assert "waiting for a worker that has the code provider 'reports'" in status["next_step"]
     explained = ws.run("explain", op).stdout
     assert "provider:   the code provider 'reports' 1.0.0 — not installed here" in explained
     refused = ws.run("run", op, check=False)

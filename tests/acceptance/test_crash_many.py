@@ -28,7 +28,7 @@ from jobtrail.ledger import Ledger
 from jobtrail.providers.file.config import parse_provider
 from jobtrail.simulator import SimulatorThread
 from jobtrail.store import open_store
-from jobtrail.store.base import Lease
+from jobtrail.store.leases import Lease
 
 from cliutil import JOBTRAIL, raw_bytes
 from harness import ROOT, SECRET

@@ -200,7 +200,7 @@ async def test_list_explain_and_the_recorded_actor(tmp_path: Path, providers: Pa
     assert listed["jobs"][0]["actor"] == SERVER_AGENT and none["count"] == 0
     assert f"submitted by {SERVER_AGENT}: acceptance test" in story["explanation"]
     assert job["actor"] == SERVER_AGENT and CLIENT not in json.dumps(job)
-    assert "waiting for a worker" in job["waiting_for"]
+    assert "waiting for a worker" in job["next_step"]
 
 
 async def test_actor_option_and_cancel_before_the_create(tmp_path: Path, providers: Path) -> None:

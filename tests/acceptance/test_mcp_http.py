@@ -71,7 +71,7 @@ def serving(tmp_path: Path, db: str, name: str) -> Iterator[tuple[str, subproces
         proc = subprocess.Popen(command, stderr=stderr, env=env, cwd=tmp_path)
     url = f"http://127.0.0.1:{port}"
     try:
-        until_healthy(url, proc, log, timeout=30)
+        until_healthy(url, proc, log)
         yield url, proc
     finally:
         if proc.poll() is None:

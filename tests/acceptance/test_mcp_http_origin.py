@@ -78,7 +78,7 @@ def endpoint(tmp_path: Path, which: str) -> Iterator[str]:
     try:
         if which == "serve":
             url = f"http://127.0.0.1:{port}"
-            until_healthy(url, proc, log, timeout=30)
+            until_healthy(url, proc, log)
         else:
             until_true(lambda: "serving http://" in log.read_text(), 30, lambda: log.read_text())
             url = log.read_text().split("serving ", 1)[1].split()[0].removesuffix("/mcp")

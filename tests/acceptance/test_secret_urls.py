@@ -67,7 +67,7 @@ def serve_until_healthy(ws: Workspace, db: str) -> tuple[int, str]:
             return False
 
     try:
-        until_true(answered_or_exited, 10, "serve answered /healthz or exited")
+        until_true(answered_or_exited, 90, "serve answered /healthz or exited")
     finally:
         process.terminate()
     return finish(process)

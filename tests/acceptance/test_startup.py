@@ -44,7 +44,7 @@ def test_version_imports_no_record_types_nor_tables(ws: Workspace) -> None:
     version constant."""
     modules = imported(ws, "--version", whole=True)
     assert "jobtrail._version" in modules  # the parse above saw jobtrail's imports
-    unwanted = {"rich", "jobtrail.core", "jobtrail.store.base", "jobtrail.presentation.views"}
+    unwanted = {"rich", "jobtrail.core", "jobtrail.store.changes", "jobtrail.presentation.views"}
     unwanted |= {"jobtrail.presentation.explain", "jobtrail.presentation.text"}
     unwanted |= {"jobtrail.cli.group", "jobtrail.cli.context"}
     assert {

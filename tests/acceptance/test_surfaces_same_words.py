@@ -38,7 +38,7 @@ from jobtrail.providers.file.config import load_provider_file
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import open_results
 from jobtrail.store import open_store
-from jobtrail.store.base import Change
+from jobtrail.store.changes import Change
 
 from cliutil import JOBTRAIL, Workspace
 
@@ -168,12 +168,12 @@ def _cli(ws: Workspace, operation_id: str) -> Words:
     told = ws.run("explain", operation_id).stdout
     (next_line,) = re.findall(r"^  next:       (.*)$", told, re.M)
     why = re.findall(r"^  why:        the provider said (.*)$", told, re.M)
-    assert next_line == status["waiting_for"]  # explain and status say the same next step
+    assert next_line == status["next_step"]  # explain and status say the same next step
     assert why == ([status["failure_reason"]] if status["failure_reason"] else [])
     return Words(
         cancellable=status["cancellable"],
-        cancel=status["cancel"],
-        next=status["waiting_for"],
+        cancel=status["cancel_note"],
+        next=status["next_step"],
         failure=status["failure_reason"],
     )
 
@@ -234,7 +234,7 @@ async def _tools(ws: Workspace, ids: dict[State | str, str]) -> dict[State | str
             seen[state] = Words(
                 cancellable=job["cancellable"],
                 cancel=job["cancel_note"],
-                next=job["waiting_for"],
+                next=job["next_step"],
                 failure=job["failure_reason"],
             )
     return seen

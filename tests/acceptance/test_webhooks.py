@@ -110,7 +110,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 [*command, "--worker-id", "serve-test"], stderr=stderr, env=env, cwd=tmp
             )
         try:
-            until_healthy(url, proc, log, timeout=20)
+            until_healthy(url, proc, log)
             yield Stack(url, sim, db, providers, log, proc, [])
         finally:
             if proc.poll() is None:

@@ -8,7 +8,7 @@ import pytest
 
 from jobtrail.core.states import State
 from jobtrail.store import Store
-from jobtrail.store.base import Verdict
+from jobtrail.store.changes import Verdict
 
 from contract_records import at, entry, observation, operation, step
 from stores import RAW_ERRORS, LedgerDb

@@ -9,7 +9,7 @@ from jobtrail.core.audit import verify
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.store import Change, Store
-from jobtrail.store.base import Verdict
+from jobtrail.store.changes import Verdict
 
 from contract_records import (
     LEASE,

@@ -19,7 +19,8 @@ import psycopg
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.ledger.bindings import edited_rows
-from jobtrail.store.base import Change, Store, Verdict
+from jobtrail.store.changes import Change, Verdict
+from jobtrail.store.engine import Store
 
 from contract_records import LEASE, at, attempt, finished, observation, operation, step
 from stores import fresh_ledger

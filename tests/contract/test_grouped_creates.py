@@ -16,7 +16,7 @@ from contract_records import entry, operation
 
 
 class CountingWrites:
-    """Counts the store's write transactions (its one write path, EngineStore._write)."""
+    """Counts the store's write transactions (its one write path, Store._write)."""
 
     def __init__(self, store: Any) -> None:
         self.count, self._inner = 0, store._write

@@ -7,7 +7,7 @@ from dataclasses import replace
 from jobtrail.core.model import Operation
 from jobtrail.core.states import State
 from jobtrail.store import Change, Store
-from jobtrail.store.base import Verdict
+from jobtrail.store.changes import Verdict
 
 from contract_records import at, attempt, entry, finished, observation, operation, step
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from jobtrail.core.states import State
 from jobtrail.store import Store
-from jobtrail.store.base import Verdict
+from jobtrail.store.changes import Verdict
 
 from contract_records import LEASE, at, attempt, finished, observation, operation, step
 

@@ -15,7 +15,7 @@ from jobtrail.core.model import Attempt, Observation, Operation
 from jobtrail.core.seals import run_values
 from jobtrail.core.states import RemoteStatus, State
 from jobtrail.store import Store
-from jobtrail.store.base import Change, Verdict
+from jobtrail.store.changes import Change, Verdict
 
 from contract_records import (
     LEASE,

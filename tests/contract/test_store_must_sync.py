@@ -1,4 +1,4 @@
-"""Which changes must reach the disk before their writer goes on (store.base.must_sync)."""
+"""Which changes must reach the disk before their writer goes on (store.changes.must_sync)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from jobtrail.core.model import AttemptKind
 from jobtrail.core.states import State
-from jobtrail.store.base import must_sync
+from jobtrail.store.changes import must_sync
 
 from contract_records import at, attempt, finished, observation, operation, step
 

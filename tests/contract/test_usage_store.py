@@ -10,7 +10,7 @@ import pytest
 from jobtrail.core.model import ItemCounts, ResultSummary
 from jobtrail.core.states import RemoteStatus, State
 from jobtrail.store import Store
-from jobtrail.store.base import Verdict
+from jobtrail.store.changes import Verdict
 
 from contract_records import at, entry, observation, operation, step
 from stores import RAW_ERRORS, LedgerDb

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from jobtrail.core.states import State
-from jobtrail.presentation.views import operation_json
+from jobtrail.presentation.views import operation_view
 from jobtrail.services.decisions import resolve
 from jobtrail.services.story import read_story
 
@@ -67,5 +67,5 @@ async def test_a_finished_job_adopted_past_the_result_deadline_is_collected(
     told = story.text()
     assert "not resolved" not in told and "may still" not in told, told
     assert f"resolved by a person: alice adopted job {job.job_id} at " in told, told
-    shown = operation_json(done, story.now, attempts=story.attempts)
-    assert shown["remote_may_still_run"] is False
+    shown = operation_view(done, story.now, attempts=story.attempts)
+    assert shown.remote_may_still_run is False

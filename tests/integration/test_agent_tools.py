@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import AsyncIterator
+from dataclasses import asdict, fields
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from jobtrail.agent.tools import WAIT_CAP_SECONDS, WAIT_POLL_SECONDS, AgentTools
 from jobtrail.clock import SystemClock, VirtualClock
 from jobtrail.errors import InvalidInput, KeyConflict, NotFound, NotPermitted
 from jobtrail.ledger import Ledger
+from jobtrail.presentation.views import OperationView, operation_view
 from jobtrail.providers.file.config import ProviderSpec, parse_provider
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results.files import FileResults
@@ -130,7 +132,26 @@ async def test_get_job_shows_the_actor_and_what_comes_next(tools: AgentTools) ->
     sent = await ask(tools, {"account": "a"}, actor="agent:claude")
     job = await tools.get_job(sent.operation_id, actor="cli:tester")
     assert job.actor == "agent:claude" and job.state == "create_pending"
-    assert job.waiting_for.startswith("send create") and job.recent_transitions == []
+    assert job.next_step.startswith("send create") and job.recent_transitions == []
+
+
+async def test_get_job_is_the_operation_view_without_the_token(
+    tools: AgentTools, ledger: Ledger
+) -> None:
+    """get_job answers the operation's view, the one `status --json` prints, field for field
+    under the same names (`next_step`, `cancel_note`, `failure_reason`), and none of what
+    only the record holds (the idempotency token, the fingerprint)."""
+    sent = await ask(tools, {"account": "a"}, actor="agent:claude")
+    job = await tools.get_job(sent.operation_id, actor="cli:tester")
+    op = await ledger.get(sent.operation_id)
+    record = operation_view(op, ledger.now(), attempts=await ledger.attempts(op.operation_id))
+    shared = {f.name for f in fields(OperationView)}
+    assert {"next_step", "cancel_note", "failure_reason"} <= shared
+    assert {k: v for k, v in asdict(job).items() if k in shared} == {
+        k: v for k, v in record.json().items() if k in shared
+    }
+    assert "idempotency_token" not in asdict(job) and "request_fingerprint" not in asdict(job)
+    assert op.idempotency_token not in repr(job)
 
 
 async def test_unknown_operation_points_to_list_jobs(tools: AgentTools) -> None:

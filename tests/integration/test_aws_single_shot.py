@@ -11,6 +11,9 @@ import pytest
 from aws_rig import set_env
 
 from dropping import Answer, DroppingServer, Seen
+from jobtrail.core import outcomes as o
+from jobtrail.core.classify import classify
+from jobtrail.core.model import AttemptKind
 from jobtrail.providers.aws.calls import Answer as AwsAnswer
 from jobtrail.providers.aws.calls import AwsCalls, AwsSettings, Failure, Sent
 
@@ -72,7 +75,8 @@ async def test_a_throttled_aws_call_is_one_attempt() -> None:
     server = DroppingServer(throttle)
     params = {"executionArn": "arn:aws:states:us-east-1:123456789012:execution:m:e"}
     failure = await call(server, "stepfunctions", "DescribeExecution", params)
-    assert isinstance(failure, Failure) and failure.throttled, failure
+    assert isinstance(failure, Failure), failure
+    assert isinstance(classify(AttemptKind.STATUS, failure), o.Throttled), failure
     assert failure.code == "ThrottlingException"
     assert len(server.seen) == 1, server.seen
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from jobtrail.core.model import Operation
-from jobtrail.presentation.views import operation_json
+from jobtrail.presentation.views import operation_view
 from jobtrail.services.story import read_story
 
 from harness import Harness, harness, tick
@@ -39,7 +39,7 @@ async def _words(rig: Harness, op: Operation) -> tuple[str, str, str]:
     ledger = rig.rt.ledger
     op = await ledger.get(op.operation_id)
     story = await read_story(ledger, op)
-    status = operation_json(op, story.now, attempts=story.attempts)["waiting_for"]
+    status = operation_view(op, story.now, attempts=story.attempts).next_step
     lines = story.text().splitlines()
     (told,) = [line for line in lines if line.startswith("  next:")]
     (sent,) = [line for line in lines if "  create sent (" in line]

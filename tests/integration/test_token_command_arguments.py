@@ -26,7 +26,7 @@ import pytest
 
 from jobtrail.agent.tools import AgentTools
 from jobtrail.core.states import State
-from jobtrail.presentation.views import operation_json
+from jobtrail.presentation.views import operation_view
 from jobtrail.providers.file.baseurl import environment
 from jobtrail.providers.file.promises import credentials_line
 from jobtrail.services.story import read_story
@@ -131,12 +131,12 @@ async def test_a_failing_token_command_is_explained_by_its_program_alone(
             "explain": story.text(),
             "escalation": json.dumps(story.escalation(), default=str),
             "status": json.dumps(
-                operation_json(
+                operation_view(
                     op,
                     ledger.now(),
                     attempts=attempts,
                     observations=await ledger.observations(op.operation_id),
-                ),
+                ).json(),
                 default=str,
             ),
             "agent tools": json.dumps([dataclasses.asdict(a) for a in answers], default=str),

@@ -1,9 +1,9 @@
-"""The commit verdict rules both stores apply to a refused change (store/base.py)."""
+"""The commit verdict rules both stores apply to a refused change (store/changes.py)."""
 
 from __future__ import annotations
 
 from jobtrail.core.model import Attempt, AttemptKind
-from jobtrail.store.base import Change, Verdict, audited, kept_when_refused, refusal
+from jobtrail.store.changes import Change, Verdict, audited, kept_when_refused, refusal
 
 from factories import T0, make_op
 

@@ -18,7 +18,7 @@ from jobtrail.core.model import (
 from jobtrail.core.redact import REDACTED, Redactor
 from jobtrail.core.states import Evidence, RemoteStatus, State
 from jobtrail.ledger.redaction import redacted, redacted_outcome
-from jobtrail.store.base import Change
+from jobtrail.store.changes import Change
 
 from factories import T0, make_op
 

@@ -8,7 +8,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from jobtrail.simulator.faults import FAULT_NAMES
-from jobtrail.simulator.vendors.base import VendorFaults
+from jobtrail.simulator.vendors.shared import VendorFaults
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "simulator.md"
 

@@ -24,7 +24,7 @@ FORBIDDEN = (
     "jobtrail.providers",
     "jobtrail.ledger.ledger",
     "jobtrail.ledger.asking",
-    "jobtrail.ledger.base",
+    "jobtrail.ledger.common",
     "jobtrail.ledger.deciding",
     "jobtrail.ledger.driving",
     "jobtrail.ledger.redaction",

@@ -1,6 +1,6 @@
-"""The store's algorithms are written once (store/engine.py, commit.py, prune.py): each
-dialect class defines only the named hooks and its own plumbing, and the queries the
-algorithms run have the same names in both dialects."""
+"""The store's algorithms are written once (store/engine.py, conn.py, notices.py, commit.py,
+prune.py): each dialect class defines only the abstract hooks and verbs of `Store` and its
+own plumbing, and the queries the algorithms run have the same names in both dialects."""
 
 from __future__ import annotations
 
@@ -8,14 +8,31 @@ import re
 from importlib import resources
 from typing import Any
 
-from jobtrail.store.engine import HOOKS, EngineStore
+from jobtrail.store.engine import Store
 from jobtrail.store.postgres import PostgresStore
 from jobtrail.store.sqlite import SqliteStore
 
-# A dialect's own plumbing: how it connects, runs work on its thread or pool, migrates.
+# What a dialect class defines of `Store` (abstract there): how it runs work, passes arrays
+# and lease clocks, reads the ledger's clock, guards one change's update, leases (claim,
+# renew, release) and closes. Everything else is Store's, written once.
+HOOKS = frozenset(
+    {
+        "_read",
+        "_write",
+        "array",
+        "lease_clock",
+        "ledger_now",
+        "update_statement",
+        "claim_due",
+        "renew",
+        "release",
+        "close",
+    }
+)
+# A dialect's own plumbing: how it opens, runs work on its thread or pool, migrates.
 PLUMBING = {
-    SqliteStore: {"__init__", "_call", "_transaction", "_migrate", "backup"},
-    PostgresStore: {"__init__", "_run", "_explain", "_agree", "_rows", "_read_clock"},
+    SqliteStore: {"open", "__init__", "_call", "_transaction", "_migrate", "backup"},
+    PostgresStore: {"open", "__init__", "_run", "_explain", "_agree", "_rows", "_read_clock"},
 }
 # Queries only one dialect has, each a part of a hook whose statements differ in shape:
 # SQLite has no data-modifying CTE (its claim is four statements, PostgreSQL's one) and
@@ -60,17 +77,23 @@ def defined(cls: type) -> set[str]:
 
 def not_hooks(cls: type) -> set[str]:
     """What a dialect class defines beyond the hooks and its plumbing: an algorithm of its
-    own, or one of EngineStore's written again."""
+    own, or one of Store's written again."""
     return defined(cls) - HOOKS - PLUMBING.get(cls, set())
+
+
+def test_the_hooks_are_what_store_leaves_abstract() -> None:
+    """`Store` cannot run without a dialect: its abstract members are exactly the hooks."""
+    assert Store.__abstractmethods__ == HOOKS
 
 
 def test_each_dialect_defines_only_the_named_hooks() -> None:
     for dialect in (SqliteStore, PostgresStore):
-        assert issubclass(dialect, EngineStore)
+        assert issubclass(dialect, Store)
         assert not_hooks(dialect) == set(), dialect.__name__
-        # and none of its plumbing replaces an algorithm of the engine
-        assert not (PLUMBING[dialect] - {"__init__"}) & defined(EngineStore), dialect.__name__
-        assert HOOKS - {"open"} <= defined(dialect), dialect.__name__  # every hook supplied
+        # and none of its plumbing replaces an algorithm of the store
+        assert not (PLUMBING[dialect] - {"__init__"}) & defined(Store), dialect.__name__
+        assert defined(dialect) >= HOOKS, dialect.__name__  # every hook supplied
+        assert not dialect.__abstractmethods__, dialect.__name__
 
 
 def test_the_check_refuses_an_algorithm_written_again() -> None:
@@ -98,11 +121,11 @@ def test_query_names_are_the_same_in_both_dialects() -> None:
 
 
 def test_the_algorithms_run_only_shared_queries() -> None:
-    """Every query the engine, commit and prune modules name exists in both dialects."""
+    """Every query the store's shared modules name exists in both dialects."""
     shared = set(SqliteStore.Q) & set(PostgresStore.Q)
     folder = resources.files("jobtrail.store")
     named: set[str] = set()
-    for module in ("engine.py", "commit.py", "prune.py"):
+    for module in ("engine.py", "conn.py", "notices.py", "commit.py", "prune.py"):
         text = (folder / module).read_text(encoding="utf-8")
         named |= set(re.findall(r'Q(?:_PRUNE)?\["(\w+)"\]', text))
         named |= set(re.findall(r'self\._(?:select|operation)\(\s*"(\w+)"', text))

@@ -11,15 +11,21 @@ first, as the MCP specification's Streamable HTTP transport requires (2025-11-25
 a browser may not drive an agent's tools, whatever token it holds. A request without an
 `Origin` (every client that is not a browser) is judged by its token alone.
 
-The SDK's Streamable HTTP session manager runs stateless, so any number of
-`serve` processes on one PostgreSQL ledger can answer any agent's requests and tasks
-(`Mcp-Name` routing then reaches a process that can resolve the task, whichever it is).
+A client on protocol 2026-07-28 has no session: any number of `serve` processes on one
+PostgreSQL ledger can answer any of its requests and tasks (`Mcp-Name` routing then reaches
+a process that can resolve the task, whichever it is), as they answer any request that
+names no session. A handshake-era client (2025-11-25 and before) gets a session
+(`Mcp-Session-Id`) from the process that answered its `initialize`, since that is where its
+`resources/subscribe` updates are sent from (on its GET stream); the session is bound to the
+agent that opened it (another agent's token on it reads as an unknown session), and it ends
+on the client's DELETE or after 30 minutes with no request and no open stream.
 
 aiohttp serves; the SDK speaks ASGI: `_asgi` hands it one request at a time."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Callable, MutableMapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
@@ -27,6 +33,8 @@ from typing import Any
 
 from aiohttp import web
 from mcp.server import MCPServer
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
@@ -57,18 +65,31 @@ class McpHttp:
         # for its public Host header. Origin is checked here instead (`refused_origin`), and
         # every request needs an agent's bearer token besides.
         unguarded = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        server.streamable_http_app(stateless_http=True, host=host, transport_security=unguarded)
+        # Two of the SDK's managers over one server: sessions for the handshake-era
+        # clients that open one (`initialize`) and come back with it (`Mcp-Session-Id`),
+        # and single exchanges for everything else, answered by any process.
+        server.streamable_http_app(stateless_http=False, host=host, transport_security=unguarded)
         self.manager: StreamableHTTPSessionManager = server.session_manager
+        self.single = StreamableHTTPSessionManager(
+            app=self.manager.app, stateless=True, security_settings=unguarded
+        )
+        self._stopping = asyncio.Event()
         # What else runs while it serves: `serve` sets its resource-update watcher here.
         self.updates: Callable[[], AbstractAsyncContextManager[None]] = nullcontext
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_route("*", PATH, self.handle)
+        app.on_shutdown.append(self._stop_streams)
+
+    async def _stop_streams(self, _: web.Application) -> None:
+        """A session's GET stream lasts as long as its client; on shutdown it ends first,
+        so that stopping does not wait out the app's shutdown timeout for it."""
+        self._stopping.set()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The SDK's session manager, for as long as the app serves."""
-        async with self.manager.run(), self.updates():
+        """The SDK's session managers, for as long as the app serves."""
+        async with self.manager.run(), self.single.run(), self.updates():
             yield
 
     def agent(self, authorization: str | None) -> Agent | None:
@@ -109,7 +130,22 @@ class McpHttp:
         body = await _body(request)
         if body is None:
             return web.json_response({"error": "request body over 4 MiB"}, status=413)
-        return await _asgi(self.manager, request, agent, body)
+        manager = self.manager if _in_session(request, body) else self.single
+        return await _asgi(manager, request, agent, body, self._stopping)
+
+
+def _in_session(request: web.Request, body: bytes) -> bool:
+    """Whether a request opens a handshake-era session or goes on with one: an
+    `initialize`, one naming its session, or a GET stream or DELETE (of a session)."""
+    if request.method != "POST" or "Mcp-Session-Id" in request.headers:
+        return True
+    if b'"initialize"' not in body:
+        return False
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("method") == "initialize"
 
 
 async def _body(request: web.Request) -> bytes | None:
@@ -127,7 +163,11 @@ async def _body(request: web.Request) -> bytes | None:
 
 # C901: one request's way through auth, routing and the SDK's session manager, read top to bottom
 async def _asgi(  # noqa: C901
-    manager: StreamableHTTPSessionManager, request: web.Request, agent: Agent, body: bytes
+    manager: StreamableHTTPSessionManager,
+    request: web.Request,
+    agent: Agent,
+    body: bytes,
+    stopping: asyncio.Event,
 ) -> web.StreamResponse:
     """Run one aiohttp request through the SDK's ASGI handler, streaming its answer back."""
     host, port = _server_address(request)
@@ -150,6 +190,8 @@ async def _asgi(  # noqa: C901
         "client": request.transport.get_extra_info("peername") if request.transport else None,
         "server": (host, port),
         SCOPE_KEY: agent.actor,
+        # What the SDK binds a handshake-era session to: the agent, never its token.
+        "user": AuthenticatedUser(AccessToken(token="", client_id=agent.actor, scopes=[])),
     }
     answered = asyncio.Event()
     response: web.StreamResponse | None = None
@@ -161,7 +203,7 @@ async def _asgi(  # noqa: C901
             delivered = True
             return {"type": "http.request", "body": body, "more_body": False}
         # The SDK listens for the client going away while it streams an answer.
-        while not answered.is_set():
+        while not answered.is_set() and not stopping.is_set():
             if request.transport is None or request.transport.is_closing():
                 break
             try:

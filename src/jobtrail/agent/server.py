@@ -24,7 +24,6 @@ from mcp.server.mcpserver.exceptions import (
     ToolError,
     UnexpectedToolError,
 )
-from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -38,6 +37,7 @@ from jobtrail.agent.shapes import (
     Submitted,
     WaitedJob,
 )
+from jobtrail.agent.subscriptions import ResourceUpdates
 from jobtrail.agent.tasks import DEFAULT_TTL, LedgerTasks, listen_guard
 from jobtrail.agent.tools import WAIT_CAP_SECONDS, AgentTools
 from jobtrail.agent.waiting import WAIT_DEFAULT_SECONDS
@@ -104,13 +104,15 @@ def build_server(
     identity: Identity,
     *,
     task_ttl: timedelta | None = DEFAULT_TTL,
-    bus: SubscriptionBus | None = None,
+    bus: ResourceUpdates | None = None,
 ) -> MCPServer[Any]:
     """The MCP server exposing `tools`, with the Tasks extension served from the ledger
     (agent/tasks.py; `task_ttl` is each task's time to live, None: unlimited). Every
     request acts as `identity` says (the server's configuration or the transport's
     authentication, never the client's own name), always as an agent (`agent:NAME`): the
-    action policy treats whoever talks MCP as an agent, never as a person."""
+    action policy treats whoever talks MCP as an agent, never as a person. Resource updates
+    published on `bus` reach both protocol eras (agent/subscriptions.py)."""
+    bus = bus or ResourceUpdates()
     server: MCPServer[Any] = _Server(
         "jobtrail",
         version=version("jobtrail"),
@@ -125,6 +127,7 @@ def build_server(
         return identity.of(ctx.request_context.request)
 
     add_operation_resource(server, tools, who)
+    bus.serve(server)
 
     @server.tool(
         description="Record a job for a provider (by name) and return its operation id. "
@@ -162,7 +165,7 @@ def build_server(
 
     @server.tool(
         description="An operation's state, the provider's last observed state, progress, "
-        "next poll time, what jobtrail is waiting for, and its last transitions.",
+        "next poll time, what jobtrail does next (`next_step`), and its last transitions.",
         annotations=READ_ONLY,
     )
     async def get_job(operation_id: OperationId, ctx: Context[Any, Any]) -> JobView:
@@ -324,7 +327,7 @@ async def serve(
         rt.worker.grace = SHUTDOWN_GRACE
         tools = agent_tools(rt, run_worker=run_worker, data_dir=data_dir)
         identity = Identity(None) if http else Identity.configured(actor)
-        bus = InMemorySubscriptionBus()  # resource updates: agent/watch.py
+        bus = ResourceUpdates()  # resource updates: agent/watch.py, agent/subscriptions.py
         server = build_server(tools, identity, task_ttl=task_ttl, bus=bus)
         unwatched = asyncio.Event()
         watching = asyncio.create_task(watch_operations(rt.ledger, bus, unwatched))

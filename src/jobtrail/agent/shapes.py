@@ -7,7 +7,8 @@ sees what it asked, what jobtrail observed and what jobtrail will do next."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from jobtrail.presentation.views import OperationView
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,31 +24,12 @@ class TransitionView:
 
 
 @dataclass(frozen=True, kw_only=True)
-class JobView:
-    """An operation as an agent follows it."""
+class JobView(OperationView):
+    """An operation as an agent follows it: its view (presentation/views.py), whether it
+    holds a result, who asked for a cancel and its last transitions."""
 
-    operation_id: str
-    key: str
-    provider: str
-    state: str
-    ends_automation: bool
-    remote_job_id: str | None
-    remote_state: str | None
-    progress: Any
-    next_poll_at: str | None
-    waiting_for: str
-    needs_person: bool
-    remote_may_still_run: bool
-    cancellable: bool
-    cancel_note: str  # why a cancel may (or may not) be asked for now
-    failure_reason: str | None  # the provider's own words for a failure
-    other_jobs: list[str]  # jobs the provider tied to it that jobtrail does not follow
     has_result: bool
     cancel_requested_by: str | None
-    actor: str
-    reason: str | None
-    created_at: str | None
-    result_deadline: str | None
     recent_transitions: list[TransitionView]
 
 

@@ -44,7 +44,7 @@ from jobtrail.core.words import iso
 from jobtrail.errors import InvalidInput, NotFound
 from jobtrail.ledger import Ledger
 from jobtrail.ledger.policy import Action
-from jobtrail.presentation.views import operation_json, transition_json
+from jobtrail.presentation.views import OperationView, operation_view
 from jobtrail.providers.code.contract import CodeSpec
 from jobtrail.providers.file.config import ProviderSpec, find_provider_named
 from jobtrail.results import ResultStore
@@ -161,7 +161,7 @@ class AgentTools:
     # -- reading -------------------------------------------------------------------------
 
     async def get_job(self, operation_id: str, *, actor: str) -> JobView:
-        return await self._view(await self._get(operation_id, actor))
+        return JobView(**await self._view(await self._get(operation_id, actor)))
 
     async def wait_job(
         self,
@@ -188,9 +188,8 @@ class AgentTools:
                 break
             await self._sleep(min(WAIT_POLL_SECONDS, timeout - waited))
             op = await self._exists(op.operation_id)
-        view = await self._view(op)
         return WaitedJob(
-            **{f.name: getattr(view, f.name) for f in fields(view)},
+            **await self._view(op),
             changed=op.state is not first,
             waited_seconds=round(self._monotonic() - started, 3),
             call_again=not op.state.ends_automation,
@@ -293,9 +292,8 @@ class AgentTools:
     async def waited_outcome(self, op: Operation, *, since: datetime, actor: str) -> WaitedJob:
         """A `wait_job` call's answer once its operation's automation has ended (a task
         opened by wait_job lasts that long), with the result."""
-        view = await self._view(op)
         return WaitedJob(
-            **{f.name: getattr(view, f.name) for f in fields(view)},
+            **await self._view(op),
             changed=True,
             waited_seconds=round((self.ledger.now() - since).total_seconds(), 3),
             result=await self.get_result(op.operation_id, actor=actor),
@@ -317,41 +315,22 @@ class AgentTools:
         except NotFound:
             raise _unknown(operation_id) from None
 
-    async def _view(self, op: Operation) -> JobView:
-        store = self.ledger
-        doc = operation_json(
+    async def _view(self, op: Operation) -> dict[str, Any]:
+        """`op` as a JobView's fields: those of its OperationView (never the record's
+        token or fingerprint), and the agents' own."""
+        ledger, op_id = self.ledger, op.operation_id
+        view = operation_view(
             op,
-            self.ledger.now(),
-            attempts=await store.attempts(op.operation_id),
-            observations=await store.observations(op.operation_id),
+            ledger.now(),
+            attempts=await ledger.attempts(op_id),
+            observations=await ledger.observations(op_id),
         )
-        history = await store.history(op.operation_id)
-        intent = op.cancel_intent
-        return JobView(
-            operation_id=op.operation_id,
-            key=op.key,
-            provider=op.provider,
-            state=doc["state"],
-            ends_automation=doc["ends_automation"],
-            remote_job_id=op.remote_job_id,
-            remote_state=op.remote_state,
-            progress=op.progress,
-            next_poll_at=doc["next_poll_at"],
-            waiting_for=doc["waiting_for"],
-            needs_person=doc["needs_person"],
-            remote_may_still_run=doc["remote_may_still_run"],
-            cancellable=doc["cancellable"],
-            cancel_note=doc["cancel"],
-            failure_reason=doc["failure_reason"],
-            other_jobs=doc["other_jobs"],
-            has_result=op.result is not None,
-            cancel_requested_by=intent.actor if intent else None,
-            actor=op.actor,
-            reason=op.reason,
-            created_at=doc["created_at"],
-            result_deadline=doc["result_deadline"],
-            recent_transitions=[_transition(tr) for tr in history[-RECENT_TRANSITIONS:]],
-        )
+        history = await ledger.history(op_id)
+        return {f.name: getattr(view, f.name) for f in fields(OperationView)} | {
+            "has_result": op.result is not None,
+            "cancel_requested_by": op.cancel_intent.actor if op.cancel_intent else None,
+            "recent_transitions": [_transition(tr) for tr in history[-RECENT_TRANSITIONS:]],
+        }
 
 
 def _unknown(operation_id: str) -> NotFound:
@@ -368,14 +347,13 @@ def _ended_step(op: Operation, now: datetime) -> str:
 
 
 def _transition(tr: Transition) -> TransitionView:
-    doc = transition_json(tr)
     return TransitionView(
-        at=doc["at"],
-        actor=doc["actor"],
-        from_state=doc["from"],
-        to_state=doc["to"],
-        evidence=doc["evidence"],
-        cause=doc["cause"],
+        at=iso(tr.at),
+        actor=tr.actor,
+        from_state=tr.from_state.value,
+        to_state=tr.to_state.value,
+        evidence=tr.evidence.value,
+        cause=tr.cause,
     )
 
 
@@ -385,7 +363,7 @@ def _no_result(op: Operation, now: datetime) -> ResultView:
     else:
         note = (
             f"no result yet: the operation is {op.state}; wait_job follows it "
-            f"(next: {operation_json(op, now)['waiting_for']})"
+            f"(next: {next_step(op, now)})"
         )
     return ResultView(
         operation_id=op.operation_id,

@@ -2,7 +2,8 @@
 a watcher reads the ledger (never a process's memory, so a change made by any worker or
 server on the same ledger is seen) and publishes one update per state change it finds, on
 the MCP server's subscription bus; a client hears it on a `subscriptions/listen` stream
-naming that resource."""
+naming that resource (protocol 2026-07-28), or on its session after `resources/subscribe`
+(the handshake-era protocols; agent/subscriptions.py)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from jobtrail.cli.context import (
     allow_origin_option,
     concurrency_option,
     fail,
+    lease_option,
     pass_settings,
     provider_module_option,
     run_async,
@@ -46,13 +47,7 @@ from jobtrail.errors import JobtrailError
     metavar="DURATION",
     help="How long a task handle (MCP Tasks) stays usable; `jobtrail prune` removes it after.",
 )
-@click.option(
-    "--lease",
-    default="60s",
-    show_default=True,
-    metavar="DURATION",
-    help="How long the worker's claim holds an operation before others may take it over.",
-)
+@lease_option
 @allow_origin_option
 @concurrency_option
 @provider_module_option

@@ -140,6 +140,13 @@ concurrency_option = click.option(
 worker_id_option = click.option(
     "--worker-id", help="Name recorded as the actor of this worker's steps."
 )
+lease_option = click.option(
+    "--lease",
+    default="60s",
+    show_default=True,
+    metavar="DURATION",
+    help="How long the worker's claim holds an operation before others may take it over.",
+)
 
 
 def _origins(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from jobtrail.cli.context import (
 from jobtrail.cli.records import show
 from jobtrail.core.durations import parse_duration
 from jobtrail.errors import JobtrailError
-from jobtrail.presentation.views import operation_json
+from jobtrail.presentation.views import operation_view
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.services import decisions
 from jobtrail.services.story import read_story
@@ -89,7 +89,7 @@ async def resolve(
             )
         finally:
             await providers.close()
-        document = operation_json(done.op, ledger.now())
+        document = operation_view(done.op, ledger.now()).json()
     if done.replaced_by is not None:
         document["replaced_by"] = done.replaced_by.operation_id
     if as_json:
@@ -140,7 +140,7 @@ async def extend(
             actor=actor,
             reason=reason,
         )
-        document = operation_json(op, ledger.now())
+        document = operation_view(op, ledger.now()).json()
     emit_json(document) if as_json else show(document)
 
 

@@ -28,7 +28,7 @@ from jobtrail.core.nextstep import driver
 from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso, relative
 from jobtrail.presentation.facts import usage_totals
-from jobtrail.presentation.views import operation_json, transition_json
+from jobtrail.presentation.views import operation_view, transition_json
 
 if TYPE_CHECKING:  # rich is imported by the commands that draw tables, not by `status`
     from rich.text import Text
@@ -134,7 +134,7 @@ async def submit(
             reason=reason,
             **deadlines,
         )
-        document = operation_json(op, ledger.now()) | {"existing": existing}
+        document = operation_view(op, ledger.now()).json() | {"existing": existing}
     if unset is not None:
         say(unset.at_submit(), err=True)
     if (takeover := _takeover_note(spec, op)) is not None:
@@ -184,7 +184,7 @@ async def list_(settings: Settings, states: tuple[str, ...], limit: int, as_json
             {
                 "total": found.total,
                 "shown": len(ops),
-                "operations": [operation_json(op, now) for op in ops],
+                "operations": [operation_view(op, now).json() for op in ops],
                 # what the providers reported of work done and billed, summed over those shown
                 "totals": {"usage": usage_totals(ops)},
             }
@@ -277,8 +277,9 @@ async def explain(settings: Settings, operation_id: str, as_json: bool) -> None:
         say(story.text(missing=missing))
         return
     events = timeline(op, story.history, story.attempts, story.observations)
+    view = operation_view(op, story.now, attempts=story.attempts, observations=story.observations)
     emit_json(
-        operation_json(op, story.now, attempts=story.attempts, observations=story.observations)
+        view.json()
         | ({"provider_missing": f"{driver(op)} is {missing}"} if missing else {})
         | {
             "request_body": story.body,
@@ -310,7 +311,7 @@ async def cancel(
         op = await ledger.cancel(
             operation_id, actor=actor, reason=reason, expected_effect=expected_effect
         )
-        document = operation_json(op, ledger.now())
+        document = operation_view(op, ledger.now()).json()
     emit_json(document) if as_json else show(document)
 
 

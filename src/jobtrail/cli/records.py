@@ -34,7 +34,7 @@ def show(document: dict[str, Any]) -> None:
         "remote_job_id",
         "remote_state",
         "progress",
-        "waiting_for",
+        "next_step",
         "failure_reason",
         "other_jobs",
         "provider",

@@ -4,6 +4,8 @@ re-hashed against the digest its collection audited before it is shown as valid.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
+from typing import Any
 
 import click
 
@@ -18,7 +20,6 @@ from jobtrail.cli.context import (
     run_async,
 )
 from jobtrail.presentation.facts import usage_text
-from jobtrail.presentation.views import operation_json
 
 
 @click.command()
@@ -38,7 +39,7 @@ async def result(settings: Settings, operation_id: str, as_json: bool) -> None: 
         # the summary must be the one its collection audited, and the stored content (a
         # file, database chunks or an object) must still hash to it
         problem = await ledger.result_problem(op) if op.result is not None else None
-    summary = operation_json(op, op.created_at)["result"]
+    summary: Any = asdict(op.result) if op.result else None  # a dict whenever problem is set
     if op.result is not None and op.result.location and problem is None:
         location = op.result.location
         results = None

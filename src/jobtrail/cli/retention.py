@@ -26,9 +26,23 @@ from jobtrail.ledger import PRUNABLE, Pruned
 @click.option(
     "--finished-before",
     "age",
-    required=True,
     metavar="AGE",
     help="Prune operations finished (and unchanged) for longer than this, e.g. 30d.",
+)
+@click.option(
+    "--pack-after",
+    "pack_age",
+    metavar="AGE",
+    help="Instead, pack operations finished for longer than this, e.g. 7d: their rows "
+    "replaced in the ledger by one compressed row each, still read by explain, history, "
+    "result, status, the dashboard and audit verify (needs the `pack` extra).",
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1),
+    default=500,
+    show_default=True,
+    help="With --pack-after: operations packed per transaction.",
 )
 @click.option(
     "--archive",
@@ -44,7 +58,9 @@ from jobtrail.ledger import PRUNABLE, Pruned
 @pass_settings
 def prune(
     settings: Settings,
-    age: str,
+    age: str | None,
+    pack_age: str | None,
+    batch: int,
     archive_path: Path | None,
     no_archive: bool,
     actor: str,
@@ -53,7 +69,16 @@ def prune(
     """Move finished operations (succeeded, failed, cancelled, result_unavailable,
     result_validation_failed) with their history, attempts, observations, leases and audit
     entries into an archive, leaving a checkpoint that `audit verify` walks across. MCP task
-    handles go with their operations, and every expired one too (its operation stays)."""
+    handles go with their operations, and every expired one too (its operation stays).
+    With --pack-after, pack them in place instead (docs/guarantees/audit.md)."""
+    if (age is None) == (pack_age is None):
+        fail("name one of --finished-before AGE (prune) and --pack-after AGE (pack)")
+    if pack_age is not None:
+        if archive_path is not None or no_archive:
+            fail("--pack-after keeps the operations in the ledger: it takes no --archive")
+        _pack(settings, _age(pack_age), batch, actor, as_json)
+        return
+    assert age is not None
     if archive_path is None and not no_archive:
         fail(
             "prune removes rows for good: name an --archive FILE to keep them in, or pass "
@@ -63,11 +88,38 @@ def prune(
         fail("choose one of --archive FILE and --no-archive")
     if archive_path is not None and archive_path.exists():
         fail(f"the archive {archive_path} already exists; name a new file")
+    _prune(settings, _age(age), archive_path, actor, as_json)
+
+
+def _age(text: str) -> timedelta:
     try:
-        older_than = parse_duration(age)
+        return parse_duration(text)
     except JobtrailError as exc:
         fail(str(exc))
-    _prune(settings, older_than, archive_path, actor, as_json)
+
+
+@run_async
+async def _pack(
+    settings: Settings, older_than: timedelta, batch: int, actor: str, as_json: bool
+) -> None:
+    async with opened(settings) as ledger:
+        batches = await ledger.pack(older_than, actor=actor, batch=batch)
+    operations = [p.operation.operation_id for b in batches for p in b.operations]
+    entries = sum(b.entries for b in batches)
+    checkpoints = [b.checkpoint.seq for b in batches if b.checkpoint is not None]
+    if as_json:
+        emit_json(
+            {"operations": operations, "audit_entries": entries, "checkpoint_seqs": checkpoints}
+        )
+        return
+    if not operations:
+        click.echo(f"nothing to pack: no operation {', '.join(PRUNABLE)} for that long")
+        return
+    click.echo(
+        f"packed {len(operations)} operations and {entries} audit entries in "
+        f"{len(checkpoints)} batches; checkpoint entries "
+        + ", ".join(f"#{seq}" for seq in checkpoints)
+    )
 
 
 @run_async
@@ -128,7 +180,7 @@ async def archive_show(settings: Settings, file: Path, operation_id: str, as_jso
     from jobtrail.core.words import iso
     from jobtrail.ledger.archive import read, verify_archive
     from jobtrail.presentation.explain import explain_text
-    from jobtrail.presentation.views import operation_json, timeline
+    from jobtrail.presentation.views import operation_view, timeline
 
     found = read(file)
     if problems := verify_archive(found, settings.audit_key):
@@ -139,7 +191,7 @@ async def archive_show(settings: Settings, file: Path, operation_id: str, as_jso
     args = (op, list(item.history), list(item.attempts), list(item.observations))
     if as_json:
         emit_json(
-            operation_json(op, now)
+            operation_view(op, now).json()
             | {
                 "archived": {"file": str(file), "pruned_at": found.header.get("pruned_at")},
                 "timeline": [{"at": iso(at), "event": text} for at, text in timeline(*args)],

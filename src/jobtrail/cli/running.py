@@ -18,6 +18,7 @@ from jobtrail.cli.context import (
     emit_json,
     fail,
     json_option,
+    lease_option,
     pass_settings,
     provider_module_option,
     run_async,
@@ -36,7 +37,7 @@ from jobtrail.core.states import State
 from jobtrail.core.words import counted, iso, progress_text, relative
 from jobtrail.errors import JobtrailError
 from jobtrail.ledger import shown_url
-from jobtrail.presentation.views import operation_json
+from jobtrail.presentation.views import operation_view
 from jobtrail.providers.registry import missing_message
 from jobtrail.services.notify_setup import notify_setup
 from jobtrail.services.runtime import runtime, settle_heap
@@ -50,13 +51,7 @@ from jobtrail.services.runtime import runtime, settle_heap
     help="Exit once no operation has anything left to do (all ended or waiting for a human).",
 )
 @worker_id_option
-@click.option(
-    "--lease",
-    default="60s",
-    show_default=True,
-    metavar="DURATION",
-    help="How long a claim holds an operation before others may take it over.",
-)
+@lease_option
 @click.option(
     "-v", "--verbose", is_flag=True, help="Log each claim, call, outcome and release to stderr."
 )
@@ -286,7 +281,7 @@ async def run(
         await driving  # its errors, if any
         await stopper.record(finished=int(op.state.ends_automation))
         if as_json:
-            emit_json(operation_json(op, rt.clock.now()))
+            emit_json(operation_view(op, rt.clock.now()).json())
         else:
             say(
                 f"{op.operation_id} {op.state.value} (remote job "

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -20,6 +20,8 @@ from jobtrail.cli.context import (
     Settings,
     allow_origin_option,
     concurrency_option,
+    default_actor,
+    lease_option,
     pass_settings,
     provider_module_option,
     worker_id_option,
@@ -37,6 +39,7 @@ from jobtrail.providers.file.config import load_provider_file
 from jobtrail.services.census_rounds import census_rounds
 from jobtrail.services.logs import install_json_logging
 from jobtrail.services.notify_setup import NotifySetup, notify_setup, secret_values
+from jobtrail.services.pack_rounds import pack_rounds
 from jobtrail.services.runtime import Runtime, runtime, settle_heap
 from jobtrail.webhooks.routes import MAX_EVENT_BYTES, WebhookReceiver, providers_folder
 from jobtrail.worker.loop import WorkerStats
@@ -80,24 +83,24 @@ class Health:
         return web.json_response(document, status=200 if document["ok"] else 503)
 
 
-@click.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
+_host_option = click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on."
+)
+_port_option = click.option(
     "--port",
     default=8080,
     show_default=True,
     type=click.IntRange(0, 65535),
     help="Port to listen on (0: any free port, logged at start).",
 )
+
+
+@click.command()
+@_host_option
+@_port_option
 @concurrency_option
 @worker_id_option
-@click.option(
-    "--lease",
-    default="60s",
-    show_default=True,
-    metavar="DURATION",
-    help="How long the worker's claim holds an operation before others may take it over.",
-)
+@lease_option
 @provider_module_option
 @notify_option
 @click.option(
@@ -117,6 +120,14 @@ class Health:
 )
 @click.option("--census-every", default="24h", show_default=True, metavar="DURATION")
 @click.option("--census-since", default="7d", show_default=True, metavar="DURATION")
+@click.option(
+    "--pack-after",
+    metavar="DURATION",
+    help="Pack operations finished for longer than this (as `prune --pack-after`), at start "
+    "and every --pack-every, as JOBTRAIL_ACTOR (else cli:$USER); off unless given. Needs the "
+    "`pack` extra.",
+)
+@click.option("--pack-every", default="1h", show_default=True, metavar="DURATION")
 @pass_settings
 def serve(
     settings: Settings,
@@ -132,6 +143,8 @@ def serve(
     census: tuple[str, ...],
     census_every: str,
     census_since: str,
+    pack_after: str | None,
+    pack_every: str,
 ) -> None:
     """Run the worker, the webhook receiver (POST /webhooks/PROVIDER, GET /healthz), the
     dashboard (GET /, for operators named in JOBTRAIL_OPERATOR_TOKENS) and the MCP tools over
@@ -143,6 +156,12 @@ def serve(
     try:
         access = Access(operators_from_env())
         rounds = Rounds(census, parse_duration(census_every), parse_duration(census_since))
+        packs = None
+        if pack_after is not None:
+            from jobtrail.ledger.packing import require
+
+            require()  # without the extra, say so at start
+            packs = (parse_duration(pack_after), parse_duration(pack_every))
         notices = notify_setup(notify)  # a mistake in it stops the start, before anything opens
         asyncio.run(
             _serve(
@@ -159,6 +178,7 @@ def serve(
                 metrics_listen=metrics_listen,
                 origins=origins,
                 rounds=rounds,
+                packs=packs,
             )
         )
     except (JobtrailError, OSError) as exc:
@@ -182,6 +202,7 @@ async def _serve(
     metrics_listen: str | None = None,
     origins: tuple[str, ...] = (),
     rounds: Rounds | None = None,
+    packs: tuple[timedelta, timedelta] | None = None,
 ) -> None:
     """`with_worker` False: the dashboard alone, without the worker and webhook receiver."""
     specs = []
@@ -234,16 +255,8 @@ async def _serve(
             if with_worker:
                 health.worker = worker = asyncio.create_task(rt.worker.run())
                 running.append(worker)
-            if specs and rounds is not None:
-                censuses = census_rounds(
-                    rt.ledger,
-                    rt.providers,
-                    specs,
-                    every=rounds.every,
-                    since=rounds.since,
-                    stop=stop,
-                )
-                stack.push_async_callback(_cancelled, asyncio.create_task(censuses))
+            for scheduled in _scheduled(rt, specs, rounds, packs if with_worker else None, stop):
+                stack.push_async_callback(_cancelled, asyncio.create_task(scheduled))
             log.info(
                 "serving on http://%s:%d",
                 bound_host,
@@ -298,6 +311,27 @@ class Rounds:
     since: timedelta
 
 
+def _scheduled(
+    rt: Runtime,
+    specs: list[Any],
+    rounds: Rounds | None,
+    packs: tuple[timedelta, timedelta] | None,
+    stop: asyncio.Event,
+) -> list[Coroutine[Any, Any, None]]:
+    """The rounds `serve` runs beside its worker: the census, the packing."""
+    found = []
+    if specs and rounds is not None:
+        found.append(
+            census_rounds(
+                rt.ledger, rt.providers, specs, every=rounds.every, since=rounds.since, stop=stop
+            )
+        )
+    if packs is not None:
+        actor = default_actor()  # the person who asked for it: see services/pack_rounds.py
+        found.append(pack_rounds(rt.ledger, actor=actor, after=packs[0], every=packs[1], stop=stop))
+    return found
+
+
 async def _cancelled(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -310,11 +344,10 @@ def _mcp_endpoint(
     """/mcp for the agents of JOBTRAIL_AGENT_TOKENS / JOBTRAIL_AGENT_FILE; the MCP SDK is
     imported here, only by `serve` (None, with a warning, when it is not installed)."""
     try:
-        from mcp.server.subscriptions import InMemorySubscriptionBus
-
         from jobtrail.agent.http import McpHttp
         from jobtrail.agent.identity import Identity
         from jobtrail.agent.server import agent_tools, build_server
+        from jobtrail.agent.subscriptions import ResourceUpdates
         from jobtrail.agent.watch import watching
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
@@ -325,7 +358,7 @@ def _mcp_endpoint(
     if not agents:
         log.warning("/mcp refuses every call: no JOBTRAIL_AGENT_TOKENS or JOBTRAIL_AGENT_FILE")
     tools = agent_tools(rt, run_worker=True, data_dir=settings.data_dir)
-    bus = InMemorySubscriptionBus()  # resource updates, as `jobtrail mcp`: agent/watch.py
+    bus = ResourceUpdates()  # resource updates, as `jobtrail mcp`: agent/watch.py
     server = build_server(tools, Identity(None), bus=bus)
     endpoint = McpHttp(server, agents, host=host, origins=origins)
     endpoint.updates = lambda: watching(rt.ledger, bus)
@@ -333,14 +366,8 @@ def _mcp_endpoint(
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port",
-    default=8080,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="Port to listen on (0: any free port, logged at start).",
-)
+@_host_option
+@_port_option
 @pass_settings
 def dashboard(settings: Settings, host: str, port: int) -> None:
     """Serve the operators' dashboard alone (no worker): needs attention, operations, one

@@ -12,7 +12,6 @@ import click
 from jobtrail.cli.context import (
     Settings,
     emit_json,
-    fail,
     json_option,
     opened,
     pass_settings,
@@ -21,7 +20,7 @@ from jobtrail.cli.context import (
 from jobtrail.cli.records import not_installed_here, show
 from jobtrail.core.model import Operation
 from jobtrail.core.nextstep import driver
-from jobtrail.presentation.views import operation_json
+from jobtrail.presentation.views import operation_view
 
 
 @click.command()
@@ -35,14 +34,14 @@ def status(settings: Settings, operation_id: str, as_json: bool) -> None:
     # A SQLite ledger at this jobtrail's schema is read as it is, without opening it as a
     # store (no event loop, writer thread or migration): a fresh process reads one record.
     found = read_record(settings.db, operation_id)
-    if found is None:
+    if found is None or found.operation is None:  # not there: perhaps packed (ledger.get)
         run_async(_status)(settings, operation_id, as_json)
         return
-    if found.operation is None:
-        fail(f"no operation with the id or key {operation_id!r} in this ledger")
-    op, now = found.operation, datetime.now(UTC)
-    document = operation_json(op, now, attempts=found.attempts, observations=found.observations)
-    _show_status(op, document, as_json)
+    op = found.operation
+    view = operation_view(
+        op, datetime.now(UTC), attempts=found.attempts, observations=found.observations
+    )
+    _show_status(op, view.json(), as_json)
 
 
 async def _status(settings: Settings, operation_id: str, as_json: bool) -> None:
@@ -50,8 +49,8 @@ async def _status(settings: Settings, operation_id: str, as_json: bool) -> None:
         op = await ledger.get(operation_id)
         attempts = await ledger.attempts(op.operation_id)
         observations = await ledger.observations(op.operation_id)
-        document = operation_json(op, ledger.now(), attempts=attempts, observations=observations)
-    _show_status(op, document, as_json)
+        view = operation_view(op, ledger.now(), attempts=attempts, observations=observations)
+    _show_status(op, view.json(), as_json)
 
 
 def _show_status(op: Operation, document: dict[str, Any], as_json: bool) -> None:

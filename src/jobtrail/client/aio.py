@@ -17,7 +17,6 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from datetime import timedelta
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from jobtrail.client.census import CensusMethods
@@ -102,12 +101,7 @@ class Client(CensusMethods):
         await self.open()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     async def open(self) -> None:
@@ -366,9 +360,9 @@ class Client(CensusMethods):
 
     async def _last_failure(self, op: Operation) -> str | None:
         """The provider's (or our) reason for `op`'s last failed call (core/failure.py)."""
-        store = self._opened.ledger
-        attempts = await store.attempts(op.operation_id)
-        return failure_reason(op, attempts, await store.observations(op.operation_id))
+        ledger = self._opened.ledger
+        attempts = await ledger.attempts(op.operation_id)
+        return failure_reason(op, attempts, await ledger.observations(op.operation_id))
 
     def _check_worker(self) -> None:
         """A worker that died would leave `wait` waiting for nothing: say so instead."""

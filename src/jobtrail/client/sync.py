@@ -12,7 +12,6 @@ import functools
 import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
-from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from jobtrail.client.aio import Client
@@ -68,12 +67,7 @@ class SyncClient:
     def __enter__(self) -> SyncClient:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:

@@ -149,3 +149,16 @@ class Draft:
 
 def cause_of(kind: str, ref: str | None) -> str:
     return f"{kind}:{ref}" if ref else kind
+
+
+def seen_again(
+    op: Operation, now: datetime, retry_after: str | None, schedule: Schedule
+) -> Operation:
+    """`op` after a status read whose answer equals the last one read, which the core judged
+    then without a move: what applying that outcome again makes of the record (an unchanged
+    running read, core/apply.py `_on_observed`), the poll counted and the next one scheduled
+    by the answer's Retry-After (as received) or the backoff, with jitter, within bounds and
+    the deadline in force. Everything else it would set holds already."""
+    draft = Draft(op, now, "", schedule)
+    draft.schedule_poll(retry_after)
+    return draft.result().operation

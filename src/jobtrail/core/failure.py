@@ -72,7 +72,8 @@ def failure_reason(
         if any(ob.source == "status" and ob.seen_last > at.finished_at for ob in observations):
             return None  # read fine since: the failure is history
         where = f"{at.kind.value} answered HTTP {at.http_status}" if at.http_status else None
-        return _bounded(words) + (f" ({where})" if where else "")
+        # cut in the middle: a reason that ends the text ("… must be an integer") is kept
+        return cut_middle(words, MAX_TEXT) + (f" ({where})" if where else "")
     return None
 
 
@@ -90,9 +91,3 @@ def _our_words(at: Attempt) -> str | None:
     if words is None:
         return "the provider gave no reason"
     return words if isinstance(words, str) else json.dumps(words, ensure_ascii=False)
-
-
-def _bounded(text: str) -> str:
-    """At most about MAX_TEXT characters, cut in the middle: a reason that ends the text
-    ("… must be an integer") is kept."""
-    return cut_middle(text, MAX_TEXT)

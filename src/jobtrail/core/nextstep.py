@@ -1,5 +1,5 @@
-"""What happens next for an operation, and why, in words: the `next:` line of `status`,
-`explain`, `run`, the dashboard and the agents' `waiting_for`, for every state. Where
+"""What happens next for an operation, and why, in words: the `next_step` of `status`,
+`explain`, `run`, the dashboard and the agents' `get_job`, for every state. Where
 automation has stopped it says whether a person is needed, whether the remote job may
 still run, and what to do."""
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from jobtrail.core.model import Operation, Transition
@@ -22,15 +22,13 @@ from jobtrail.core.nextstep import PERSON_STATES, next_step, seen_ended
 from jobtrail.core.schedule import Backoff
 from jobtrail.core.states import Evidence, State
 
-# Event types: "operation.<state>" for each person state, and the census' finding.
+# The census' event type (an operation's is "operation.<state>", a person state).
 CENSUS_FINDING = "census.finding"
-EVENT_TYPES = (*(f"operation.{s.value}" for s in sorted(PERSON_STATES)), CENSUS_FINDING)
 
 # Delivery retries: about 2 s, 4 s, 8 s ... capped at 10 minutes, jittered; after
 # MAX_TRIES failed rounds the notice is given up (recorded, never silently dropped).
 DELIVERY_BACKOFF = Backoff(base=2.0, cap=600.0, factor=2.0, jitter=0.2)
 MAX_TRIES = 25
-RETRY_FLOOR = timedelta(seconds=1)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,8 +1,8 @@
 """Refused and unreadable status reads: back off, forgive a 404 just after create, and stop
 for a human when they keep coming (DESIGN rule 13: nothing spins).
 
-A refusal is a status answer in 4xx other than 408, 425 and 429 (those are "later", see
-providers/http/parse.py). An unreadable answer is one the provider gave (2xx, or a code its file
+A refusal is a status answer in 4xx other than 408, 425 and 429 (unknown or "later",
+see core/classify.py). An unreadable answer is one the provider gave (2xx, or a code its file
 declares) that states nothing jobtrail can read as a state: no body, `{}` without a state
 field, JSON cut short, not JSON. Both are the provider's answer, not a lost one, and both
 break its status contract: a provider that keeps answering either way would otherwise be

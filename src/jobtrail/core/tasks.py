@@ -10,12 +10,12 @@ once, for every surface that serves tasks.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from jobtrail.core.canonical import sha256_text
 from jobtrail.core.model import Operation
 from jobtrail.core.nextstep import PERSON_STATES
 from jobtrail.core.states import State
@@ -65,9 +65,7 @@ def new_task_id(rand: random.Random) -> str:
     return f"{TASK_PREFIX}{rand.getrandbits(256):064x}"
 
 
-def task_hash(task_id: str) -> str:
-    """What the ledger keeps of a task id: its SHA-256, in hex."""
-    return hashlib.sha256(task_id.encode("utf-8")).hexdigest()
+task_hash = sha256_text  # what the ledger keeps of a task id: its SHA-256, in hex
 
 
 def task_status(state: State) -> TaskStatus:

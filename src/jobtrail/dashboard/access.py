@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from jobtrail.core.canonical import sha256_text
 from jobtrail.errors import InvalidInput
 
 T = TypeVar("T")
@@ -77,8 +78,7 @@ class Agent:
         return f"agent:{self.name}"
 
 
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+token_hash = sha256_text  # what is kept of a token: its SHA-256, in hex
 
 
 def match_token(holders: Iterable[tuple[str, T]], token: str) -> T | None:

@@ -8,21 +8,19 @@ from datetime import datetime
 from string import Template
 from typing import Any
 
-from jobtrail.core.allows import cancellability
-from jobtrail.core.failure import failure_reason
 from jobtrail.core.model import Attempt, Operation
-from jobtrail.core.nextstep import deadlines_shown, next_step, other_jobs_text
+from jobtrail.core.nextstep import deadlines_shown, other_jobs_text
 from jobtrail.core.order import cancel_order
 from jobtrail.core.words import progress_text
 from jobtrail.dashboard.html import Html, join, path, render, when
 from jobtrail.presentation.facts import fact_rows
-from jobtrail.presentation.views import timeline
+from jobtrail.presentation.views import operation_view, timeline
 from jobtrail.services.story import Story
 
 
 def facts(story: Story, now: datetime) -> Html:
     op = story.op
-    cancel = cancellability(op)
+    view = operation_view(op, now, attempts=story.attempts, observations=story.observations)
     rows: list[tuple[str, object]] = [
         ("state", render(Template('<span class="state s-$s">$s</span>'), s=op.state.value)),
         ("key", op.key),
@@ -30,14 +28,12 @@ def facts(story: Story, now: datetime) -> Html:
         ("remote job", op.remote_job_id or "none known"),
         ("remote state", op.remote_state or "—"),
         ("progress", progress_text(op.progress)),
-        (
-            "next",
-            render(Template('<span id="next">$t</span>'), t=next_step(op, now, story.attempts)),
-        ),
-        ("cancel", render(Template('<span id="cancellable">$t</span>'), t=cancel.why)),
+        ("next", render(Template('<span id="next">$t</span>'), t=view.next_step)),
+        ("cancel", render(Template('<span id="cancellable">$t</span>'), t=view.cancel_note)),
     ]
-    if (why := failure_reason(op, story.attempts, story.observations)) is not None:
-        rows.append(("provider's reason", render(Template('<span id="failure">$t</span>'), t=why)))
+    if view.failure_reason is not None:
+        failure = render(Template('<span id="failure">$t</span>'), t=view.failure_reason)
+        rows.append(("provider's reason", failure))
     if (others := other_jobs_text(op)) is not None:
         rows.append(("other jobs", others))
     rows += [

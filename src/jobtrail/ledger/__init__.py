@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from jobtrail.ledger.deciding import decision_action
     from jobtrail.ledger.ledger import Ledger
     from jobtrail.ledger.opening import open_ledger
-    from jobtrail.store.base import Claim, Verdict
+    from jobtrail.store.changes import Claim, Verdict
     from jobtrail.store.finding import OperationPage, OperationQuery
     from jobtrail.store.retention import PRUNABLE, Pruned
     from jobtrail.store.urls import MASK, shown_url, url_passwords, without_passwords
@@ -25,8 +25,8 @@ _HOME = {
     "decision_action": "jobtrail.ledger.deciding",
     "Ledger": "jobtrail.ledger.ledger",
     "open_ledger": "jobtrail.ledger.opening",
-    "Claim": "jobtrail.store.base",
-    "Verdict": "jobtrail.store.base",
+    "Claim": "jobtrail.store.changes",
+    "Verdict": "jobtrail.store.changes",
     "OperationPage": "jobtrail.store.finding",
     "OperationQuery": "jobtrail.store.finding",
     "PRUNABLE": "jobtrail.store.retention",

@@ -63,13 +63,13 @@ def _sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _text(record: dict[str, Any]) -> str:
+def record_text(record: dict[str, Any]) -> str:
     # default=str: a column a later migration adds (a timestamptz, say) is kept as text.
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _line(record: dict[str, Any]) -> bytes:
-    return _text(record).encode() + b"\n"
+    return record_text(record).encode() + b"\n"
 
 
 def _records(pruned: Pruned) -> Iterator[dict[str, Any]]:
@@ -82,7 +82,7 @@ def _records(pruned: Pruned) -> Iterator[dict[str, Any]]:
         yield {
             "type": DIGESTS,
             "operation_id": item.operation.operation_id,
-            "lines": [line_digest(_text(record)) for record in lines],
+            "lines": [line_digest(record_text(record)) for record in lines],
         }
 
 
@@ -91,10 +91,10 @@ def binding(pruned: Pruned) -> dict[str, Any]:
     line's digest, and for each operation the digest of its lines' digests (the archive's
     "digests" line lists those), so every line but the checkpoint's own is in the chain."""
     return {
-        "header": line_digest(_text(header_record(pruned))),
+        "header": line_digest(record_text(header_record(pruned))),
         "operations": {
             item.operation.operation_id: digest_of(
-                [line_digest(_text(record)) for record in operation_records(item)]
+                [line_digest(record_text(record)) for record in operation_records(item)]
             )
             for item in pruned.operations
         },
@@ -206,10 +206,10 @@ def read(path: Path) -> Archive:
         )
         for (n, text), record in zip(texts, records, strict=True)
     )
-    return replace(_assemble(header, records[1:]), lines=lines)  # _assemble pops "type"
+    return replace(assemble(header, records[1:]), lines=lines)  # assemble pops "type"
 
 
-def _assemble(header: dict[str, Any], records: list[dict[str, Any]]) -> Archive:
+def assemble(header: dict[str, Any], records: list[dict[str, Any]]) -> Archive:
     checkpoint = None
     owned: dict[str, dict[str, list[Any]]] = {}
     ops: dict[str, Operation] = {}

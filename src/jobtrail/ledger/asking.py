@@ -21,7 +21,7 @@ from jobtrail.errors import (
     InvalidInput,
     KeyConflict,
 )
-from jobtrail.ledger.base import LedgerBase
+from jobtrail.ledger.common import LedgerBase
 from jobtrail.ledger.policy import Action
 from jobtrail.ledger.redaction import Redactors, redacted_entries
 
@@ -86,7 +86,7 @@ class Asking(LedgerBase):
         """`submit`, also saying whether the operation already existed under its key (True:
         nothing new was recorded). `path` fills the create path's placeholders."""
         await self.permit(Action.SUBMIT, actor, None, subject=key)
-        request, print_, body_size = prepare_submission(
+        request, request_fingerprint, body_size = prepare_submission(
             provider,
             body,
             headers=headers,
@@ -96,34 +96,23 @@ class Asking(LedgerBase):
             create_deadline=create_deadline,
             result_deadline=result_deadline,
         )
-        now = self.now()
-        op_id = operation_id(now, self.rand)
         deadlines = provider.deadlines
-        op = Operation(
-            operation_id=op_id,
-            key=key or op_id,
-            provider=provider.name,
-            provider_config=provider.document,
-            provider_kind=provider.kind,
-            provider_version=provider.version,
-            capabilities=provider.capabilities,
-            request=request,
-            fingerprint=print_,
-            idempotency_token=idempotency_token(self.rand),
-            trace_id=trace_id(self.rand),
+        op = new_operation(
+            self,
+            provider,
+            request,
+            request_fingerprint,
+            key=key,
             actor=actor,
             authorized_by=authorized_by,
             reason=reason,
-            created_at=now,
-            create_deadline=now + (create_deadline or deadlines["create"]),
-            result_deadline=now + (result_deadline or deadlines["result"]),
+            create_deadline=create_deadline or deadlines["create"],
+            result_deadline=result_deadline or deadlines["result"],
             cancel_timeout=cancel_deadline or deadlines["cancel"],
-            next_poll_at=now,
-            updated_at=now,
         )
         entry = AuditEntry(
-            at=now,
-            operation_id=op_id,
+            at=op.created_at,
+            operation_id=op.operation_id,
             kind="operation.submitted",
             actor=actor,
             data={
@@ -132,7 +121,7 @@ class Asking(LedgerBase):
                 "provider_kind": op.provider_kind.value,
                 "provider_version": op.provider_version,
                 "target": request.target,
-                "fingerprint": print_,
+                "fingerprint": request_fingerprint,
                 "idempotency_token": op.idempotency_token,
                 "trace_id": op.trace_id,
                 "authorized_by": authorized_by,
@@ -145,7 +134,7 @@ class Asking(LedgerBase):
         stored = await self.store.create_operation(
             op, redacted_entries([entry], self._redactors.for_operation(op))
         )
-        if stored.operation_id == op_id:
+        if stored.operation_id == op.operation_id:
             return stored, False
         from jobtrail.providers.file.config import ProviderSpec
 
@@ -153,7 +142,53 @@ class Asking(LedgerBase):
             stored, provider, request
         ):
             return stored, True
-        return _same_request(stored, print_, op.key), True
+        return _same_request(stored, request_fingerprint, op.key), True
+
+
+def new_operation(
+    ledger: LedgerBase,
+    provider: ProviderSpec | CodeSpec,
+    request: JobRequest,
+    request_fingerprint: str,
+    *,
+    key: str | None,
+    actor: str,
+    authorized_by: str | None,
+    reason: str | None,
+    create_deadline: timedelta,
+    result_deadline: timedelta,
+    cancel_timeout: timedelta,
+    candidate_job_id: str | None = None,
+) -> Operation:
+    """A new operation asking `provider` for `request`, as a submit and a census's adoption
+    record it: a fresh id, idempotency token and trace id, created now on the ledger's clock
+    with its deadlines counted from then, and due now; one that adopts `candidate_job_id` is
+    never due (nothing is ever sent for its create)."""
+    now = ledger.now()
+    op_id = operation_id(now, ledger.rand)
+    return Operation(
+        operation_id=op_id,
+        key=key or op_id,
+        provider=provider.name,
+        provider_config=provider.document,
+        provider_kind=provider.kind,
+        provider_version=provider.version,
+        capabilities=provider.capabilities,
+        request=request,
+        fingerprint=request_fingerprint,
+        idempotency_token=idempotency_token(ledger.rand),
+        trace_id=trace_id(ledger.rand),
+        actor=actor,
+        authorized_by=authorized_by,
+        reason=reason,
+        created_at=now,
+        create_deadline=now + create_deadline,
+        result_deadline=now + result_deadline,
+        cancel_timeout=cancel_timeout,
+        candidate_job_id=candidate_job_id,
+        next_poll_at=None if candidate_job_id else now,
+        updated_at=now,
+    )
 
 
 def prepare_submission(
@@ -209,7 +244,7 @@ def prepare_submission(
         remote_deadline=placed.seconds,
     )
     # The fingerprint is computed first: it refuses what is not JSON before any write.
-    print_ = fingerprint(request.method, request.target, body, headers, values)
+    request_fingerprint = fingerprint(request.method, request.target, body, headers, values)
     body_size = len(canonical_json(body).encode("utf-8"))
     if body_size > MAX_BODY_BYTES:
         raise InvalidInput(
@@ -218,7 +253,7 @@ def prepare_submission(
         )
     if key is not None:
         _check_key(key)  # an existing key is found by create_operation, atomically
-    return request, print_, body_size
+    return request, request_fingerprint, body_size
 
 
 def _own_headers(provider: ProviderSpec | CodeSpec) -> list[str]:
@@ -269,11 +304,12 @@ def _recorded_before_base_url(
     return again == existing.fingerprint
 
 
-def _same_request(existing: Operation, print_: str, key: str) -> Operation:
-    if existing.fingerprint != print_:
+def _same_request(existing: Operation, fingerprint_now: str, key: str) -> Operation:
+    if existing.fingerprint != fingerprint_now:
         raise KeyConflict(
             f"key {key!r} already names operation {existing.operation_id} with a different "
-            f"request ({existing.fingerprint[:19]}…, now {print_[:19]}…); a changed request is "
-            "a new operation: use a new key, and cancel the old operation if it should not run"
+            f"request ({existing.fingerprint[:19]}…, now {fingerprint_now[:19]}…); a changed "
+            "request is a new operation: use a new key, and cancel the old operation if it "
+            "should not run"
         )
     return existing

@@ -29,7 +29,7 @@ from jobtrail.core.audit import AuditEntry, AuditRow, digest
 from jobtrail.core.model import Attempt, Observation, Transition
 from jobtrail.core.seals import run_values
 from jobtrail.ledger.histories import transition_digest
-from jobtrail.store.base import Change
+from jobtrail.store.changes import Change
 from jobtrail.store.codec import storable
 
 INTENT, OUTCOME, RUN, STEP = "attempt.intent", "attempt.outcome", "observation.run", "transition"

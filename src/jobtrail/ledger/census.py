@@ -6,14 +6,15 @@ the action policy is. A job it found is adopted into an operation recorded for i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from jobtrail.core.canonical import fingerprint
-from jobtrail.core.ids import idempotency_token, operation_id, trace_id
 from jobtrail.core.model import JobRequest, Operation
 from jobtrail.core.redact import Redactor
 from jobtrail.errors import InvalidInput
-from jobtrail.ledger.base import LedgerBase
+from jobtrail.ledger.asking import new_operation
+from jobtrail.ledger.common import LedgerBase
 from jobtrail.ledger.policy import Action
 from jobtrail.ledger.redaction import redacted_entries
 
@@ -57,33 +58,23 @@ class Censuses(LedgerBase):
         values = dict(path or {})
         target = provider.target_with(values) if values else provider.target
         request = JobRequest(method=provider.create_method, target=target, body=None, path=values)
-        now = self.now()
-        op = Operation(
-            operation_id=operation_id(now, self.rand),
+        op = new_operation(
+            self,
+            provider,
+            request,
+            fingerprint(request.method, request.target, None, {}),
             key=key,
-            provider=provider.name,
-            provider_config=provider.document,
-            provider_kind=provider.kind,
-            provider_version=provider.version,
-            capabilities=provider.capabilities,
-            request=request,
-            fingerprint=fingerprint(request.method, request.target, None, {}),
-            idempotency_token=idempotency_token(self.rand),
-            trace_id=trace_id(self.rand),
             actor=actor,
             authorized_by=actor,
             reason=reason,
-            created_at=now,
-            create_deadline=now,  # nothing is ever created for it
-            result_deadline=now + provider.deadlines["result"],
+            create_deadline=timedelta(0),  # nothing is ever created for it
+            result_deadline=provider.deadlines["result"],
             cancel_timeout=provider.deadlines["cancel"],
             candidate_job_id=job_id,
-            next_poll_at=None,
-            updated_at=now,
         )
         entry = self._entry(
             op,
-            now,
+            op.created_at,
             "operation.adopting",
             actor,
             {"key": key, "provider": provider.name, "job_id": job_id, "reason": reason},

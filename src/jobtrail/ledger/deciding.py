@@ -3,6 +3,7 @@ a bulk action's record, a prune; each through the action policy, each audited.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -27,11 +28,13 @@ from jobtrail.errors import (
     InvalidInput,
 )
 from jobtrail.ledger.asking import Asking
-from jobtrail.ledger.base import outcome_entry
+from jobtrail.ledger.common import outcome_entry
 from jobtrail.ledger.policy import Action
 from jobtrail.ledger.redaction import redacted_entries
-from jobtrail.store.base import Change, Verdict
+from jobtrail.store.changes import Change, Verdict
 from jobtrail.store.retention import Bind, Keep, Pruned
+
+PACK_BATCH = 500  # operations packed per transaction
 
 
 class Deciding(Asking):
@@ -46,6 +49,39 @@ class Deciding(Asking):
         await self.permit(Action.PRUNE, actor, None)
         now = self.now()
         return await self.store.prune(now - older_than, now, actor, keep, bind)
+
+    async def pack(
+        self,
+        older_than: timedelta,
+        *,
+        actor: str,
+        batch: int = PACK_BATCH,
+        after_batch: Callable[[Pruned], None] | None = None,
+    ) -> list[Pruned]:
+        """Pack the operations that finished more than `older_than` ago (ledger/packing.py):
+        their rows replaced in place by one compressed row each, `batch` operations a
+        transaction, each batch with its checkpoint; a failure loses nothing of a batch, and
+        the batches before it stay packed. One Pruned per batch; `after_batch` sees each
+        once it is committed."""
+        from jobtrail.ledger import packing
+
+        if older_than <= timedelta(0):
+            raise InvalidInput("packing needs a positive age, like 7d: only the past is packed")
+        if batch < 1:
+            raise InvalidInput("a packing batch holds at least one operation")
+        packing.require()
+        await self.permit(Action.PRUNE, actor, None)
+        now = self.now()
+        done: list[Pruned] = []
+        while True:
+            packed = await self.store.pack(now - older_than, now, actor, packing.seal, batch)
+            if not packed.operations:
+                return done
+            done.append(packed)
+            if after_batch is not None:
+                after_batch(packed)
+            if len(packed.operations) < batch:
+                return done
 
     async def cancel(
         self,

@@ -9,7 +9,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
-from jobtrail.core.caps import capped_document, capped_outcome
+from jobtrail.core.caps import capped_document, capped_outcome, capped_text
+from jobtrail.core.draft import seen_again
 from jobtrail.core.events import Event, StatusRead, asks_owner, event_audit, read_at, status_read
 from jobtrail.core.ids import short_id
 from jobtrail.core.model import (
@@ -19,14 +20,15 @@ from jobtrail.core.model import (
     Operation,
     evolve,
 )
-from jobtrail.core.plan import Call, Settle, plan
+from jobtrail.core.plan import Call, Settle, Wait, plan
 from jobtrail.core.redact import Redactor
 from jobtrail.core.retry import on_stale
 from jobtrail.core.usage import checked_usage
 from jobtrail.errors import ConcurrentUpdate, LostOwnership, NotFound
-from jobtrail.ledger.base import LedgerBase
+from jobtrail.ledger.common import LedgerBase
 from jobtrail.ledger.redaction import redacted_entries, redacted_outcome
-from jobtrail.store.base import Change, Claim, Verdict
+from jobtrail.store.changes import Change, Claim, Verdict
+from jobtrail.store.seen import SeenAgain
 
 
 @dataclass(frozen=True)
@@ -79,12 +81,19 @@ class Driving(LedgerBase):
         return await self.store.next_due(code)
 
     async def begin_call(
-        self, op: Operation, kind: AttemptKind, request: dict[str, Any], actor: str
+        self,
+        op: Operation,
+        kind: AttemptKind,
+        request: dict[str, Any],
+        actor: str,
+        *,
+        started_at: datetime | None = None,
     ) -> tuple[Operation, Attempt]:
         """Record the intent of a call with an effect durably, before it is made. A safe read
         (status, result GET) needs none: its attempt is returned unrecorded, and
-        `finish_call` records it with its outcome, in one commit."""
-        now = self.now()
+        `finish_call` records it with its outcome, in one commit; one made after its call
+        (worker/seen.py) says when the call started (`started_at`)."""
+        now = self.now() if started_at is None or not kind.safe else started_at
         attempt = Attempt(
             attempt_id=short_id("at_", self.rand),
             operation_id=op.operation_id,
@@ -158,6 +167,46 @@ class Driving(LedgerBase):
             "detail": detail,
         }
         return await self._apply_outcome(op, outcome, now, actor, finished, entry_data, release)
+
+    async def seen_again(
+        self, op: Operation, retry_after: str | None, request_id: str | None
+    ) -> Operation | None:
+        """Record a status read of `op` (leased by us, unchanged since our last write) whose
+        answer equals the last one read, which the core judged an unchanged running read: the
+        open run seen once more, the next poll scheduled as that judgment schedules it
+        (`retry_after` as the answer said, else backoff with jitter; bounded by the deadline),
+        the lease given back. None, and nothing written, when it cannot be recorded so (a
+        deadline reached meanwhile, the record or its run moved on): the caller then has the
+        answer judged in full (worker/seen.py)."""
+        now = self.now()
+        # as a judged answer's texts are applied and stored: capped, then redacted
+        redactor = self._redactors.for_operation(op)
+        if retry_after is not None:
+            retry_after = redactor.text(capped_text(retry_after))
+        if request_id is not None:
+            request_id = redactor.text(capped_text(request_id))
+        after = seen_again(op, now, retry_after, self.schedule(op))
+        if not isinstance(plan(after, now), Wait):
+            return None  # judged in full, the read would not just wait: a deadline
+        read = SeenAgain(
+            operation_id=op.operation_id,
+            fence=op.fence,
+            version=op.version,
+            at=now,
+            next_poll_at=after.next_poll_at,
+            poll_count=after.poll_count,
+            request_id=request_id,
+        )
+        stored = await self.store.seen_again(read)
+        if stored is None:
+            return None
+        return evolve(
+            after,
+            version=stored.version,
+            next_poll_at=stored.next_poll_at,
+            lease_owner=None,
+            lease_expires_at=None,
+        )
 
     def finished(
         self, op: Operation, attempt: Attempt, outcome: o.CallOutcome, detail: dict[str, Any]

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from jobtrail.core.notices import escalations
 from jobtrail.core.redact import Redactor
-from jobtrail.store.base import Change
+from jobtrail.store.changes import Change
 
 
 def with_notices(change: Change, r: Redactor) -> Change:

@@ -8,7 +8,7 @@ from jobtrail.core.model import (
     Operation,
 )
 from jobtrail.core.tasks import TASK_PREFIX, TaskHandle, new_task_id, task_hash
-from jobtrail.ledger.base import LedgerBase
+from jobtrail.ledger.common import LedgerBase
 
 
 class Handles(LedgerBase):

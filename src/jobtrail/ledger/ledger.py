@@ -6,7 +6,7 @@ surfaces (CLI, MCP, worker, webhooks, dashboard) call these verbs and hold no ru
 own. The verbs live by what they do: asking (asking.py), reading (reading.py), people's and
 agents' requests (deciding.py), driving under a lease (driving.py), task handles
 (handles.py), censuses (census.py), notices to people (notices.py), on a common base
-(base.py).
+(common.py).
 """
 
 from __future__ import annotations

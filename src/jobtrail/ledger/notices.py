@@ -11,7 +11,7 @@ from jobtrail.core.lateness import LatenessCount
 from jobtrail.core.metrics import LedgerCounts, settling_tier
 from jobtrail.core.notices import DeliveryAttempt, Notice, Outboxed
 from jobtrail.core.redact import Redactor
-from jobtrail.ledger.base import LedgerBase
+from jobtrail.ledger.common import LedgerBase
 
 
 class Noticing(LedgerBase):

@@ -18,8 +18,8 @@ from jobtrail.core.states import State
 from jobtrail.errors import (
     InvalidInput,
 )
-from jobtrail.ledger.base import EVERY, LedgerBase
 from jobtrail.ledger.bindings import edited_rows
+from jobtrail.ledger.common import EVERY, LedgerBase
 from jobtrail.ledger.histories import (
     Forgery,
     audited_requests,
@@ -31,6 +31,7 @@ from jobtrail.ledger.histories import (
 from jobtrail.ledger.histories import check as check_history
 from jobtrail.ledger.policy import Action, Scope
 from jobtrail.store.finding import OperationPage, OperationQuery
+from jobtrail.store.retention import PrunedOperation
 
 
 class Reading(LedgerBase):
@@ -40,7 +41,10 @@ class Reading(LedgerBase):
     async def find(self, ref: str) -> Operation | None:
         """The operation whose id is `ref` or, when no id matches, whose key is; None when
         neither (pruned, say). `get` raises NotFound instead."""
-        return await self.store.get(ref) or await self.store.get_by_key(ref)
+        op = await self.store.get(ref) or await self.store.get_by_key(ref)
+        if op is None and (packed := await self.unpacked(ref)) is not None:
+            return packed.operation
+        return op
 
     async def list_operations(
         self, *, states: Sequence[State] = (), limit: int = 50
@@ -80,18 +84,36 @@ class Reading(LedgerBase):
     async def count_by_state(self) -> dict[State, int]:
         return await self.store.count_by_state()
 
+    # A packed operation (ledger/packing.py) has none of these rows left: they are read from
+    # its packed row, only when the store has none (every live operation has a history).
     async def history(self, operation_id: str) -> list[Transition]:
-        return await self.store.history(operation_id)
+        found = await self.store.history(operation_id)
+        if not found and (packed := await self.unpacked(operation_id)) is not None:
+            return list(packed.history)
+        return found
 
     async def attempts(self, operation_id: str) -> list[Attempt]:
-        return await self.store.attempts(operation_id)
+        found = await self.store.attempts(operation_id)
+        if not found and (packed := await self.unpacked(operation_id)) is not None:
+            return list(packed.attempts)
+        return found
 
     async def observations(self, operation_id: str) -> list[Observation]:
-        return await self.store.observations(operation_id)
+        found = await self.store.observations(operation_id)
+        if not found and (packed := await self.unpacked(operation_id)) is not None:
+            return list(packed.observations)
+        return found
 
     async def audit_rows(self, operation_id: str | None = None) -> list[AuditRow]:
-        """The audit log's rows (one operation's, or all), in chain order."""
-        return await self.store.audit_rows(operation_id)
+        """The audit log's rows (one operation's, or all), in chain order: a packed
+        operation's come from its packed row (all of them: the chain without them, walked
+        across under the packing checkpoints, as after a prune)."""
+        found = await self.store.audit_rows(operation_id)
+        if operation_id is None or found:
+            return found
+        if (packed := await self.unpacked(operation_id)) is not None:
+            return list(packed.audit)
+        return found
 
     async def keying_problem(self) -> str | None:
         """Why this ledger's audit key cannot continue its chain, or None."""
@@ -115,7 +137,25 @@ class Reading(LedgerBase):
         for op in reversed(await self.store.list_operations(limit=EVERY)):
             attempts += await self.store.attempts(op.operation_id)
             observations[op.operation_id] = await self.store.observations(op.operation_id)
-        return edited_rows(rows, attempts, observations)
+        problems, packed = await self._packed(rows)
+        for item in packed:
+            problems += edited_rows(
+                item.audit,
+                list(item.attempts),
+                {item.operation.operation_id: list(item.observations)},
+            )
+        return edited_rows(rows, attempts, observations) + problems
+
+    async def _packed(self, rows: list[AuditRow]) -> tuple[list[str], list[PrunedOperation]]:
+        """What is wrong with the packed rows given the chain `rows`, and the packed
+        operations that check out (ledger/packing.py)."""
+        packed = await self.store.packed()
+        if not packed:
+            return [], []
+        from jobtrail.ledger.packing import packed_problems
+
+        dictionaries = await self.store.pack_dictionaries()
+        return packed_problems(rows, packed, dictionaries, self.store.audit_link)
 
     async def forged_operations(self) -> list[Forgery]:
         """Operations whose stored state or remote job id is not what their audited history
@@ -128,6 +168,9 @@ class Reading(LedgerBase):
         # Read last: a step and its audit entry commit together, so every step read above is
         # in these rows even while workers run.
         rows = await self.store.audit_rows()
+        _, packed = await self._packed(rows)  # those that do not check out: `edited_rows`
+        read += [(item.operation, list(item.history)) for item in packed]
+        rows = rows + [row for item in packed for row in item.audit]
         audited, requests = audited_steps(rows), audited_requests(rows)
         results = audited_results(rows)
         found = []
@@ -145,14 +188,14 @@ class Reading(LedgerBase):
         """Why `op`'s stored request, token or owner is not the one its submission audited
         (a row rewritten behind the ledger's back), or None. Asked before every create, so
         that what `audit verify --replay` would flag is never sent."""
-        rows = await self.store.audit_rows(op.operation_id)
+        rows = await self.audit_rows(op.operation_id)
         return request_problem(op, audited_requests(rows).get(op.operation_id))
 
     async def result_problem(self, op: Operation) -> str | None:
         """Why `op`'s stored result summary is not the one collected (its digest and size
         differ from those its audited collection recorded), or None. Every reader of a
         result asks this before serving it."""
-        rows = await self.store.audit_rows(op.operation_id)
+        rows = await self.audit_rows(op.operation_id)
         return result_problem(op, audited_results(rows).get(op.operation_id))
 
     async def _with_history(self, op: Operation) -> tuple[Operation, list[Transition]] | None:

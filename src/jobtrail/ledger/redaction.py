@@ -30,7 +30,7 @@ from jobtrail.core.model import (
 )
 from jobtrail.core.redact import Redactor
 from jobtrail.errors import InvalidInput, ProviderConfigError
-from jobtrail.store.base import Change
+from jobtrail.store.changes import Change
 
 if TYPE_CHECKING:
     from jobtrail.providers.file.spec import Auth

@@ -8,21 +8,15 @@ import json
 from datetime import datetime
 from typing import Any
 
-from jobtrail.core.failure import failure_reason
 from jobtrail.core.model import Attempt, Observation, Operation, ProviderKind, Transition
-from jobtrail.core.nextstep import (
-    deadlines_shown,
-    driver,
-    next_step,
-    other_jobs_text,
-)
+from jobtrail.core.nextstep import deadlines_shown, driver, other_jobs_text
 from jobtrail.core.notices import escalation_summary
 from jobtrail.core.order import cancel_order
 from jobtrail.core.states import Evidence, State
 from jobtrail.core.words import iso, progress_text, when
 from jobtrail.presentation.facts import fact_lines
 from jobtrail.presentation.text import shown
-from jobtrail.presentation.views import attempt_json, operation_json, timeline, transition_json
+from jobtrail.presentation.views import attempt_json, operation_view, timeline, transition_json
 
 
 # C901: one section per part of the story, in the order explain prints them
@@ -38,6 +32,7 @@ def explain_text(  # noqa: C901
 ) -> str:
     """`body` is the request body as it may be shown (redacted by the caller); `missing`
     says that the operation's code provider is not available where this is told."""
+    view = operation_view(op, now, attempts=attempts, observations=observations)
     seen = ""
     if op.remote_state:
         seen = f" — last seen {op.remote_state}"
@@ -54,7 +49,7 @@ def explain_text(  # noqa: C901
     lines += [
         f"  remote job: {op.remote_job_id or 'none known'}{seen}",
         f"  deadlines:  {_deadlines_line(op, now)}",
-        f"  next:       {next_step(op, now, attempts)}",
+        f"  next:       {view.next_step}",
     ]
     if op.provider_kind is ProviderKind.CODE:
         lines.append(f"  provider:   {driver(op)}" + (f" — {missing}" if missing else ""))
@@ -86,8 +81,8 @@ def explain_text(  # noqa: C901
     lines += fact_lines(op, history)  # reconciled by which tier, remote deadline, usage
     if op.result:
         lines.append(f"  result:     {_result_line(op)}")
-    if (why := failure_reason(op, attempts, observations)) is not None:
-        lines.append(f"  why:        the provider said {why}")
+    if view.failure_reason is not None:
+        lines.append(f"  why:        the provider said {view.failure_reason}")
     if (others := other_jobs_text(op)) is not None:
         lines.append(f"  other jobs: {others}")
     lines.append("")
@@ -177,7 +172,7 @@ def escalation_bundle(
         },
         "asked_by": op.actor,
         "authorized_by": op.authorized_by,
-        "cancel_intent": operation_json(op, now)["cancel_intent"],
+        "cancel_intent": operation_view(op, now).cancel_intent,
         "deadlines": {
             "create": iso(op.create_deadline),
             "result": iso(op.result_deadline),

@@ -9,13 +9,14 @@ the same thing; these functions only pick which applies to one operation.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from jobtrail.core.durations import format_duration
 from jobtrail.core.model import AttemptKind, Operation, Tier, Transition
 from jobtrail.core.plan import Call, call_for, watched_until
 from jobtrail.core.proof import TIER_NAMES
 from jobtrail.core.states import Evidence, State
+from jobtrail.core.words import iso
 
 _LOOKING = frozenset({State.CREATE_UNKNOWN, State.RECONCILIATION})
 _ANSWERED = frozenset({Evidence.CREATE_ACCEPTED, Evidence.SYNC_RESULT})
@@ -151,10 +152,6 @@ def deadline_text(op: Operation) -> str:
 def usage_text(usage: dict[str, float]) -> str:
     """`input_tokens 1200, output_tokens 345`: the provider's numbers as it reported them."""
     return ", ".join(f"{name} {_number(value)}" for name, value in sorted(usage.items()))
-
-
-def iso(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
 
 
 def _number(value: float) -> str:

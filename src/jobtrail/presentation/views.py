@@ -1,12 +1,13 @@
-"""How operations are shown to people and agents: one JSON shape for every surface
-(`operation_json`, `transition_json`, `attempt_json`) and the timeline of what happened.
-The readable explanation is in presentation/explain.py, terminal-safe text in
+"""How operations are shown to people and agents: one view of an operation
+(`OperationView`) that the CLI prints as JSON, the dashboard shows and the agents' tools
+return, the JSON of its transitions and attempts, and the timeline of what
+happened. The readable explanation is in presentation/explain.py, terminal-safe text in
 presentation/text.py."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -14,66 +15,123 @@ from jobtrail.core import outcomes as o
 from jobtrail.core.allows import cancellability
 from jobtrail.core.failure import failure_reason, provider_said
 from jobtrail.core.leases import lease_alive
-from jobtrail.core.model import Attempt, Observation, Operation, Transition
+from jobtrail.core.model import Attempt, Json, Observation, Operation, Transition
 from jobtrail.core.nextstep import needs_person, next_step, other_jobs, remote_may_run
 from jobtrail.core.proof import lookup_name
 from jobtrail.core.states import EVIDENCE_MEANING
 from jobtrail.core.words import iso, progress_text
 
 
-def operation_json(
+@dataclass(frozen=True, kw_only=True)
+class OperationView:
+    """An operation as every surface shows it, built once by `operation_view` from the
+    ledger's facts: the CLI prints it (as an `OperationRecord`), the dashboard shows its
+    words and the agents' `JobView` is one. `next_step` is what jobtrail does next
+    (core/nextstep.py), under that one name on every surface. No field here carries a
+    credential, the idempotency token or the request headers."""
+
+    operation_id: str
+    key: str
+    provider: str
+    state: str
+    ends_automation: bool
+    remote_job_id: str | None
+    remote_state: str | None
+    progress: Json
+    next_poll_at: str | None  # none while a worker holds it
+    next_step: str
+    needs_person: bool
+    remote_may_still_run: bool
+    cancellable: bool
+    cancel_note: str  # why a cancel may (or may not) be asked for now
+    failure_reason: str | None  # the provider's own words for a failure
+    other_jobs: list[str]  # jobs the provider tied to it that jobtrail does not follow
+    actor: str
+    reason: str | None
+    created_at: str | None
+    result_deadline: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperationRecord(OperationView):
+    """The view with what a person holding the ledger sees too (its token, fingerprint,
+    deadlines, cancel intent and result summary): what the CLI's `--json` prints."""
+
+    remote_status: str | None
+    provider_kind: str
+    provider_version: str | None
+    trace_id: str
+    idempotency_token: str
+    request_fingerprint: str
+    authorized_by: str | None
+    create_deadline: str | None
+    cancel_deadline: str | None
+    cancel_intent: dict[str, Any] | None
+    conflicting_job_ids: list[str]
+    refused_reads: int
+    result: dict[str, Any] | None
+    usage: dict[str, float] | None
+    remote_deadline_s: float | None
+    attempts_read: bool  # whether failure_reason was read: json() leaves it out if not
+
+    def json(self) -> dict[str, Any]:
+        document = asdict(self)
+        if not document.pop("attempts_read"):
+            del document["failure_reason"]
+        return document
+
+
+def operation_view(
     op: Operation,
     now: datetime,
     *,
     attempts: Sequence[Attempt] | None = None,
     observations: Sequence[Observation] = (),
-) -> dict[str, Any]:
-    """The one JSON shape of an operation; with its `attempts` (and observations), also
-    the provider's failure reason (`failure_reason`)."""
+) -> OperationRecord:
+    """`op` as shown at `now`; with its `attempts` (and observations), the next step knows a
+    call in flight and the view holds the provider's failure reason."""
     cancel = cancellability(op)
-    document = {
-        "operation_id": op.operation_id,
-        "key": op.key,
-        "state": op.state.value,
-        "ends_automation": op.state.ends_automation,
-        "remote_job_id": op.remote_job_id,
-        "remote_state": op.remote_state,
-        "remote_status": op.remote_status.value if op.remote_status else None,
-        "progress": op.progress,
-        "provider": op.provider,
-        "provider_kind": op.provider_kind.value,
-        "provider_version": op.provider_version,
-        "trace_id": op.trace_id,
-        "idempotency_token": op.idempotency_token,
-        "request_fingerprint": op.fingerprint,
-        "actor": op.actor,
-        "authorized_by": op.authorized_by,
-        "reason": op.reason,
-        "created_at": iso(op.created_at),
-        "create_deadline": iso(op.create_deadline),
-        "result_deadline": iso(op.result_deadline),
-        "cancel_deadline": iso(op.cancel_deadline),
-        "next_poll_at": iso(op.next_poll_at) if not op.lease_owner else None,
-        "waiting_for": next_step(op, now, attempts or ()),
-        "cancel_intent": (
-            asdict(op.cancel_intent) | {"requested_at": iso(op.cancel_intent.requested_at)}
-            if op.cancel_intent
-            else None
-        ),
-        "conflicting_job_ids": list(op.conflicting_job_ids),
-        "refused_reads": op.refused_reads,
-        "result": asdict(op.result) if op.result else None,
-        "usage": op.usage,
-        "remote_deadline_s": op.request.remote_deadline,
-        "remote_may_still_run": remote_may_run(op),
-        "cancellable": cancel.allowed,
-        "cancel": cancel.why,
-        "needs_person": needs_person(op),
-        "other_jobs": list(other_jobs(op)),
-    }
-    if attempts is not None:
-        document["failure_reason"] = failure_reason(op, attempts, observations)
-    return document
+    intent = op.cancel_intent
+    return OperationRecord(
+        operation_id=op.operation_id,
+        key=op.key,
+        state=op.state.value,
+        ends_automation=op.state.ends_automation,
+        remote_job_id=op.remote_job_id,
+        remote_state=op.remote_state,
+        remote_status=op.remote_status.value if op.remote_status else None,
+        progress=op.progress,
+        provider=op.provider,
+        provider_kind=op.provider_kind.value,
+        provider_version=op.provider_version,
+        trace_id=op.trace_id,
+        idempotency_token=op.idempotency_token,
+        request_fingerprint=op.fingerprint,
+        actor=op.actor,
+        authorized_by=op.authorized_by,
+        reason=op.reason,
+        created_at=iso(op.created_at),
+        create_deadline=iso(op.create_deadline),
+        result_deadline=iso(op.result_deadline),
+        cancel_deadline=iso(op.cancel_deadline),
+        next_poll_at=iso(op.next_poll_at) if not op.lease_owner else None,
+        next_step=next_step(op, now, attempts or ()),
+        cancel_intent=asdict(intent) | {"requested_at": iso(intent.requested_at)}
+        if intent
+        else None,
+        conflicting_job_ids=list(op.conflicting_job_ids),
+        refused_reads=op.refused_reads,
+        result=asdict(op.result) if op.result else None,
+        usage=op.usage,
+        remote_deadline_s=op.request.remote_deadline,
+        remote_may_still_run=remote_may_run(op),
+        cancellable=cancel.allowed,
+        cancel_note=cancel.why,
+        needs_person=needs_person(op),
+        other_jobs=list(other_jobs(op)),
+        failure_reason=failure_reason(op, attempts, observations) if attempts is not None else None,
+        attempts_read=attempts is not None,
+    )
 
 
 def transition_json(tr: Transition) -> dict[str, Any]:

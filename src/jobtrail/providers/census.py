@@ -18,6 +18,7 @@ from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.census import Listed
+from jobtrail.core.classify import Failed, Sent, classify
 from jobtrail.core.ids import is_token
 from jobtrail.core.lookup import MISSING, find
 from jobtrail.core.model import AttemptKind, Operation
@@ -76,7 +77,8 @@ class Lister(HttpProvider):
             credential = await self._auth.credential()
         except NoCredential as exc:
             reason = str(exc)
-            return Reply(outcome=o.Throttled(reason=reason), detail={"error": reason}), []
+            outcome = classify(AttemptKind.RECONCILE, Failed(sent=Sent.NO, reason=reason))
+            return Reply(outcome=outcome, detail={"error": reason}), []
         if auth is not None and credential is not None:
             headers[auth.header] = credential
         self._markers[tag] = marker

@@ -7,9 +7,10 @@ import logging
 import typing
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.classify import Failed, Sent, classify
 from jobtrail.core.model import AttemptKind, Operation
 from jobtrail.core.redact import Redactor
-from jobtrail.providers.protocol import Fetched, Provider, Reply
+from jobtrail.providers.protocol import Fetched, Provider, Repeats, Reply
 
 log = logging.getLogger("jobtrail.providers")
 
@@ -21,6 +22,7 @@ async def guarded_call(
     op: Operation,
     *,
     limit: float | None = None,
+    previous: bytes | None = None,
 ) -> Reply:
     """The provider's answer. Providers must not raise; one that does anyway (a bug, a
     parser's KeyError, a client error nobody mapped) has its error kept for the attempt,
@@ -28,11 +30,16 @@ async def guarded_call(
     unknown: its bytes may have been sent (a create goes to create_unknown, a status read
     backs off). So does a call still running after `limit` seconds (code providers' own
     `timeout`), which is abandoned, and so does garbage in place of a Reply (None, a dict,
-    another outcome type): the attempt records what came back, and the worker goes on."""
+    another outcome type): the attempt records what came back, and the worker goes on.
+    `previous`, given only to a provider that `Repeats` (the HTTP provider), is the identity
+    of the last status answer read: an equal answer comes back `repeated`, not decoded."""
     deadline = asyncio.timeout(limit)
     try:
         async with deadline:
-            reply = await provider.call(kind, op)
+            if previous is None:
+                reply = await provider.call(kind, op)
+            else:
+                reply = await typing.cast(Repeats, provider).call(kind, op, previous=previous)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
@@ -48,7 +55,7 @@ async def guarded_call(
         else:
             reason = _raised(exception, kind, str(exc), redactor)
     else:
-        if _is_reply(reply, kind):
+        if _is_reply(reply, kind) or _is_repeat(reply, kind, previous):
             return reply
         exception = type(reply).__name__
         reason = (
@@ -57,9 +64,26 @@ async def guarded_call(
         )
     log.warning("%s", reason, extra={"operation_id": op.operation_id})
     return Reply(
-        outcome=o.Ambiguous(reason=reason),
+        outcome=classify(kind, Failed(sent=Sent.NO_ANSWER, reason=reason)),
         detail={"error": reason, "exception": exception},
     )
+
+
+def in_full(reply: Reply, redactor: Redactor, kind: AttemptKind, op: Operation) -> Reply:
+    """A `repeated` answer decoded and judged after all (the worker could not record it as
+    seen again), with the net `guarded_call` puts under the provider's code."""
+    assert reply.repeated is not None
+    try:
+        full = reply.repeated.in_full()
+    except Exception as exc:  # foreign code, by design (guarded_call)
+        exception = type(exc).__name__
+        reason = _raised(exception, kind, str(exc), redactor)
+        log.warning("%s", reason, extra={"operation_id": op.operation_id})
+        return Reply(
+            outcome=o.Ambiguous(reason=reason), detail={"error": reason, "exception": exception}
+        )
+    assert _is_reply(full, kind), "the HTTP provider reads every answer into a Reply"
+    return full
 
 
 def _raised(exception: str, kind: AttemptKind, message: str, redactor: Redactor) -> str:
@@ -77,6 +101,17 @@ def _is_reply(reply: object, kind: AttemptKind) -> bool:
     if reply.fetched is not None:
         return kind is AttemptKind.RESULT and isinstance(reply.fetched, Fetched)
     return isinstance(reply.outcome, _OUTCOMES)
+
+
+def _is_repeat(reply: object, kind: AttemptKind, previous: bytes | None) -> bool:
+    """A status answer told equal to `previous` (the one the caller read last)."""
+    return (
+        previous is not None
+        and kind is AttemptKind.STATUS
+        and isinstance(reply, Reply)
+        and reply.repeated is not None
+        and reply.answer == previous
+    )
 
 
 def _garbage(reply: object) -> str:

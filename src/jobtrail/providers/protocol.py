@@ -9,6 +9,7 @@ treated as one whose outcome is unknown (worker/runner.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,6 +32,17 @@ class Fetched:
     jsonl: bool | None = None
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Repeated:
+    """A status answer whose identity (`Reply.answer`) equals the one the caller said it
+    read last: nothing of it was decoded, redacted or judged."""
+
+    request_id: str | None  # the answer's own request id (never part of its identity), raw
+    # The answer decoded and judged after all, as it would have been (a caller that cannot
+    # record it as seen again: a deadline reached meanwhile, the record moved on).
+    in_full: Callable[[], Reply]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Reply:
     """A call's outcome (or fetched result) and sanitized metadata for the record."""
@@ -38,6 +50,12 @@ class Reply:
     outcome: o.CallOutcome | None
     detail: dict[str, Any] = field(default_factory=dict)
     fetched: Fetched | None = None
+    # A status answer's identity, from a provider that can tell it: its status code, the
+    # headers the core acts on and its body, as bytes (worker/seen.py compares them).
+    answer: bytes | None = None
+    # Set (and `outcome` None) when the answer's identity was the one the caller passed as
+    # `previous`: the worker records it as seen again without judging it (worker/seen.py).
+    repeated: Repeated | None = None
 
 
 class Provider(Protocol):
@@ -49,3 +67,13 @@ class Provider(Protocol):
         ...
 
     async def call(self, kind: AttemptKind, op: Operation) -> Reply: ...
+
+
+class Repeats(Protocol):
+    """A provider that tells a status answer equal to the last one read (the HTTP
+    provider): given that answer's identity as `previous`, an equal answer comes back as a
+    `Reply` with `repeated` set and nothing decoded."""
+
+    async def call(
+        self, kind: AttemptKind, op: Operation, *, previous: bytes | None = None
+    ) -> Reply: ...

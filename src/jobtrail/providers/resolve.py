@@ -14,15 +14,13 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.code.contract import CodeSpec, file_settings, is_code_document, with_file
 from jobtrail.providers.code.plugins import Plugin, Plugins
-from jobtrail.providers.file.config import find_provider, load_provider_file, parse_provider
+from jobtrail.providers.file.config import find_provider, load_provider_file
 from jobtrail.providers.file.spec import ProviderSpec
 
 ProviderRef = str | os.PathLike[str] | ProviderSpec | CodeSpec
@@ -49,16 +47,7 @@ def resolve_provider(
     if provider in plugins:
         _, spec = plugins[provider].build({})
         return spec
-    try:
-        return find_provider(provider)
-    except ProviderConfigError:
-        shipped = _shipped(provider)
-        if shipped is None:
-            raise
-    try:
-        return parse_provider(tomllib.loads(shipped.read_text(encoding="utf-8")))
-    except (ProviderConfigError, tomllib.TOMLDecodeError) as exc:  # a packaging bug
-        raise ProviderConfigError(f"the shipped profile {provider!r} is broken: {exc}") from None
+    return find_provider(provider)  # a local NAME.toml, else the shipped profile
 
 
 def resolve_named(name: str, plugins: Mapping[str, Plugin]) -> ProviderSpec | CodeSpec:
@@ -97,21 +86,6 @@ def _code_document(path: Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
     return doc if is_code_document(doc) else None
-
-
-def shipped_profiles() -> list[str]:
-    """The names of the profiles shipped in the package."""
-    folder = resources.files("jobtrail") / "profiles"
-    return sorted(
-        f.name.removesuffix(".toml") for f in folder.iterdir() if f.name.endswith(".toml")
-    )
-
-
-def _shipped(name: str) -> Traversable | None:
-    if not _NAME.fullmatch(name):
-        return None
-    file = resources.files("jobtrail") / "profiles" / f"{name}.toml"
-    return file if file.is_file() else None
 
 
 def _local_file(name: str) -> Path | None:

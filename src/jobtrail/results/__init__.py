@@ -15,9 +15,9 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from jobtrail.errors import InvalidInput, ResultError
-from jobtrail.results.base import ResultStore
 from jobtrail.results.database import DEFAULT_MAX_BYTES, DatabaseResults
 from jobtrail.results.files import FileResults
+from jobtrail.results.interface import ResultStore
 
 __all__ = ["UNSTORED", "ResultStore", "Results", "open_results"]
 

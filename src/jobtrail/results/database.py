@@ -17,7 +17,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from jobtrail.errors import ResultError, ResultTooLarge
-from jobtrail.results.base import checked, digest_in, digest_of
+from jobtrail.results.interface import checked, digest_in, digest_of
 
 if TYPE_CHECKING:
     import psycopg

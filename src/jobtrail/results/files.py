@@ -9,8 +9,8 @@ import asyncio
 from pathlib import Path
 
 from jobtrail.errors import ResultError
-from jobtrail.results.base import checked, digest_in
 from jobtrail.results.blobs import BlobStore
+from jobtrail.results.interface import checked, digest_in
 
 
 class FileResults:

@@ -31,7 +31,7 @@ from aiobotocore.session import get_session  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
 from jobtrail.errors import InvalidInput, ResultError
-from jobtrail.results.base import checked, digest_in, digest_of
+from jobtrail.results.interface import checked, digest_in, digest_of
 
 CLIENT_CONFIG = AioConfig(
     retries={"mode": "standard", "max_attempts": 3},

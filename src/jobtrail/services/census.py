@@ -12,7 +12,7 @@ nothing sooner than the provider asked.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,6 +41,7 @@ from jobtrail.providers.file.spec import ProviderSpec
 from jobtrail.providers.http.scanning import Page
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.services.census_code import (
+    call_record,
     code_listing,
     code_redactor,
     named_by_token,
@@ -186,8 +187,8 @@ async def _scan(
     listed = 0  # the items of the pages read, ours or not
     while True:
         reply, items = await lister.listed(url, f"census#{len(calls)}", None)
-        calls.append(_call(lister, url, reply))
-        stopped = _stopped(reply.outcome)
+        calls.append(call_record(lister.described(url), reply.outcome, reply.detail))
+        stopped = stopped_by(reply.outcome)
         if stopped is not None:
             break
         jobs += items
@@ -226,8 +227,9 @@ async def _per_operation(
         if url is None:
             continue
         reply, items = await lister.listed(url, f"census#{op.operation_id}", op.operation_id)
-        calls.append(_call(lister, url, reply, op.operation_id))
-        stopped = _stopped(reply.outcome)
+        described = lister.described(url)
+        calls.append(call_record(described, reply.outcome, reply.detail, op.operation_id))
+        stopped = stopped_by(reply.outcome)
         if stopped is not None:
             return jobs, Reach(
                 requests=len(calls), listed=len(jobs), complete=False, stopped=stopped
@@ -248,35 +250,13 @@ def _may_have_a_job(op: Operation) -> bool:
     return not (op.state is State.CREATE_PENDING and never_sent)
 
 
-_stopped = stopped_by
-
-
-def _call(lister: Lister, url: str, reply: Any, operation_id: str | None = None) -> dict[str, Any]:
-    """A listing request as its attempt records it: the request, the outcome, the answer's
-    metadata (its body left out: a record per call, not a copy of the provider's list)."""
-    outcome = reply.outcome
-    return {
-        "request": lister.described(url),
-        "for_operation": operation_id,
-        "outcome": outcome.word if outcome is not None else None,
-        "http_status": getattr(outcome, "http_status", None),
-        "provider_request_id": getattr(outcome, "request_id", None),
-        "detail": {k: v for k, v in reply.detail.items() if k != "body"},
-    }
-
-
 def _taken(census: Census) -> dict[str, Any]:
     """What the audit log keeps of a census: its counts, and each job of ours."""
     return {
         "provider": census.provider,
         "since": census.since.isoformat() if census.since else None,
         "sight": census.sight.value,
-        "reach": {
-            "requests": census.reach.requests,
-            "listed": census.reach.listed,
-            "complete": census.reach.complete,
-            "stopped": census.reach.stopped,
-        },
+        "reach": asdict(census.reach),
         "counts": {c.value: n for c, n in census.tally.items()},
         "jobs": [
             {
@@ -301,13 +281,7 @@ def census_json(census: Census, now: datetime) -> dict[str, Any]:
         "since": iso(census.since),
         "sight": census.sight.value,
         "sees": census.sees,
-        "reach": {
-            "requests": census.reach.requests,
-            "listed": census.reach.listed,
-            "complete": census.reach.complete,
-            "stopped": census.reach.stopped,
-            "words": census.reach.words(),
-        },
+        "reach": asdict(census.reach) | {"words": census.reach.words()},
         "counts": {c.value: n for c, n in census.tally.items()},
         "jobs": [
             {

@@ -14,6 +14,7 @@ belongs to. A token no operation read holds stays a marker this ledger does not 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -44,7 +45,7 @@ async def code_listing(
     stopped: str | None = None
     while True:
         page = await _page(provider, cursor)
-        calls.append(_call(page))
+        calls.append(call_record(dict(page.request), page.outcome, page.detail))
         stopped = stopped_by(page.outcome)
         if stopped is not None:
             break
@@ -94,16 +95,22 @@ async def _page(provider: Provider, cursor: str | None) -> Listing:
     return page
 
 
-def _call(page: Listing) -> dict[str, Any]:
-    """A page as its attempt records it (the listing itself left out)."""
-    outcome = page.outcome
+def call_record(
+    request: dict[str, Any],
+    outcome: o.CallOutcome | None,
+    detail: Mapping[str, Any],
+    operation_id: str | None = None,
+) -> dict[str, Any]:
+    """A listing request as its attempt records it, a provider file's or a code provider's:
+    the request, the outcome, the answer's metadata (its body left out: a record per call,
+    not a copy of the provider's list)."""
     return {
-        "request": dict(page.request),
-        "for_operation": None,
+        "request": request,
+        "for_operation": operation_id,
         "outcome": outcome.word if outcome is not None else None,
         "http_status": getattr(outcome, "http_status", None),
         "provider_request_id": getattr(outcome, "request_id", None),
-        "detail": {k: v for k, v in page.detail.items() if k != "body"},
+        "detail": {k: v for k, v in detail.items() if k != "body"},
     }
 
 

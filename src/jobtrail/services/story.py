@@ -45,13 +45,12 @@ class Story:
 
 async def read_story(ledger: Ledger, op: Operation, *, audit: bool = False) -> Story:
     """`op`'s story as the ledger holds it now; with `audit`, its audit log entries too."""
-    store = ledger
-    rows = await store.audit_rows(op.operation_id) if audit else []
+    rows = await ledger.audit_rows(op.operation_id) if audit else []
     return Story(
         op=op,
-        history=await store.history(op.operation_id),
-        attempts=await store.attempts(op.operation_id),
-        observations=await store.observations(op.operation_id),
+        history=await ledger.history(op.operation_id),
+        attempts=await ledger.attempts(op.operation_id),
+        observations=await ledger.observations(op.operation_id),
         body=ledger.redactor(op).json(op.request.body),
         now=ledger.now(),
         audit=[json.loads(row.entry) for row in rows],

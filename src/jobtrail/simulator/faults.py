@@ -8,8 +8,8 @@ a typo in a test's fault must fail loudly, never silently run the happy path.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal, get_args
 
 CancelMode = Literal["honour", "ignore", "race", "reject"]
 WebhookMode = Literal["normal", "duplicate", "out_of_order", "none"]
@@ -18,12 +18,6 @@ StatusLocation = Literal["Location", "Operation-Location", "body"]
 Outcome = Literal["succeeded", "failed"]
 DotJobId = Literal[".", ".."]
 HostileStatusUrl = Literal["relative", "off_origin", "userinfo"]
-
-_CANCEL_MODES = ("honour", "ignore", "race", "reject")
-_WEBHOOK_MODES = ("normal", "duplicate", "out_of_order", "none")
-_MALFORMED = ("not_json", "missing_job_id", "wrong_types", "huge")
-_LOCATIONS = ("Location", "Operation-Location", "body")
-_OUTCOMES = ("succeeded", "failed")
 
 # What `hostile_text` appends to provider words: an OSC 8 link, a screen clear, a colour, a
 # bell, a carriage return, a backspace, a C1 CSI and a right-to-left override.
@@ -126,9 +120,7 @@ class Unreadable:
         return self.times is None or read <= self.times
 
 
-def _hint(name: str, raw: Any) -> Hint | None:
-    if raw is None:
-        return None
+def _hint(name: str, raw: Any) -> Hint:
     if not isinstance(raw, Mapping) or set(raw) - {"value", "times"}:
         raise FaultError(f"{name} must be an object with value and times")
     value = raw.get("value")
@@ -137,9 +129,7 @@ def _hint(name: str, raw: Any) -> Hint | None:
     return Hint(value=value, times=_optional_int(f"{name}.times", raw.get("times")))
 
 
-def _refusal(name: str, raw: Any) -> Refusal | None:
-    if raw is None:
-        return None
+def _refusal(name: str, raw: Any) -> Refusal:
     if not isinstance(raw, Mapping) or set(raw) - {"status", "times"}:
         raise FaultError(f"{name} must be an object with status and times")
     status = _int(f"{name}.status", raw.get("status", 404), 400, 499)
@@ -148,9 +138,7 @@ def _refusal(name: str, raw: Any) -> Refusal | None:
     return Refusal(status=status, times=_optional_int(f"{name}.times", raw.get("times")))
 
 
-def _unreadable(name: str, raw: Any) -> Unreadable | None:
-    if raw is None:
-        return None
+def _unreadable(name: str, raw: Any) -> Unreadable:
     if not isinstance(raw, Mapping) or set(raw) - {"body", "times", "every"}:
         raise FaultError(f"{name} must be an object with body, times and every")
     body = raw.get("body")
@@ -231,17 +219,12 @@ class Faults:
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form, for the admin endpoints."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, Throttle | Rejection | Hint | Refusal | Unreadable):
-                value = {k.name: getattr(value, k.name) for k in fields(value)}
-            out[f.name] = value
-        return out
+        return asdict(self)
 
 
 NO_FAULTS = Faults()
 FAULT_NAMES = frozenset(f.name for f in fields(Faults))
+_NULLABLE = frozenset(f.name for f in fields(Faults) if f.default is None)
 
 
 def merge_fault_specs(*specs: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -262,9 +245,11 @@ def parse_faults(spec: Mapping[str, Any]) -> Faults:
         raise FaultError(f"unknown fault(s): {', '.join(unknown)}; known: {sorted(FAULT_NAMES)}")
     if not spec:
         return NO_FAULTS
-    kw: dict[str, Any] = {}
-    for name, raw in spec.items():
-        kw[name] = _PARSERS[name](name, raw)
+    # null is the default of a fault that is off by default (None), and refused elsewhere
+    kw: dict[str, Any] = {
+        name: None if raw is None and name in _NULLABLE else _PARSERS[name](name, raw)
+        for name, raw in spec.items()
+    }
     faults = Faults(**kw)
     if faults.failed_items > faults.items:
         raise FaultError("failed_items cannot exceed items")
@@ -326,13 +311,7 @@ def _duration_polls(name: str, raw: Any) -> int:
     return _int(name, raw, low=1)
 
 
-def _duration_seconds(name: str, raw: Any) -> float | None:
-    return None if raw is None else _number(name, raw)
-
-
-def _throttle(name: str, raw: Any) -> Throttle | None:
-    if raw is None:
-        return None
+def _throttle(name: str, raw: Any) -> Throttle:
     if not isinstance(raw, Mapping):
         raise FaultError(f"{name} must be an object with status, retry_after, times")
     extra = set(raw) - {"status", "retry_after", "times"}
@@ -348,9 +327,7 @@ def _throttle(name: str, raw: Any) -> Throttle | None:
     )
 
 
-def _rejection(name: str, raw: Any) -> Rejection | None:
-    if raw is None:
-        return None
+def _rejection(name: str, raw: Any) -> Rejection:
     if not isinstance(raw, Mapping):
         raise FaultError(f"{name} must be an object with status and message")
     message = raw.get("message", "request rejected by the provider")
@@ -361,21 +338,8 @@ def _rejection(name: str, raw: Any) -> Rejection | None:
     )
 
 
-def _server_error(name: str, raw: Any) -> int | None:
-    return None if raw is None else _int(name, raw, 500, 599)
-
-
-def _optional_choice(allowed: tuple[str, ...]) -> Callable[[str, Any], str | None]:
-    inner = _choice(allowed)
-
-    def parse(name: str, raw: Any) -> str | None:
-        return None if raw is None else inner(name, raw)
-
-    return parse
-
-
-def _gone(name: str, raw: Any) -> int | None:
-    return None if raw is None else _status_in((404, 410))(name, raw)
+def _server_error(name: str, raw: Any) -> int:
+    return _int(name, raw, 500, 599)
 
 
 _PARSERS: dict[str, Callable[[str, Any], Any]] = {
@@ -385,35 +349,35 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "throttle_create": _throttle,
     "reject_create": _rejection,
     "create_error_after_accept": _server_error,
-    "malformed_create": _optional_choice(_MALFORMED),
+    "malformed_create": _choice(get_args(Malformed)),
     "different_id_on_retry": _flag,
     "create_status": _status_in((200, 201, 202)),
-    "status_location": _choice(_LOCATIONS),
+    "status_location": _choice(get_args(StatusLocation)),
     "sync_result": _flag,
     "list_visible_after": _number,
     "duration_polls": _duration_polls,
-    "duration_seconds": _duration_seconds,
-    "outcome": _choice(_OUTCOMES),
+    "duration_seconds": _number,
+    "outcome": _choice(get_args(Outcome)),
     "throttle_status": _throttle,
     "throttle_cancel": _throttle,
     "status_error": _int,
-    "status_retry_after": _optional_int,
+    "status_retry_after": _int,
     "never_finish": _flag,
-    "cancel": _choice(_CANCEL_MODES),
+    "cancel": _choice(get_args(CancelMode)),
     "items": _int,
     "failed_items": _int,
     "bad_checksum": _flag,
     "wrong_content_type": _flag,
-    "result_gone": _gone,
+    "result_gone": _status_in((404, 410)),
     "result_error": _int,
     "record_count_mismatch": _flag,
     "distinct_result": _flag,
-    "webhooks": _choice(_WEBHOOK_MODES),
+    "webhooks": _choice(get_args(WebhookMode)),
     # secrets (hostile providers)
     "echo_credentials": _flag,
     # hostile answers
-    "dot_job_id": _optional_choice((".", "..")),
-    "hostile_status_url": _optional_choice(("relative", "off_origin", "userinfo")),
+    "dot_job_id": _choice(get_args(DotJobId)),
+    "hostile_status_url": _choice(get_args(HostileStatusUrl)),
     "set_cookie": _flag,
     "hostile_text": _flag,
     "nul_text": _flag,

@@ -10,7 +10,7 @@ read would cost allocations on the benchmark's hot path for no safety gain
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -135,21 +135,7 @@ class CallRecord:
     cookie: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "job_id": self.job_id,
-            "method": self.method,
-            "path": self.path,
-            "status": self.status,
-            "at": self.at,
-            "trace_id": self.trace_id,
-            "traceparent": self.traceparent,
-            "idempotency_key": self.idempotency_key,
-            "client_reference": self.client_reference,
-            "auth_present": self.auth_present,
-            "auth_valid": self.auth_valid,
-            "cookie": self.cookie,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

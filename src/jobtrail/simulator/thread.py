@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import replace
-from types import TracebackType
 from typing import Any, TypeVar
 
 from jobtrail.simulator.records import CallRecord, SimJob
@@ -74,12 +73,7 @@ class SimulatorThread:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def _run(self) -> None:

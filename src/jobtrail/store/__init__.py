@@ -9,7 +9,8 @@ from jobtrail.errors import StoreError
 from jobtrail.store.urls import shown_url
 
 if TYPE_CHECKING:
-    from jobtrail.store.base import Change, Claim, CommitResult, Store
+    from jobtrail.store.changes import Change, Claim, CommitResult
+    from jobtrail.store.engine import Store
     from jobtrail.store.leases import Lease
 
 __all__ = ["Change", "Claim", "CommitResult", "Lease", "Store", "open_store", "shown_url"]
@@ -40,8 +41,12 @@ async def open_store(url: str, *, audit_key: bytes | None = None, create: bool =
 def __getattr__(name: str) -> Any:
     """The interface's names, imported on first use: `jobtrail.store.urls` (masking a
     ledger URL, which every command does) must not load the record types."""
-    if name in {"Change", "Claim", "CommitResult", "Lease", "Store"}:
-        from jobtrail.store import base
+    if name in {"Change", "Claim", "CommitResult"}:
+        from jobtrail.store import changes
 
-        return getattr(base, name)
+        return getattr(changes, name)
+    if name in {"Lease", "Store"}:
+        from jobtrail.store import engine
+
+        return getattr(engine, name)
     raise AttributeError(f"module 'jobtrail.store' has no attribute {name!r}")

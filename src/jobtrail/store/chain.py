@@ -54,6 +54,10 @@ class AuditChain:
         # changes, so it is not read again.
         self.agreed = False
 
+    def link(self, prev_hash: str, entry: str) -> str:
+        """The hash an entry with `entry` linked to `prev_hash` has in this chain (hex)."""
+        return link(prev_hash, entry, self._key)
+
     def extend(
         self, last_seq: int, last_hash: str | bytes | None, entries: Sequence[AuditEntry]
     ) -> list[tuple[int, str | None, str, str, str]]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobtrail.core.model import Operation
 from jobtrail.store import codec as c
-from jobtrail.store.base import (
+from jobtrail.store.changes import (
     Change,
     CommitResult,
     Verdict,
@@ -30,7 +30,7 @@ from jobtrail.store.base import (
 from jobtrail.store.notices import notice_row
 
 if TYPE_CHECKING:
-    from jobtrail.store.conn import Conn, Engine
+    from jobtrail.store.conn import Conn, Hooks
 
 # In this order, so that an attempt finished in the batch it started in is found.
 _APPENDS = (
@@ -93,7 +93,7 @@ def prepare(change: Change, codec: c.Codec, update: tuple[str, Any]) -> Prepared
 
 
 class Batch:
-    def __init__(self, store: Engine, changes: Sequence[Prepared]) -> None:
+    def __init__(self, store: Hooks, changes: Sequence[Prepared]) -> None:
         self.store, self.changes, self.Q = store, changes, store.Q
         self.verdicts: dict[int, Verdict] = {}
         self.stored: dict[int, Operation] = {}
@@ -210,7 +210,7 @@ class Batch:
         if folded:
             return
         if change.fold is not None:
-            # a status read alone (base.folds) that opens a run: its rows, encoded only now
+            # a status read alone (changes.folds) that opens a run: its rows, encoded only now
             assert change.safe_read is not None
             writes["insert_attempt"].append(codec.attempt_row(change.safe_read))
             writes["insert_observation"].append(codec.observation_row(change.observations[0]))

@@ -22,6 +22,7 @@ from jobtrail.core.model import (
 )
 from jobtrail.core.outcomes import stored_word
 from jobtrail.core.states import Evidence, RemoteStatus, State
+from jobtrail.store.leases import CLOCK_FIELDS, Lease
 from jobtrail.store.text import column as _column
 from jobtrail.store.text import load, load_shared, result_summary
 
@@ -47,6 +48,17 @@ class Decoder:
             fence=row["fence"],
             lease_owner=row["lease_owner"],
             lease_expires_at=self.t_in(row["lease_expires_at"]),
+        )
+
+    def lease(self, row: Any) -> Lease:
+        return Lease(
+            operation_id=row["operation_id"],
+            fence=row["fence"],
+            owner=row["owner"],
+            acquired_at=self._t(row["acquired_at"]),
+            expires_at=self._t(row["expires_at"]),
+            released_at=self.t_in(row["released_at"]),
+            **{name: row[name] for name in CLOCK_FIELDS},
         )
 
     def capabilities(self, text: Any) -> Capabilities:

@@ -1,11 +1,13 @@
-"""The store's algorithms, written once for both dialects.
+"""The store: its interface and algorithms, written once for both dialects.
 
-`EngineStore` implements every verb of `Store` over a small connection interface (`Conn`:
-rows, count, each, many) and a few named hooks that a dialect supplies (`HOOKS`): how it
-runs a read and a write transaction, how it passes an array, which clock a lease row is
-read on, the guarded update of one change, and its claim/renew/release statements (SQLite
-has no data-modifying CTE, so those are shaped differently). The SQL lives in
-`sql/<dialect>/*.sql` under the same query names in both dialects.
+`Store` is the interface everything types against, and implements its verbs over a small
+connection interface (`Conn`: rows, count, each, many) and a few hooks that a dialect
+supplies (store/conn.py `Hooks`, abstract there): how it runs a read and a write
+transaction, how it passes an array, which clock a lease row is read on, the guarded update
+of one change. The verbs a dialect writes itself are abstract here: its clock, closing, and
+its claim/renew/release statements (SQLite has no data-modifying CTE, so those are shaped
+differently). The SQL lives in `sql/<dialect>/*.sql` under the same query names in both
+dialects.
 
 The algorithms are coroutines: PostgreSQL awaits them on a pooled connection; SQLite runs
 them on its writer thread with `run_sync` (its `Conn` never suspends), so the same code
@@ -15,10 +17,11 @@ two databases.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from jobtrail.core.audit import AuditEntry, AuditRow, audit_row
 from jobtrail.core.bulk import BulkRecord
@@ -27,79 +30,31 @@ from jobtrail.core.states import State
 from jobtrail.core.tasks import TaskHandle
 from jobtrail.errors import LedgerBusy, StoreError
 from jobtrail.store import codec as c
-from jobtrail.store.base import Change, Claim, CommitResult
 from jobtrail.store.bulk import bulk_record, bulk_row
-from jobtrail.store.chain import VERIFY, WRITE, AuditChain
+from jobtrail.store.chain import VERIFY
+from jobtrail.store.changes import Change, Claim, CommitResult
 from jobtrail.store.commit import Batch, Prepared, prepare
-from jobtrail.store.conn import Conn, Work, first
+from jobtrail.store.conn import Conn, first
 from jobtrail.store.finding import OperationPage, OperationQuery, where
 from jobtrail.store.group import Grouped
-from jobtrail.store.leases import CLOCK_FIELDS, Lease
+from jobtrail.store.leases import Lease
 from jobtrail.store.notices import NoticeVerbs
-from jobtrail.store.prune import prune
-from jobtrail.store.retention import Bind, Keep, Pruned
+from jobtrail.store.prune import dictionaries, packed, prune
+from jobtrail.store.retention import Bind, Keep, PackDictionary, Pruned, Seal
+from jobtrail.store.seen import SeenVerbs
 from jobtrail.store.tasks import task_handle, task_row
 
 T = TypeVar("T")
 # A create as queued: the record, its encoded row and provider document, its audit texts.
 _Create = tuple[Operation, dict[str, Any], tuple[str, str], tuple[tuple[Any, str], ...]]
 
-# What a dialect class defines (tests/unit/test_store_engine.py holds it to this list): how
-# it opens and closes, runs work, passes arrays and lease clocks, guards one change's update,
-# and leases (claim, renew, release). Everything else is EngineStore's, written once.
-HOOKS = frozenset(
-    {
-        "open",
-        "close",
-        "_read",
-        "_write",
-        "array",
-        "lease_clock",
-        "ledger_now",
-        "update_statement",
-        "claim_due",
-        "renew",
-        "release",
-    }
-)
 
+class Store(NoticeVerbs, SeenVerbs):
+    """Durable home of operations, their history, attempts, observations, leases and audit:
+    the store's interface, and its verbs written once over the hooks a dialect supplies
+    (store/conn.py `Hooks`). Every dialect passes tests/contract."""
 
-class EngineStore(NoticeVerbs):
-    # Set by each dialect: its queries (one dict, the same names in both; prune's apart),
-    # codec, and the placeholder of a positional parameter.
-    Q: ClassVar[dict[str, str]]
-    Q_PRUNE: ClassVar[dict[str, str]]
-    CODEC: ClassVar[c.Codec]
-    MARK: ClassVar[str]
-    _chain: AuditChain
     _creates: Grouped[_Create, Operation] | None = None
-
-    # -- the hooks (see HOOKS) ------------------------------------------------------------
-
-    async def _read(self, work: Work[T]) -> T:
-        raise NotImplementedError
-
-    async def _write(self, work: Work[T], *, sync: bool = True) -> T:
-        """Run `work` in one write transaction, refused when this store's audit key cannot
-        continue the chain; `sync=False` may commit without waiting for the disk."""
-        raise NotImplementedError
-
-    def array(self, values: Sequence[Any]) -> Any:
-        """One parameter holding a list (PostgreSQL: an array; SQLite: JSON for json_each)."""
-        raise NotImplementedError
-
-    def lease_clock(self) -> float | None:
-        """The lease clock's reading as a parameter, or None when the SQL reads the clock."""
-        raise NotImplementedError
-
-    def ledger_now(self) -> datetime:
-        """The time on the ledger's clock (store/ledger_clock.py), which every judgment of
-        time that decides safety or an end is made on."""
-        raise NotImplementedError
-
-    def update_statement(self, change: Change) -> tuple[str, Any]:
-        """The guarded update of one change: (statement, parameters)."""
-        raise NotImplementedError
 
     # -- reads -------------------------------------------------------------------------
 
@@ -121,11 +76,14 @@ class EngineStore(NoticeVerbs):
         return await self._operation("get_by_key", c.storable(key))
 
     async def find_by_remote_job(self, provider: str, remote_job_id: str) -> Operation | None:
+        """The operation that holds this provider's remote job (the newest, should two
+        claim it), or None: how a webhook event finds its operation."""
         return await self._operation("find_by_remote_job", provider, c.storable(remote_job_id))
 
     async def list_operations(
         self, *, states: Sequence[State] = (), limit: int = 50
     ) -> list[Operation]:
+        """Newest first."""
         if states:
             args = (self.array([s.value for s in states]), limit)
             return await self._select("list_in_states", args, self.CODEC.operation)
@@ -136,6 +94,8 @@ class EngineStore(NoticeVerbs):
         return {State(row["state"]): row["n"] for row in rows}
 
     async def find_operations(self, query: OperationQuery) -> OperationPage:
+        """One page of the operations matching `query`, newest first, and how many match
+        in all (for people: the dashboard's filters and paging)."""
         clause, args = where(query, self.MARK, self.CODEC.t_out)
 
         async def run(conn: Conn) -> OperationPage:
@@ -159,22 +119,13 @@ class EngineStore(NoticeVerbs):
 
     async def leases(self, operation_id: str | None = None) -> list[Lease]:
         if operation_id:
-            return await self._select("leases_of", (operation_id,), self._lease)
-        return await self._select("leases", None, self._lease)
-
-    def _lease(self, row: Any) -> Lease:
-        t = self.CODEC.t_in
-        return Lease(
-            operation_id=row["operation_id"],
-            fence=row["fence"],
-            owner=row["owner"],
-            acquired_at=self.CODEC._t(row["acquired_at"]),
-            expires_at=self.CODEC._t(row["expires_at"]),
-            released_at=t(row["released_at"]),
-            **{name: row[name] for name in CLOCK_FIELDS},
-        )
+            return await self._select("leases_of", (operation_id,), self.CODEC.lease)
+        return await self._select("leases", None, self.CODEC.lease)
 
     async def next_due(self, code: Collection[str] | None = None) -> datetime | None:
+        """The earliest time any operation becomes due (poll time, or lease expiry while
+        leased), or None; with `code`, only among the operations `claim_due` would claim
+        with it."""
         if code is None:
             rows = await self._select("next_due", None, lambda row: row["due"])
         else:
@@ -189,6 +140,7 @@ class EngineStore(NoticeVerbs):
         return await self._select("audit_rows", None, audit_row)
 
     async def task(self, task_hash: str) -> TaskHandle | None:
+        """The task handle whose id hashes to `task_hash`, expired or not, or None."""
         found = await self._select("get_task", (task_hash,), lambda r: task_handle(self.CODEC, r))
         return first(found)
 
@@ -199,8 +151,9 @@ class EngineStore(NoticeVerbs):
     # -- writes ------------------------------------------------------------------------
 
     async def create_operation(self, op: Operation, audit: Sequence[AuditEntry]) -> Operation:
-        """Creates share a transaction as the changes do (store/group.py), each encoded
-        here, by its caller, before it is queued."""
+        """Insert a new operation; if its key exists, return the existing one unchanged.
+        Creates share a transaction as the changes do (store/group.py), each encoded here,
+        by its caller, before it is queued."""
         if self._creates is None:
             self._creates = Grouped(self._create_all)
         row = self.CODEC.operation_row(op)
@@ -250,6 +203,17 @@ class EngineStore(NoticeVerbs):
         return prepare(change, self.CODEC, self.update_statement(change))
 
     async def commit(self, changes: Sequence[Change]) -> list[CommitResult]:
+        """Apply many operations' changes in one transaction (group commit), each guarded
+        by its version (and fence); a refused change writes nothing but, for a fenced-out
+        owner, the finished attempt and its outcome's audit entry, which are facts
+        regardless (a fenced-out safe read had no effect and leaves nothing):
+        store/changes.py `refusal`, `kept_when_refused` and `audited`. A transaction retried
+        after a deadlock starts from nothing of its first try.
+
+        Observation runs: a change that records anything but a folded read (an observation
+        that does not fold, an attempt, a transition) closes the operation's open run first,
+        and the run is sealed by an `observation.run` audit entry with its final values; a
+        status run is also closed when the change ends automation for the operation."""
         if not changes:
             return []
         prepared = [ch if isinstance(ch, Prepared) else self.prepare(ch) for ch in changes]
@@ -260,61 +224,26 @@ class EngineStore(NoticeVerbs):
         )
 
     async def add_task(self, handle: TaskHandle) -> None:
+        """Record a task handle durably (committed before this returns); its operation
+        must exist."""
         row = task_row(self.CODEC, handle)
         await self._write(lambda conn: conn.count(self.Q["insert_task"], row))
 
     async def add_bulk(self, record: BulkRecord) -> None:
+        """Record a bulk action once; a second record with its id changes nothing."""
         row = bulk_row(self.CODEC, record)
         await self._write(lambda conn: conn.count(self.Q["insert_bulk"], row))
 
     # -- audit -------------------------------------------------------------------------
 
-    async def _append_audit(
-        self, conn: Conn, entries: Sequence[AuditEntry], texts: Sequence[tuple[Any, str]] = ()
-    ) -> None:
-        """Link `entries` (or their canonical `texts`, encoded by the caller) to the chain's
-        head. Called last in a transaction: where the head is a locked row, the lock is
-        held only from here to the commit."""
-        if not entries and not texts:
-            return
-        head = first(await conn.rows(self.Q["audit_head"]))
-        if not self._chain.agreed:  # under the write lock: one first writer fixes the keying
-            await self._check_keying(conn, fix=True)
-        seq, prev = (head["seq"], head["hash"]) if head else (0, None)
-        texts = [*texts, *((e.operation_id, e.canonical()) for e in entries)]
-        rows = self._chain.stored(self._chain.extend_texts(seq, prev, texts))
-        writes: list[tuple[str, Sequence[Any]]] = [(self.Q["insert_audit"], rows)]
-        if moved := self.Q.get("move_audit_head"):  # a dialect whose head is a row of its own
-            writes.append((moved, [(rows[-1][0], rows[-1][4])]))
-        await conn.many(writes)
-
     async def append_audit(self, entries: Sequence[AuditEntry]) -> None:
         await self._write(lambda conn: self._append_audit(conn, entries))
 
-    async def _keying(
-        self, conn: Conn, act: str = WRITE
-    ) -> tuple[str | None, tuple[bool, str | None], bool]:
-        """This store's key judged against the chain (store/chain.py): (problem, the
-        keying row, whether the ledger holds that row already)."""
-        keying = first(await conn.rows(self.Q["audit_keying"]))
-        head = None if keying else first(await conn.rows(self.Q["audit_head_entry"]))
-        stored = (keying["keyed"], keying["key_check"]) if keying else None
-        entry = (head["prev_hash"], head["entry"], head["hash"]) if head else None
-        problem, row = self._chain.judge(stored, entry, act)
-        return problem, row, stored is not None
-
-    async def _check_keying(self, conn: Conn, *, fix: bool) -> None:
-        """Refuse unless this store's key continues the chain; with `fix`, write the
-        keying row when the chain has none yet."""
-        problem, row, stored = await self._keying(conn)
-        if problem is not None:
-            raise StoreError(problem)
-        if stored:
-            self._chain.agreed = True
-        elif fix:
-            await conn.count(self.Q["insert_audit_keying"], row)
-
     async def keying_problem(self) -> str | None:
+        """Why this store's audit key cannot verify or continue the ledger's chain (keyed
+        with another key, or not keyed at all: store/chain.py), or None when it can. Every
+        write is refused with that sentence; reads are not."""
+
         async def run(conn: Conn) -> str | None:
             return (await self._keying(conn, VERIFY))[0]
 
@@ -328,6 +257,13 @@ class EngineStore(NoticeVerbs):
         keep: Keep,
         bind: Bind | None = None,
     ) -> Pruned:
+        """Remove the finished operations (retention.PRUNABLE, no lease, nothing scheduled)
+        last changed before `finished_before`, with everything they own (their task handles
+        too), and append a checkpoint to the audit chain, in one transaction; `keep` (which
+        archives what is removed) runs before the commit, and nothing is removed if it
+        raises. Task handles expired by `now` go as well; their operations stay. `bind`
+        gives what the checkpoint binds of that archive (every line of it)."""
+
         async def run(conn: Conn) -> Pruned:
             return await prune(
                 self, conn, finished_before=finished_before, now=now, actor=actor, keep=keep,
@@ -336,8 +272,37 @@ class EngineStore(NoticeVerbs):
 
         return await self._write(run)
 
-    # -- leases (hooks: the statements differ in shape) ----------------------------------
+    async def pack(
+        self, finished_before: datetime, now: datetime, actor: str, seal: Seal, limit: int
+    ) -> Pruned:
+        """`prune` of at most `limit` operations (those with no notice still due, too), each
+        replaced in place by the packed row `seal` makes, which the checkpoint binds
+        (migration 0023); one transaction: a failure packs nothing of the batch."""
 
+        async def run(conn: Conn) -> Pruned:
+            return await prune(
+                self, conn, finished_before=finished_before, now=now, actor=actor,
+                keep=lambda _: None, seal=seal, limit=limit,
+            )  # fmt: skip
+
+        return await self._write(run)
+
+    async def packed(self, operation_id: str | None = None) -> list[tuple[str, int | None, bytes]]:
+        """The packed rows (operation_id, dictionary_id, data): `operation_id`'s, or all."""
+        return await self._read(lambda conn: packed(self, conn, operation_id))
+
+    async def pack_dictionaries(self) -> dict[int, PackDictionary]:
+        """The zstd dictionaries packing trained, by id."""
+        return await self._read(lambda conn: dictionaries(self, conn))
+
+    def audit_link(self, prev_hash: str, entry: str) -> str:
+        """The hash (hex) of `entry` linked to `prev_hash` under this store's audit key: how
+        entries out of the log (packed ones) are checked against their own hashes."""
+        return self._chain.link(prev_hash, entry)
+
+    # -- leases and closing: each dialect's own (the statements differ in shape) ---------
+
+    @abstractmethod
     async def claim_due(
         self,
         owner: str,
@@ -347,17 +312,26 @@ class EngineStore(NoticeVerbs):
         only: str | None = None,
         code: Collection[str] | None = None,
     ) -> list[Claim]:
-        raise NotImplementedError
+        """Lease up to `limit` due operations (oldest due first), raising each fence;
+        `only` restricts the claim to one operation id. `code` (None: no filter) names the
+        code providers the claimer has: an operation of any other code provider is never
+        claimed, whatever its due time (HTTP operations always are). Due means the poll
+        time has come while unleased, or the lease has expired. A lease row is written when
+        the operation changes hands; the same owner claiming it again extends its own row."""
 
+    @abstractmethod
     async def renew(
         self, operation_id: str, fence: int, now: datetime, lease_for: timedelta
     ) -> bool:
-        raise NotImplementedError
+        """Extend a held lease; False if the fence moved on."""
 
+    @abstractmethod
     async def release(
         self, operation_id: str, fence: int, now: datetime, due: datetime | None
     ) -> bool:
-        raise NotImplementedError
+        """Give a lease back at `now`, next due at `due` (None: nothing left to do), without
+        changing anything else; False if the fence moved on."""
 
+    @abstractmethod
     async def close(self) -> None:
-        raise NotImplementedError
+        """Close the connections (and SQLite's writer thread)."""

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
-from jobtrail.store.base import Change, CommitResult, Store
+from jobtrail.store.changes import Change, CommitResult
 
 I = TypeVar("I")  # noqa: E741
 R = TypeVar("R")
@@ -63,11 +63,17 @@ class Grouped(Generic[I, R]):
 
 
 class GroupCommitter:
-    def __init__(self, store: Store, max_batch: int = 500) -> None:
-        self._group: Grouped[Change, CommitResult] = Grouped(store.commit, max_batch)
-        self._prepare = getattr(store, "prepare", None)  # store/engine.py EngineStore.prepare
+    """A store's `commit`, each change prepared by `prepare` (store/engine.py
+    `Store.prepare`) as it is queued."""
+
+    def __init__(
+        self,
+        commit: Callable[[Sequence[Change]], Awaitable[Sequence[CommitResult]]],
+        prepare: Callable[[Change], Change],
+        max_batch: int = 500,
+    ) -> None:
+        self._group: Grouped[Change, CommitResult] = Grouped(commit, max_batch)
+        self._prepare = prepare
 
     async def commit(self, change: Change) -> CommitResult:
-        if self._prepare is not None:
-            change = self._prepare(change)
-        return await self._group.submit(change)
+        return await self._group.submit(self._prepare(change))

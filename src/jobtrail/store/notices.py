@@ -11,15 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any
 
 from jobtrail.core.lateness import LatenessCount
 from jobtrail.core.notices import DeliveryAttempt, Notice, Outboxed
 from jobtrail.store.codec import Codec
-from jobtrail.store.conn import first
-
-if TYPE_CHECKING:
-    from jobtrail.store.conn import Conn, Work
+from jobtrail.store.conn import Conn, Hooks, first
 
 
 def notice_row(codec: Codec, notice: Notice) -> dict[str, Any]:
@@ -68,17 +65,8 @@ def attempt_of(codec: Codec, row: Any) -> DeliveryAttempt:
     )
 
 
-class NoticeVerbs:
-    """The outbox verbs of EngineStore (store/engine.py), over its hooks."""
-
-    Q: ClassVar[dict[str, str]]
-    CODEC: ClassVar[Codec]
-
-    async def _read(self, work: Work[Any]) -> Any:
-        raise NotImplementedError
-
-    async def _write(self, work: Work[Any], *, sync: bool = True) -> Any:
-        raise NotImplementedError
+class NoticeVerbs(Hooks):
+    """The outbox verbs of `Store` (store/engine.py), over its hooks."""
 
     async def add_notice(self, notice: Notice) -> None:
         """Write one notice alone (a census finding); a second with its id changes nothing."""
@@ -100,8 +88,7 @@ class NoticeVerbs:
                     taken.append(outboxed(codec, found))
             return taken
 
-        result: list[Outboxed] = await self._write(run, sync=False)
-        return result
+        return await self._write(run, sync=False)
 
     async def finish_notice(self, box: Outboxed, attempts: Sequence[DeliveryAttempt]) -> bool:
         """Record a delivery round: its attempts, and the notice's state after it (`box`,
@@ -133,8 +120,7 @@ class NoticeVerbs:
                 await conn.many([(self.Q["insert_notice_attempt"], rows)])
             return bool(await conn.count(self.Q["finish_notice"], state))
 
-        done: bool = await self._write(run)
-        return done
+        return await self._write(run)
 
     async def notices(self, operation_id: str | None = None, limit: int = 1000) -> list[Outboxed]:
         """The notices of one operation, or all (oldest first, up to `limit`)."""
@@ -144,8 +130,7 @@ class NoticeVerbs:
         async def run(conn: Conn) -> list[Outboxed]:
             return [outboxed(codec, row) for row in await conn.rows(self.Q[name], args)]
 
-        found: list[Outboxed] = await self._read(run)
-        return found
+        return await self._read(run)
 
     async def delivery_attempts(self, event_id: str) -> list[DeliveryAttempt]:
         codec = self.CODEC
@@ -154,8 +139,7 @@ class NoticeVerbs:
             rows = await conn.rows(self.Q["notice_attempts_of"], (event_id,))
             return [attempt_of(codec, row) for row in rows]
 
-        found: list[DeliveryAttempt] = await self._read(run)
-        return found
+        return await self._read(run)
 
     async def metric_rows(self) -> dict[str, list[Any]]:
         """The rows behind the metrics (core/metrics.py), read in one transaction."""
@@ -171,8 +155,7 @@ class NoticeVerbs:
                 row["capabilities"] = codec.capabilities(row["capabilities"])
             return found
 
-        found: dict[str, list[Any]] = await self._read(run)
-        return found
+        return await self._read(run)
 
     async def add_poll_lateness(self, counts: Sequence[LatenessCount]) -> None:
         """Add a worker's lateness counts to the stored ones, in one statement (a flush of
@@ -188,5 +171,4 @@ class NoticeVerbs:
             (row,) = await conn.rows(self.Q["notice_backlog"])
             return int(row["n"])
 
-        found: int = await self._read(run)
-        return found
+        return await self._read(run)

@@ -26,10 +26,10 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from jobtrail.core.redact import Redactor
 from jobtrail.errors import StoreError
 from jobtrail.store import codec as c
-from jobtrail.store.base import Change, Claim
 from jobtrail.store.chain import AuditChain
+from jobtrail.store.changes import Change, Claim
 from jobtrail.store.conn import Work
-from jobtrail.store.engine import EngineStore
+from jobtrail.store.engine import Store
 from jobtrail.store.ledger_clock import ServerClock
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.prune import prune_queries
@@ -111,7 +111,7 @@ class PgConn:
                 await cur.executemany(sql, rows)
 
 
-class PostgresStore(EngineStore):
+class PostgresStore(Store):
     Q, Q_PRUNE, CODEC, MARK = Q, prune_queries("postgres"), CODEC, "%s"
 
     def __init__(
@@ -206,7 +206,7 @@ class PostgresStore(EngineStore):
     async def _agree(self) -> None:
         """Before a write: refuse it when the key cannot continue the chain (a worker without
         the key must not even claim). A first writer fixes the keying under the head's lock,
-        when it appends (EngineStore._append_audit)."""
+        when it appends (store/conn.py `Hooks._append_audit`)."""
         if not self._chain.agreed:
             await self._read(partial(self._check_keying, fix=False))
 

@@ -65,6 +65,29 @@ Keep = Callable[[Pruned], None]
 Bind = Callable[[Pruned], dict[str, Any]]
 
 
+@dataclass(frozen=True, kw_only=True)
+class PackDictionary:
+    """A zstd dictionary stored in the ledger (migration 0023), named by its id."""
+
+    dictionary_id: int
+    digest: str  # sha256 of `data`, hex: what a packing checkpoint binds
+    data: bytes
+    samples: int = 0  # how many operations' encodings it was trained on
+
+
+@dataclass(frozen=True, kw_only=True)
+class PackedBatch:
+    """What packing makes of a batch (ledger/packing.py), before its checkpoint exists."""
+
+    rows: Sequence[tuple[str, int | None, bytes]]  # (operation_id, dictionary_id, data)
+    trained: PackDictionary | None  # a dictionary trained on this batch, to store with it
+    binding: dict[str, Any]  # what the checkpoint binds of the packed rows
+
+
+# Packs a batch given the ledger's newest dictionary (None: none trained yet).
+Seal = Callable[[Sequence["PrunedOperation"], PackDictionary | None], PackedBatch]
+
+
 def bound(bind: Bind | None, pruned: Sequence[PrunedOperation], **fields: Any) -> Any:
     """The archive binding of `pruned` (see Bind), or None."""
     if bind is None:
@@ -81,10 +104,12 @@ def checkpoint_entry(
     audit: Sequence[AuditRow],
     head: tuple[int, str | bytes | None],
     archive: Any = None,
+    pack: Any = None,
 ) -> AuditEntry:
     """The entry that lets `audit verify` walk across the removed entries: each run of
     removed seqs with the hash before it and the hash of its last entry (see audit.Cut);
-    with `archive` (see Bind), what it binds of the archive that keeps them."""
+    with `archive` (see Bind), what it binds of the archive that keeps them; with `pack`
+    (see PackedBatch), what it binds of the packed rows that keep them in the ledger."""
     removed = {row.seq for row in audit}
     return AuditEntry(
         at=now,
@@ -98,6 +123,7 @@ def checkpoint_entry(
             "cuts": [cut.doc() for cut in cuts_of(sorted(audit, key=_seq), removed)],
             "head_before": {"seq": head[0], "hash": hex_of(head[1])},
             **({"archive": archive} if archive is not None else {}),
+            **({"pack": pack} if pack is not None else {}),
         },
     )
 

@@ -23,10 +23,10 @@ from jobtrail.errors import LedgerBusy, StoreError
 from jobtrail.store import codec as c
 from jobtrail.store import sqlite_files
 from jobtrail.store.backup import backup
-from jobtrail.store.base import Change, Claim
 from jobtrail.store.chain import AuditChain
+from jobtrail.store.changes import Change, Claim
 from jobtrail.store.conn import Conn, Work, run_sync
-from jobtrail.store.engine import EngineStore
+from jobtrail.store.engine import Store
 from jobtrail.store.machine_clock import machine_now, machine_wall
 from jobtrail.store.migrations import migrations, refuse_newer
 from jobtrail.store.prune import prune_queries
@@ -77,7 +77,7 @@ class SqliteConn:
             self.conn.executemany(sql, rows)
 
 
-class SqliteStore(EngineStore):
+class SqliteStore(Store):
     Q, Q_PRUNE, CODEC, MARK = Q, prune_queries("sqlite"), CODEC, "?"
 
     def __init__(
@@ -143,7 +143,7 @@ class SqliteStore(EngineStore):
     def _transaction(self, work: Work[T], sync: bool = True, chain: bool = True) -> T:
         """Run `work` in one write transaction, on the writer thread. `sync=False` commits
         without waiting for the disk (WAL, synchronous=NORMAL): atomic, and made durable by
-        the next synced commit, for writes that may be lost to a power cut (base.must_sync).
+        the next synced commit, for writes that may be lost to a power cut (changes.must_sync).
         Every write but the migrations' (`chain=False`) is refused when this store's audit
         key cannot continue the ledger's chain (store/chain.py), read under the write lock
         so two first writers with different keys cannot both start it. A few stats per

@@ -6,24 +6,25 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.lateness import Tally
 from jobtrail.core.leases import EFFECT_MARGIN, effect_lease, lease_left, may_send
 from jobtrail.core.lookup import find
-from jobtrail.core.model import AttemptKind, Operation, ResultMode, ResultSummary, evolve
+from jobtrail.core.model import Attempt, AttemptKind, Operation, ResultMode, ResultSummary, evolve
 from jobtrail.core.plan import Call, Nothing, Settle, Wait, plan
 from jobtrail.core.redact import REDACTED
 from jobtrail.core.validate import Candidate, Rules, validate
 from jobtrail.errors import ConcurrentUpdate, LostOwnership, ResultError
 from jobtrail.ledger import Ledger
 from jobtrail.providers.file.spec import ResultSpec
-from jobtrail.providers.guarded import guarded_call
-from jobtrail.providers.protocol import Reply
+from jobtrail.providers.guarded import guarded_call, in_full
+from jobtrail.providers.protocol import Provider, Reply
 from jobtrail.providers.registry import ProviderRegistry
 from jobtrail.results import UNSTORED, ResultStore
+from jobtrail.worker.seen import Seen, SeenAnswers
 
 log = logging.getLogger("jobtrail.worker")
 RENEW_MARGIN = EFFECT_MARGIN  # seconds kept for recording the outcome after a call's own timeout
@@ -43,6 +44,7 @@ class Runner:
         self.actor, self.lease_for = actor, lease_for
         self._unsent: set[tuple[str, str]] = set()  # (provider, why) said once each
         self.lateness = Tally()  # status reads' lateness, until services/lateness.py flushes
+        self.seen = SeenAnswers()  # the last status answers read (worker/seen.py)
 
     async def drive(self, op: Operation) -> Operation | None:
         """Run `op` (leased by us) until it waits, ends or needs a human. Returns the last
@@ -82,6 +84,8 @@ class Runner:
             # checked again just before sending (core/leases.may_send).
             op = await self.ledger.renew(op, lease)
         provider = self.providers.for_operation(op)
+        if (seen := self.seen.previous(op, action.kind)) is not None:
+            return await self._read_again(op, action, provider, seen)
         request = provider.describe(action.kind, op)
         local = action.kind is AttemptKind.RESULT and _collects_locally(op)
         if local:
@@ -101,15 +105,13 @@ class Runner:
         elif local:
             reply = await self._collect_locally(op)
         else:
-            log.info("calling: %s", action.describe(), extra=_fields(op))
-            self.lateness.read(op, action.kind, self.ledger.now())
-            reply = await guarded_call(
-                provider,
-                self.ledger.redactor(op),
-                action.kind,
-                op,
-                limit=self.providers.call_limit(op),
-            )
+            reply = await self._send(op, action, provider)
+        return await self._record(op, action, attempt, reply)
+
+    async def _record(
+        self, op: Operation, action: Call, attempt: Attempt, reply: Reply
+    ) -> Operation:
+        """The call's outcome recorded, judged by the core: the record after it."""
         outcome = await self._outcome(op, reply)
         detail = reply.detail
         if isinstance(detail, dict) and detail.get("sent") is False:
@@ -117,6 +119,7 @@ class Runner:
         if isinstance(outcome, o.ResultMissing) and reply.fetched is not None:
             detail = {**detail, "error": outcome.reason}  # fetched, but could not be stored
         after = await self.ledger.finish_call(op, attempt, outcome, detail=detail, actor=self.actor)
+        self.seen.judged(op, action.kind, reply, after)
         log.info(
             "%s: %s",
             action.describe(),
@@ -124,6 +127,49 @@ class Runner:
             extra=_fields(after) | {"attempt_id": attempt.attempt_id},
         )
         return after
+
+    async def _send(
+        self,
+        op: Operation,
+        action: Call,
+        provider: Provider,
+        previous: bytes | None = None,
+        now: datetime | None = None,
+    ) -> Reply:
+        """The provider's answer (for a status read whose last answer's identity is
+        `previous`, maybe a repeated one); its lateness counted at `now` (None: now)."""
+        log.info("calling: %s", action.describe(), extra=_fields(op))
+        self.lateness.read(op, action.kind, now or self.ledger.now())
+        return await guarded_call(
+            provider,
+            self.ledger.redactor(op),
+            action.kind,
+            op,
+            limit=self.providers.call_limit(op),
+            previous=previous,
+        )
+
+    async def _read_again(
+        self, op: Operation, action: Call, provider: Provider, seen: Seen
+    ) -> Operation:
+        """A status read of an operation whose last answer is remembered (worker/seen.py).
+        An answer equal to it is recorded as seen again, with no attempt of its own; any
+        other, or one that cannot be recorded so, is judged in full and recorded as every
+        answer is, its attempt started when the call was."""
+        started = self.ledger.now()
+        reply = await self._send(op, action, provider, seen.answer, started)
+        if reply.repeated is not None:
+            again = await self.ledger.seen_again(op, seen.retry_after, reply.repeated.request_id)
+            if again is not None:
+                self.seen.again(seen, again)
+                log.info("%s: seen again", action.describe(), extra=_fields(again))
+                return again
+            reply = in_full(reply, self.ledger.redactor(op), action.kind, op)
+        request = provider.describe(action.kind, op)
+        op, attempt = await self.ledger.begin_call(
+            op, action.kind, request, self.actor, started_at=started
+        )
+        return await self._record(op, action, attempt, reply)
 
     def _say_unsent(self, op: Operation, why: str) -> None:
         """A call stopped before sending (an unset credential, a refused connection) is

@@ -32,6 +32,7 @@ from datetime import timedelta
 from typing import Any
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.classify import classify
 from jobtrail.core.model import (
     AttemptKind,
     Capabilities,
@@ -41,7 +42,6 @@ from jobtrail.core.model import (
 )
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.aws.base import AwsProvider
 from jobtrail.providers.aws.calls import REQUIRES as REQUIRES
 from jobtrail.providers.aws.calls import (
     SECRET_ENV,
@@ -52,6 +52,7 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
+from jobtrail.providers.aws.dispatch import AwsProvider
 from jobtrail.providers.code.contract import Factory
 from jobtrail.providers.file.spec import ResultSpec
 from jobtrail.providers.protocol import Fetched, Reply
@@ -160,7 +161,7 @@ class AthenaProvider(AwsProvider):
             return Reply(outcome=o.Rejected(reason=reason), detail={"error": reason, "sent": False})
         started = await self.calls.invoke("StartQueryExecution", params)
         if isinstance(started, Failure):
-            return Reply(outcome=started.outcome(), detail=started.detail)
+            return Reply(outcome=classify(AttemptKind.CREATE, started), detail=started.detail)
         job = started.body.get("QueryExecutionId")
         if not isinstance(job, str) or not job:
             reason = "StartQueryExecution answered without a QueryExecutionId"
@@ -180,7 +181,7 @@ class AthenaProvider(AwsProvider):
             "GetQueryExecution", {"QueryExecutionId": op.remote_job_id or ""}
         )
         if isinstance(seen, Failure):
-            return Reply(outcome=seen.status_read(), detail=seen.detail)
+            return Reply(outcome=classify(AttemptKind.STATUS, seen), detail=seen.detail)
         execution = seen.body.get("QueryExecution") or {}
         status = execution.get("Status") or {}
         state = status.get("State")
@@ -203,13 +204,9 @@ class AthenaProvider(AwsProvider):
         return Reply(outcome=observed, detail=detail)
 
     async def _stop(self, op: Operation) -> Reply:
-        stopped = await self.calls.invoke(
+        return await self._send_stop(
             "StopQueryExecution", {"QueryExecutionId": op.remote_job_id or ""}
         )
-        if isinstance(stopped, Failure):
-            return Reply(outcome=stopped.outcome(), detail=stopped.detail)
-        ack = o.CancelAcknowledged(http_status=stopped.http_status, request_id=stopped.request_id)
-        return Reply(outcome=ack, detail=stopped.detail)
 
     async def _result(self, op: Operation) -> Reply:
         """Every page, as {"columns": [{"name", "type"}], "rows": [[value, …], …]}."""
@@ -312,8 +309,4 @@ def _why(status: dict[str, Any]) -> dict[str, Any] | None:
 
 def _page_failed(page: Failure, pages: list[dict[str, Any]]) -> Reply:
     detail = dict(page.detail, pages=pages) if pages else page.detail
-    outcome = page.outcome()
-    if isinstance(outcome, o.Rejected):
-        missing = o.ResultMissing(reason=outcome.reason, http_status=page.http_status)
-        return Reply(outcome=missing, detail=detail)
-    return Reply(outcome=outcome, detail=detail)
+    return Reply(outcome=classify(AttemptKind.RESULT, page), detail=detail)

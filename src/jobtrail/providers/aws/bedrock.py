@@ -43,11 +43,11 @@ from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.census import Listed
+from jobtrail.core.classify import classify
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation, ResultMode
 from jobtrail.core.remote_deadline import RemoteDeadline
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.aws.base import AwsProvider
 from jobtrail.providers.aws.calls import REQUIRES as REQUIRES
 from jobtrail.providers.aws.calls import (
     SECRET_ENV,
@@ -58,6 +58,7 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
+from jobtrail.providers.aws.dispatch import AwsProvider
 from jobtrail.providers.aws.listings import listed, listed_page, operation_marker
 from jobtrail.providers.code.contract import Factory, Listing
 from jobtrail.providers.file.spec import ItemsRule, ResultSpec
@@ -179,7 +180,7 @@ class BedrockBatchProvider(AwsProvider):
     async def _start(self, op: Operation) -> Reply:
         made = await self.calls.invoke("CreateModelInvocationJob", self._params(op))
         if isinstance(made, Failure):
-            return Reply(outcome=made.outcome(), detail=made.detail)
+            return Reply(outcome=classify(AttemptKind.CREATE, made), detail=made.detail)
         arn = made.body.get("jobArn")
         if not isinstance(arn, str) or not arn:
             reason = "CreateModelInvocationJob answered without a jobArn"
@@ -199,11 +200,7 @@ class BedrockBatchProvider(AwsProvider):
     async def _status(self, op: Operation) -> Reply:
         seen = await self._get(op)
         if isinstance(seen, Failure):
-            outcome = seen.status_read()
-            if isinstance(outcome, o.Rejected) and seen.code == "ResourceNotFoundException":
-                # reported as a 404: a job not visible yet gets the ledger's grace
-                outcome = o.Rejected(reason=outcome.reason, http_status=404)
-            return Reply(outcome=outcome, detail=seen.detail)
+            return Reply(outcome=classify(AttemptKind.STATUS, seen), detail=seen.detail)
         body, detail = seen.body, dict(seen.detail)
         state = body.get("status")
         status = STATES.get(state, RemoteStatus.UNKNOWN) if isinstance(state, str) else None
@@ -227,18 +224,14 @@ class BedrockBatchProvider(AwsProvider):
         return Reply(outcome=observed, detail=detail)
 
     async def _stop(self, op: Operation) -> Reply:
-        stopped = await self.calls.invoke(
+        return await self._send_stop(
             "StopModelInvocationJob", {"jobIdentifier": op.remote_job_id or ""}
         )
-        if isinstance(stopped, Failure):
-            return Reply(outcome=stopped.outcome(), detail=stopped.detail)
-        ack = o.CancelAcknowledged(http_status=stopped.http_status, request_id=stopped.request_id)
-        return Reply(outcome=ack, detail=stopped.detail)
 
     async def _result(self, op: Operation) -> Reply:
         seen = await self._get(op)
         if isinstance(seen, Failure):
-            return Reply(outcome=_missing(seen), detail=seen.detail)
+            return Reply(outcome=classify(AttemptKind.RESULT, seen), detail=seen.detail)
         where = output_key(seen.body, op.remote_job_id or "")
         if where is None:
             reason = "the job names no S3 input and output to read its result from"
@@ -247,7 +240,7 @@ class BedrockBatchProvider(AwsProvider):
         got = await self.s3.invoke("GetObject", {"Bucket": bucket, "Key": key})
         detail: dict[str, Any] = {"describe": seen.detail, "get_object": got.detail}
         if isinstance(got, Failure):
-            return Reply(outcome=_missing(got), detail=detail)
+            return Reply(outcome=classify(AttemptKind.RESULT, got), detail=detail)
         stream = got.body.get("Body")
         try:
             content = await stream.read(MAX_OUTPUT + 1) if stream is not None else b""
@@ -296,13 +289,6 @@ def output_key(job: Mapping[str, Any], arn: str) -> tuple[str, str] | None:
 
 def _body(op: Operation) -> dict[str, Any]:
     return dict(op.request.body) if isinstance(op.request.body, dict) else {}
-
-
-def _missing(failure: Failure) -> o.CallOutcome:
-    outcome = failure.outcome()
-    if isinstance(outcome, o.Rejected):
-        return o.ResultMissing(reason=outcome.reason, http_status=failure.http_status)
-    return outcome
 
 
 def _summary(item: dict[str, Any]) -> Listed | None:

@@ -1,8 +1,8 @@
 """One AWS API call, and what it can mean for the record: the part both AWS providers share.
 
 Every call goes through `AwsCalls.invoke`, which never raises for anything AWS or the network
-does. Its answer is an `Answer` (the parsed response) or a `Failure` that says the one thing
-the ledger needs to know first: was the request sent at all?
+does. Its answer is an `Answer` (the parsed response) or a `Failure`: whether the request
+was sent at all, and what AWS said; core/classify.py judges what that means:
 
 - not sent: no credentials or region found, or the TCP connection could not be opened
   (aiohttp's `ClientConnectorError` inside botocore's `EndpointConnectionError`; the same
@@ -33,31 +33,17 @@ from contextlib import AsyncExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
-from enum import StrEnum
 from typing import Any
 
 from aiohttp import ClientConnectorError
 
-from jobtrail.core import outcomes as o
+from jobtrail.core.classify import Failed, Sent
 from jobtrail.core.durations import parse_duration
 from jobtrail.core.model import AttemptKind, Operation
-from jobtrail.core.outcomes import Basis, Body
-from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
 from jobtrail.providers.tracing import call_span
 from jobtrail.providers.transport import aws_session_class
 
-# Error codes by which AWS says "not now, nothing was done".
-THROTTLED = frozenset(
-    {
-        "ThrottlingException",
-        "Throttling",
-        "TooManyRequestsException",
-        "RequestLimitExceeded",
-        "ExecutionLimitExceeded",  # Step Functions: too many open executions; none started
-        "ServiceQuotaExceededException",
-    }
-)
 # Settings that would put a credential in a provider file (and from there in the ledger).
 _CREDENTIAL_KEYS = frozenset(
     {"aws_access_key_id", "aws_secret_access_key", "aws_session_token", "access_key", "secret"}
@@ -73,14 +59,6 @@ SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"
 _TRACEPARENT: ContextVar[str | None] = ContextVar("jobtrail_aws_traceparent", default=None)
 
 
-class Sent(StrEnum):
-    NO = "not sent"
-    INVALID = "not sent: the request is invalid"
-    NO_ANSWER = "sent, no answer"
-    ANSWERED = "sent, answered with an error"
-    UNREADABLE = "sent, answered with something botocore could not read"
-
-
 @dataclass(frozen=True, kw_only=True)
 class Answer:
     body: dict[str, Any]
@@ -90,52 +68,11 @@ class Answer:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Failure:
-    sent: Sent
-    reason: str
-    code: str | None = None
+class Failure(Failed):
+    """A call that did not go right: the facts core/classify.py judges, and the record's."""
+
     message: str | None = None
-    http_status: int | None = None
-    request_id: str | None = None
     detail: dict[str, Any]
-
-    @property
-    def throttled(self) -> bool:
-        return self.sent is Sent.NO or self.code in THROTTLED
-
-    def status_read(self) -> o.CallOutcome:
-        """This failure as the answer to a status read: an answer botocore could not read
-        is reported as read, stating nothing (the core judges it: core/evidence.py); any
-        other failure is `outcome()`."""
-        if self.sent is Sent.UNREADABLE:
-            return o.Observed(
-                remote_state=None,
-                remote_status=RemoteStatus.UNKNOWN,
-                http_status=self.http_status,
-                request_id=self.request_id,
-                basis=Basis.NONE,
-                body=Body.NOT_JSON,
-                unread=self.reason,
-            )
-        return self.outcome()
-
-    def outcome(self) -> o.Throttled | o.Ambiguous | o.Rejected:
-        """The outcome this failure is on its own, before any call-specific reading:
-        nothing sent or throttled -> Throttled; no answer or 5xx -> Ambiguous; any other
-        error answer -> Rejected."""
-        if self.throttled:
-            return o.Throttled(
-                reason=self.reason, http_status=self.http_status, request_id=self.request_id
-            )
-        if self.sent is Sent.INVALID:
-            return o.Rejected(reason=self.reason)
-        if self.sent in (Sent.NO_ANSWER, Sent.UNREADABLE) or (self.http_status or 0) >= 500:
-            return o.Ambiguous(
-                reason=self.reason, http_status=self.http_status, request_id=self.request_id
-            )
-        return o.Rejected(
-            reason=self.reason, http_status=self.http_status, request_id=self.request_id
-        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,6 +11,8 @@ from typing import Any
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.census import Listed
+from jobtrail.core.classify import classify
+from jobtrail.core.model import AttemptKind
 from jobtrail.core.states import RemoteStatus
 from jobtrail.providers.aws.calls import AwsCalls, Failure
 from jobtrail.providers.code.contract import Listing
@@ -31,7 +33,8 @@ async def listed_page(
     request = {"service": calls.service, "endpoint": calls.where(), "action": action, **params}
     answer = await calls.invoke(action, sent)
     if isinstance(answer, Failure):
-        return Listing(outcome=answer.outcome(), request=request, detail=answer.detail)
+        outcome = classify(AttemptKind.RECONCILE, answer)
+        return Listing(outcome=outcome, request=request, detail=answer.detail)
     items = next((v for v in answer.body.values() if isinstance(v, list)), [])
     jobs = [read(item) for item in items if isinstance(item, dict)]
     following = answer.body.get("nextToken")

@@ -41,10 +41,10 @@ from typing import Any
 from jobtrail.core import outcomes as o
 from jobtrail.core.canonical import canonical_json
 from jobtrail.core.census import Listed
+from jobtrail.core.classify import classify
 from jobtrail.core.model import AttemptKind, Capabilities, Idempotency, Operation, ResultMode
 from jobtrail.core.states import RemoteStatus
 from jobtrail.errors import ProviderConfigError
-from jobtrail.providers.aws.base import AwsProvider
 from jobtrail.providers.aws.calls import REQUIRES as REQUIRES
 from jobtrail.providers.aws.calls import (
     SECRET_ENV,
@@ -55,6 +55,7 @@ from jobtrail.providers.aws.calls import (
     plugin_version,
     text_setting,
 )
+from jobtrail.providers.aws.dispatch import AwsProvider
 from jobtrail.providers.aws.listings import listed, listed_page, token_marker
 from jobtrail.providers.code.contract import Factory, Listing, Marker
 from jobtrail.providers.file.spec import ResultSpec
@@ -183,7 +184,7 @@ class StepFunctionsProvider(AwsProvider):
             )
             return Reply(outcome=accepted, detail=started.detail)
         if started.code != "ExecutionAlreadyExists":
-            return Reply(outcome=started.outcome(), detail=started.detail)
+            return Reply(outcome=classify(AttemptKind.CREATE, started), detail=started.detail)
         return await self._resolve_existing(name, ours, started)
 
     async def _resolve_existing(self, name: str, ours: str, refusal: Failure) -> Reply:
@@ -224,7 +225,7 @@ class StepFunctionsProvider(AwsProvider):
     async def _status(self, op: Operation) -> Reply:
         seen = await self._describe(op.remote_job_id)
         if isinstance(seen, Failure):
-            return Reply(outcome=_read_refused(seen), detail=seen.detail)
+            return Reply(outcome=classify(AttemptKind.STATUS, seen), detail=seen.detail)
         state = seen.body.get("status")
         detail = dict(seen.detail)
         status = _status(state)
@@ -248,20 +249,12 @@ class StepFunctionsProvider(AwsProvider):
             "error": "jobtrail.Cancelled",
             "cause": f"cancel requested through jobtrail (operation {op.operation_id})",
         }
-        stopped = await self.calls.invoke("StopExecution", params)
-        if isinstance(stopped, Failure):
-            return Reply(outcome=stopped.outcome(), detail=stopped.detail)
-        ack = o.CancelAcknowledged(http_status=stopped.http_status, request_id=stopped.request_id)
-        return Reply(outcome=ack, detail=stopped.detail)
+        return await self._send_stop("StopExecution", params)
 
     async def _result(self, op: Operation) -> Reply:
         seen = await self._describe(op.remote_job_id)
         if isinstance(seen, Failure):
-            outcome = seen.outcome()
-            if isinstance(outcome, o.Rejected):
-                missing = o.ResultMissing(reason=outcome.reason, http_status=seen.http_status)
-                return Reply(outcome=missing, detail=seen.detail)
-            return Reply(outcome=outcome, detail=seen.detail)
+            return Reply(outcome=classify(AttemptKind.RESULT, seen), detail=seen.detail)
         output, state = seen.body.get("output"), seen.body.get("status")
         if state != "SUCCEEDED" or not isinstance(output, str):
             reason = (
@@ -287,7 +280,7 @@ class StepFunctionsProvider(AwsProvider):
             if seen.code in _MISSING:
                 detail = dict(seen.detail, found="no execution under this operation's name")
                 return Reply(outcome=o.Found(job_ids=(), request_id=seen.request_id), detail=detail)
-            return Reply(outcome=seen.outcome(), detail=seen.detail)
+            return Reply(outcome=classify(AttemptKind.RECONCILE, seen), detail=seen.detail)
         detail = dict(seen.detail)
         match same_input(seen.body.get("input"), execution_input(op.request.body)):
             case True:
@@ -345,15 +338,6 @@ def _why(body: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(cause, str) and len(cause) > CAUSE_LIMIT:
         cause = cause[:CAUSE_LIMIT] + f"… ({len(cause)} characters)"
     return {"code": error, "message": cause}
-
-
-def _read_refused(seen: Failure) -> o.CallOutcome:
-    """A refused DescribeExecution. `ExecutionDoesNotExist` is reported as a 404, so a job
-    that is not visible yet (the API is eventually consistent) gets the ledger's grace."""
-    outcome = seen.status_read()
-    if isinstance(outcome, o.Rejected) and seen.code in _MISSING:
-        return o.Rejected(reason=outcome.reason, http_status=404, request_id=seen.request_id)
-    return outcome
 
 
 def _ambiguous(reason: str, answer: Answer) -> o.Ambiguous:

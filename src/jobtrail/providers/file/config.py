@@ -36,7 +36,6 @@ from jobtrail.providers.file.spec import (
     PollRules,
     ProviderSpec,
 )
-from jobtrail.providers.file.tables import result_table
 
 __all__ = [
     "ProviderSpec",
@@ -197,7 +196,7 @@ def _parse(doc: dict[str, Any]) -> ProviderSpec:
         cancel_method=cancel_method,
         cancel_path=cv.template(cancel.path, "cancel.path") if cancel else None,
         cancel_body=sections.cancel_body(cancel, cancel_method),
-        result=result_table(result, create.result),
+        result=sections.result_table(result, create.result),
         same_token=reconcile.same_token,
         listing=ListSpec(
             path=listing.path,

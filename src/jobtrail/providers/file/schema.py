@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
-from datetime import timedelta
 from typing import Any, TypeVar
 
 from jobtrail.core.durations import parse_duration
@@ -41,10 +40,6 @@ def _is_names(value: Any) -> bool:
     return _is_texts(value) and bool(value) and all(value)
 
 
-def _duration(value: Any) -> timedelta:
-    return parse_duration(value)
-
-
 SIZE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2}
 
 
@@ -65,13 +60,13 @@ NUMBER = Kind("a whole number", lambda v: isinstance(v, int) and not isinstance(
 DURATION = Kind(
     'a duration such as "90s", "2m" or "1h30m"',
     lambda v: isinstance(v, str | int | float) and not isinstance(v, bool),
-    _duration,
+    parse_duration,
 )
 # "never": the window never closes (a miss in a lookup proves nothing, ever)
 WINDOW = Kind(
     'a duration such as "60s", or "never"',
     _is_text,
-    lambda v: None if v == "never" else _duration(v),
+    lambda v: None if v == "never" else parse_duration(v),
 )
 SIZE = Kind("a size such as 512KB or 10MB", lambda v: isinstance(v, str | int), size)
 TABLE = Kind("a table", lambda v: isinstance(v, dict))

@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.classify import Failed, Sent, classify
 from jobtrail.core.lookup import MISSING, find, header
 from jobtrail.core.model import AttemptKind, ResultSummary, evolve
 from jobtrail.core.redact import Redactor
@@ -132,13 +133,7 @@ class HttpAnswers(HttpRequests):
                 detail=detail,
             )
         if not 200 <= status < 300:
-            failed = parse.error_outcome(status, headers, body, what="result", req=req)
-            outcome: o.CallOutcome = failed
-            if isinstance(failed, o.Rejected) and status in (409, 425):
-                # Not ready yet: the provider says so; ask again later.
-                outcome = o.Throttled(reason=failed.reason, http_status=status, request_id=req)
-            elif isinstance(failed, o.Rejected):
-                outcome = o.ResultMissing(reason=failed.reason, http_status=status)
+            outcome = parse.error_outcome(AttemptKind.RESULT, status, headers, body, req)
             return Reply(outcome=outcome, detail=detail)
         rule = self.spec.result
         count = header(headers, rule.count_header) if rule.count_header else None
@@ -163,14 +158,22 @@ class HttpAnswers(HttpRequests):
         )
         return Reply(outcome=None, detail=detail, fetched=fetched)
 
-    def _failed(
-        self, outcome: o.Ambiguous | o.Throttled, started: float, *, sent: bool = True
-    ) -> Reply:
+    def _identity(self, status: int, headers: dict[str, str], body: bytes) -> bytes:
+        """A status answer's identity: its status code, the headers the core acts on (a
+        Retry-After, a status URL, a monitor's own header...) and its body. Two answers
+        of one identity read the same: the same outcome, whatever the time."""
+        acted = sorted(
+            f"{k.lower()}:{v}" for k, v in headers.items() if k.lower() in self._identifying
+        )
+        head = "\n".join((str(status), *acted)).encode("utf-8", "surrogateescape")
+        return b"%d:%b\n%b" % (len(head), head, body)
+
+    def _failed(self, kind: AttemptKind, failed: Failed, started: float) -> Reply:
         elapsed = round((time.monotonic() - started) * 1000, 1)
-        detail: dict[str, Any] = {"error": outcome.reason, "elapsed_ms": elapsed}
-        if not sent:  # stopped before any byte left: the timeline must not say "sent"
+        detail: dict[str, Any] = {"error": failed.reason, "elapsed_ms": elapsed}
+        if failed.sent is Sent.NO:  # stopped before any byte left: the timeline must not say "sent"
             detail["sent"] = False
-        return Reply(outcome=outcome, detail=detail)
+        return Reply(outcome=classify(kind, failed), detail=detail)
 
     def _detail(
         self, status: int, headers: dict[str, str], body: bytes | None, started: float

@@ -14,18 +14,19 @@ from collections.abc import Mapping
 
 from jobtrail.core import outcomes as o
 from jobtrail.core.lookup import MISSING, find
+from jobtrail.core.model import AttemptKind
 from jobtrail.providers.file.spec import ListSpec, LookupSpec, ProviderSpec, SourceKind
 from jobtrail.providers.http import parse
 
 
 def parse_lookup(
     lookup: LookupSpec, spec: ProviderSpec, status: int, headers: Mapping[str, str], body: bytes
-) -> o.Found | o.Rejected | o.Ambiguous | o.Throttled:
+) -> o.CallOutcome:
     req = parse.request_id(spec, headers)
     if status in lookup.absent:
         return o.Found(job_ids=(), http_status=status, request_id=req)
     if not 200 <= status < 300:
-        return parse.error_outcome(status, headers, body, what="lookup", req=req)
+        return parse.error_outcome(AttemptKind.RECONCILE, status, headers, body, req)
     document, problem = parse.read_json(body)
     if problem is not None:
         return o.Ambiguous(reason=f"lookup {problem}", http_status=status, request_id=req)
@@ -45,12 +46,12 @@ def parse_list(
     headers: Mapping[str, str],
     body: bytes,
     reference: str | None = None,
-) -> o.Found | o.Rejected | o.Ambiguous | o.Throttled:
+) -> o.CallOutcome:
     """The jobs a listing (`[reconcile] list`) names, those holding `reference` when the
     provider file says where an item holds it (`match`)."""
     req = parse.request_id(spec, headers)
     if not 200 <= status < 300:
-        return parse.error_outcome(status, headers, body, what="lookup", req=req)
+        return parse.error_outcome(AttemptKind.RECONCILE, status, headers, body, req)
     document, problem = parse.read_json(body)
     if problem is not None:
         return o.Ambiguous(reason=f"lookup {problem}", http_status=status, request_id=req)

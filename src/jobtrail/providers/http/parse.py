@@ -13,7 +13,9 @@ from typing import Any
 from urllib.parse import unquote
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.classify import Classified, Failed, cancelled_by_count, classify
 from jobtrail.core.lookup import MISSING, find, header
+from jobtrail.core.model import AttemptKind
 from jobtrail.core.outcomes import Basis, Body
 from jobtrail.core.states import RemoteStatus
 from jobtrail.providers.file.spec import ProviderSpec, Reading, SourceKind
@@ -119,24 +121,14 @@ def request_id(spec: ProviderSpec, headers: Mapping[str, str]) -> str | None:
 
 
 def error_outcome(
-    status: int, headers: Mapping[str, str], body: bytes, *, what: str, req: str | None
-) -> o.Rejected | o.Ambiguous | o.Throttled:
-    """Map a non-2xx answer. 429 and 503-with-Retry-After mean "later"; other 5xx, 408 and
-    425 leave the outcome unknown; 409 is "in flight" for idempotent creates; other 4xx are
-    definitive refusals."""
-    retry_after = header(headers, "Retry-After")
+    kind: AttemptKind, status: int, headers: Mapping[str, str], body: bytes, req: str | None
+) -> Classified:
+    """A non-2xx answer, reduced to its facts for the core to judge (core/classify.py)."""
+    what = "lookup" if kind is AttemptKind.RECONCILE else kind.value
     reason = f"{what} answered HTTP {status}" + _reason_suffix(body)
-    if status == 429 or (status == 503 and retry_after is not None):
-        return o.Throttled(
-            reason=reason, retry_after=retry_after, http_status=status, request_id=req
-        )
-    if status >= 500 or status in (408, 425):
-        return o.Ambiguous(reason=reason, http_status=status, request_id=req)
-    if status == 409 and what == "create":
-        return o.Throttled(
-            reason=reason, retry_after=retry_after, http_status=status, request_id=req
-        )
-    return o.Rejected(reason=reason, http_status=status, request_id=req)
+    retry_after = header(headers, "Retry-After")
+    failed = Failed(reason=reason, http_status=status, retry_after=retry_after, request_id=req)
+    return classify(kind, failed)
 
 
 def exists_outcome(status: int, req: str | None) -> o.Ambiguous:
@@ -179,7 +171,7 @@ def parse_create(
     if reading is Reading.EXISTS:
         return exists_outcome(status, req)
     if not 200 <= status < 300 and reading is None:
-        return error_outcome(status, headers, body, what="create", req=req)
+        return error_outcome(AttemptKind.CREATE, status, headers, body, req)
     sent_to = request_url or spec.base_url + spec.create_path
     document, shape = read_body(body)
     if shape in (Body.CUT, Body.NOT_JSON) and reading in (None, Reading.BODY):
@@ -284,19 +276,19 @@ def parse_status(
     headers: Mapping[str, str],
     body: bytes,
     via: str | None = None,
-) -> o.Observed | o.Rejected | o.Ambiguous | o.Throttled:
+) -> o.CallOutcome:
     """A status answer, read by the rule for the monitor the header `via` named."""
     req = request_id(spec, headers)
     rule = spec.status_rule_for(via)
     reading = rule.codes.get(status)
     if not 200 <= status < 300 and reading is None:
-        return error_outcome(status, headers, body, what="status", req=req)
+        return error_outcome(AttemptKind.STATUS, status, headers, body, req)
     # From here on the provider answered: what it stated (or not) is read as it is and
     # judged by the core (core/evidence.py), never guessed at here.
     document, shape = read_body(body)
     word, mapped, basis = reading_.read_state(rule, spec.states, status, document)
-    if mapped is RemoteStatus.SUCCEEDED and _counted(document, rule.cancelled_count):
-        mapped = RemoteStatus.CANCELLED
+    if rule.cancelled_count:
+        mapped = cancelled_by_count(mapped, find(document, rule.cancelled_count))
     # A monitor named by a header moves only by that header: an Azure-AsyncOperation
     # monitor's answer may carry a Location too, which names no Location monitor.
     follow = [n for n in rule.follow if via is None or n.lower() == via.lower()]
@@ -344,14 +336,6 @@ def _names_partial(spec: ProviderSpec, document: Any) -> bool:
     return find(document, rule.field) not in (None, "", [], {})
 
 
-def _counted(document: Any, path: str | None) -> bool:
-    """Whether the count at `path` is a number above zero."""
-    if path is None:
-        return False
-    value = find(document, path)
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-
-
 def provider_error(spec: ProviderSpec, status: int, body: bytes) -> dict[str, Any] | None:
     """Why the provider says a job or call failed, from its own words, for the record."""
     if not body.strip():
@@ -366,11 +350,11 @@ def provider_error(spec: ProviderSpec, status: int, body: bytes) -> dict[str, An
 
 def parse_cancel(
     spec: ProviderSpec, status: int, headers: Mapping[str, str], body: bytes
-) -> o.CancelAcknowledged | o.Rejected | o.Ambiguous | o.Throttled:
+) -> o.CallOutcome:
     req = request_id(spec, headers)
     if 200 <= status < 300:
         return o.CancelAcknowledged(http_status=status, request_id=req)
-    return error_outcome(status, headers, body, what="cancel", req=req)
+    return error_outcome(AttemptKind.CANCEL, status, headers, body, req)
 
 
 def _small(value: Any) -> Any:

@@ -11,19 +11,22 @@ from __future__ import annotations
 import random
 import time
 import uuid
+from dataclasses import replace
+from functools import partial
 from urllib.parse import quote
 
 import aiohttp
 from yarl import URL
 
 from jobtrail.core import outcomes as o
+from jobtrail.core.classify import Failed, Sent, classify
 from jobtrail.core.lookup import find, header
 from jobtrail.core.model import AttemptKind, Operation, evolve
 from jobtrail.providers.http import parse, reading, scanning
 from jobtrail.providers.http.answer import HttpAnswers, _may_say_why, _read_bounded, _too_big
 from jobtrail.providers.http.authorize import NoCredential
 from jobtrail.providers.http.request import Prepared
-from jobtrail.providers.protocol import Reply
+from jobtrail.providers.protocol import Repeated, Reply
 from jobtrail.providers.tracing import call_span
 
 __all__ = ["HttpProvider", "Prepared"]
@@ -33,7 +36,11 @@ class HttpProvider(HttpAnswers):
     """A provider file's calls: requests (httprequest.py) sent, answers (httpanswer.py) read."""
 
     # C901: the steps of one call (credential, cookies, ids, trace, link), each one if
-    async def call(self, kind: AttemptKind, op: Operation) -> Reply:  # noqa: C901
+    async def call(  # noqa: C901
+        self, kind: AttemptKind, op: Operation, *, previous: bytes | None = None
+    ) -> Reply:
+        """The call's answer; for a status read whose answer's identity is `previous` (the
+        last answer the caller read for `op`), a `Repeated` reply, nothing decoded."""
         prepared = self._prepare(kind, op)
         if isinstance(prepared, str):
             return Reply(outcome=o.Rejected(reason=prepared), detail={"error": prepared})
@@ -42,9 +49,8 @@ class HttpProvider(HttpAnswers):
             credential = await self._auth.credential()
         except NoCredential as exc:
             reason = str(exc)
-            return Reply(
-                outcome=o.Throttled(reason=reason), detail={"error": reason, "sent": False}
-            )
+            outcome = classify(kind, Failed(sent=Sent.NO, reason=reason))
+            return Reply(outcome=outcome, detail={"error": reason, "sent": False})
         if auth is not None and credential is not None:
             prepared.headers[auth.header] = credential
         limit = (
@@ -73,7 +79,10 @@ class HttpProvider(HttpAnswers):
             prepared.headers[client_request_id] = given or _uuid4(self._rand)
         with call_span(f"jobtrail.{kind.value}", op.trace_id, attributes, self._rand) as parent:
             prepared.headers["traceparent"] = parent
-            reply = await self._send(kind, prepared, limit, op.operation_id, via=self._via(op))
+            via = self._via(op)
+            reply = await self._send(
+                kind, prepared, limit, op.operation_id, via=via, previous=previous
+            )
             if auth is not None and credential is not None and reply.detail.get("status") == 401:
                 reply = await self._after_401(kind, prepared, reply, limit, op)
             if kind is AttemptKind.RECONCILE and self.spec.listing and self.spec.listing.match:
@@ -177,8 +186,8 @@ class HttpProvider(HttpAnswers):
             fetched=fetched.fetched,
         )
 
-    # C901: the transport's failures translated once, at the edge (httpx's map_httpcore_exceptions)
-    async def _send(  # noqa: C901
+    # the transport's failures translated once, at the edge (httpx's map_httpcore_exceptions)
+    async def _send(
         self,
         kind: AttemptKind,
         req: Prepared,
@@ -187,6 +196,7 @@ class HttpProvider(HttpAnswers):
         *,
         linked: bool = False,
         via: str | None = None,
+        previous: bytes | None = None,
     ) -> Reply:
         started = time.monotonic()
         what = kind.value
@@ -204,17 +214,61 @@ class HttpProvider(HttpAnswers):
                     self._cookies.remember(operation_id, response)
                 body = await _read_bounded(response, limit)
         except TimeoutError:
-            seconds = self.spec.timeout.total_seconds()
-            return self._failed(
-                o.Ambiguous(reason=f"no {what} answer within {seconds:g}s"), started
-            )
+            reason = f"no {what} answer within {self.spec.timeout.total_seconds():g}s"
+            return self._failed(kind, Failed(sent=Sent.NO_ANSWER, reason=reason), started)
         except aiohttp.ClientConnectorError as exc:
             why = exc.os_error.strerror or type(exc).__name__
             reason = f"could not connect to {req.url.split('/')[2]} ({why}); nothing was sent"
-            return self._failed(o.Throttled(reason=reason), started, sent=False)
+            return self._failed(kind, Failed(sent=Sent.NO, reason=reason), started)
         except aiohttp.ClientError as exc:
             reason = f"the {what} call broke off after sending ({type(exc).__name__})"
-            return self._failed(o.Ambiguous(reason=reason), started)
+            return self._failed(kind, Failed(sent=Sent.NO_ANSWER, reason=reason), started)
+        answer = None
+        if kind is AttemptKind.STATUS and body is not None:
+            answer = self._identity(status, headers, body)
+        answered = partial(
+            self._answered,
+            kind,
+            req,
+            limit,
+            operation_id,
+            linked,
+            via,
+            status,
+            headers,
+            body,
+            started=started,
+            answer=answer,
+        )
+        if answer is not None and answer == previous:
+            # read before: not decoded, redacted or judged (unless the caller asks `in_full`)
+            elapsed = round((time.monotonic() - started) * 1000, 1)
+            request_id = parse.request_id(self.spec, headers)
+            return Reply(
+                outcome=None,
+                detail={"status": status, "elapsed_ms": elapsed},
+                answer=answer,
+                repeated=Repeated(request_id=request_id, in_full=answered),
+            )
+        return answered()
+
+    def _answered(
+        self,
+        kind: AttemptKind,
+        req: Prepared,
+        limit: int,
+        operation_id: str,
+        linked: bool,
+        via: str | None,
+        status: int,
+        headers: dict[str, str],
+        body: bytes | None,
+        *,
+        started: float,
+        answer: bytes | None,
+    ) -> Reply:
+        """The answer read: its outcome and the sanitized detail the record keeps of it."""
+        what = kind.value
         detail = self._detail(status, headers, body, started)
         if body is None:
             if kind is AttemptKind.RESULT:
@@ -232,7 +286,7 @@ class HttpProvider(HttpAnswers):
             failure = parse.provider_error(self.spec, status, body)
             if failure is not None:
                 detail["provider_error"] = self._redactor().json(failure)
-        return reply
+        return reply if answer is None else replace(reply, answer=answer)
 
 
 def _uuid4(rand: random.Random) -> str:

@@ -44,6 +44,10 @@ _KEEP_HEADERS = (
 )
 
 
+# Headers that name one request or answer, whichever provider sends them.
+_REQUEST_ID_HEADERS = frozenset({"x-request-id", "request-id"})
+
+
 @dataclass(frozen=True, kw_only=True)
 class Prepared:
     method: str
@@ -71,7 +75,6 @@ class HttpRequests:
         self.capabilities: Capabilities = spec.capabilities
         self._rand = PooledSystemRandom()
         self._auth = Authorizer(spec)
-        self._base_origin = URL(spec.base_url).origin()
         self._redactors: dict[tuple[str, ...], Redactor] = {}
         self._origins: dict[tuple[str, str], str | None] = {}
         # the session keeps no cookies; only a provider file that asks gets them, per operation
@@ -79,6 +82,10 @@ class HttpRequests:
         # answer headers kept in the record: the usual ones and those naming request ids
         named = (*spec.request_id_headers, spec.client_request_id_header or "")
         self._keep = frozenset(_KEEP_HEADERS) | {n.lower() for n in named if n} | _acted_on(spec)
+        # a status answer's identity (answer.py `_identity`): the kept headers but those that
+        # name the request (new on every answer, recorded, never acted on) and the length
+        ids = {n.lower() for n in named if n} | _REQUEST_ID_HEADERS
+        self._identifying = self._keep - ids - {"content-length"}
 
     def _redactor(self) -> Redactor:
         """Secrets are read from the environment on every call (they may be rotated); the

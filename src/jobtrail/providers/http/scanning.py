@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,14 +36,7 @@ class Page:
     total: int | None = None  # the answer's count of every item listed (`total`), if read
 
     def to_json(self) -> dict[str, Any]:
-        oldest = self.oldest.isoformat() if self.oldest else None
-        return {
-            "cursor": self.cursor,
-            "more": self.more,
-            "oldest": oldest,
-            "count": self.count,
-            "total": self.total,
-        }
+        return asdict(self) | {"oldest": self.oldest.isoformat() if self.oldest else None}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Page:

@@ -132,7 +132,6 @@ class TokenSource:
         self._key = source_key(auth)
         self._token: Token | None = None
         self._locks: dict[int, asyncio.Lock] = {}
-        self.fetches = 0
 
     async def get(self) -> str:
         """A token that is not about to expire: the cached one, or a fresh one."""
@@ -185,7 +184,6 @@ class TokenSource:
         if exp is not None:
             expires = [exp] if lifetime is None else [exp, fetched_at + lifetime]
         self._token = Token(value=value, fetched_at=fetched_at, expires_at=min(expires))
-        self.fetches += 1
         return value
 
     def _what(self) -> str:

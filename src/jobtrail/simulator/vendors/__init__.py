@@ -37,7 +37,6 @@ from jobtrail.simulator.faults import FaultError
 from jobtrail.simulator.vendors.anthropic_batch import AnthropicBatch
 from jobtrail.simulator.vendors.azure_ai import AzureAI
 from jobtrail.simulator.vendors.azure_arm import AzureArm
-from jobtrail.simulator.vendors.base import VendorFaults, VendorState, parse_vendor_faults
 from jobtrail.simulator.vendors.bedrock_batch import BedrockBatch
 from jobtrail.simulator.vendors.gemini_batch import GeminiBatch
 from jobtrail.simulator.vendors.google_lro import GoogleLro
@@ -45,6 +44,7 @@ from jobtrail.simulator.vendors.mistral_batch import MistralBatch
 from jobtrail.simulator.vendors.openai_batch import OpenAIBatch
 from jobtrail.simulator.vendors.openai_responses import OpenAIResponses
 from jobtrail.simulator.vendors.replicate import Replicate
+from jobtrail.simulator.vendors.shared import VendorFaults, VendorState, parse_vendor_faults
 from jobtrail.simulator.vendors.vertex_batch import VertexBatch
 
 VENDOR_MODES = (

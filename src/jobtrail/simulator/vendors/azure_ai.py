@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from jobtrail.simulator.answers import json_response
-from jobtrail.simulator.vendors.base import (
+from jobtrail.simulator.vendors.shared import (
     VendorJob,
     VendorState,
     base_url,

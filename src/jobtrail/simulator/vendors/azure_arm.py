@@ -25,7 +25,7 @@ from aiohttp import web
 
 from jobtrail.simulator.answers import json_response
 from jobtrail.simulator.faults import FaultError
-from jobtrail.simulator.vendors.base import (
+from jobtrail.simulator.vendors.shared import (
     VendorJob,
     VendorState,
     advance,

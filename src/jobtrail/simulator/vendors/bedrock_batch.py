@@ -36,7 +36,7 @@ from aiohttp import web
 
 from jobtrail.simulator.answers import compact_json, json_response
 from jobtrail.simulator.vendors import sigv4
-from jobtrail.simulator.vendors.base import VendorJob, json_body
+from jobtrail.simulator.vendors.shared import VendorJob, json_body
 from jobtrail.simulator.vendors.skeleton import VendorMode
 
 MODE = "bedrock-batch"

@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from jobtrail.simulator.answers import compact_json, json_response
-from jobtrail.simulator.vendors.base import VendorJob, rfc3339
+from jobtrail.simulator.vendors.shared import VendorJob, rfc3339
 from jobtrail.simulator.vendors.skeleton import VendorMode
 
 MODE = "gemini-batch"

@@ -23,7 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from jobtrail.simulator.answers import json_response
-from jobtrail.simulator.vendors.base import VendorJob, unix
+from jobtrail.simulator.vendors.shared import VendorJob, unix
 from jobtrail.simulator.vendors.skeleton import VendorMode
 
 MODE = "openai-responses"

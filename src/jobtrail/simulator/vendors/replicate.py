@@ -27,7 +27,7 @@ from typing import Any
 from aiohttp import web
 
 from jobtrail.simulator.answers import json_response
-from jobtrail.simulator.vendors.base import VendorJob, base_url, rfc3339
+from jobtrail.simulator.vendors.shared import VendorJob, base_url, rfc3339
 from jobtrail.simulator.vendors.skeleton import VendorMode
 
 MODE = "replicate"

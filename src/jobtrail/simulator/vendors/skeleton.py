@@ -17,7 +17,7 @@ from aiohttp import web
 
 from jobtrail.simulator.answers import compact_json, json_response
 from jobtrail.simulator.faults import FaultError
-from jobtrail.simulator.vendors.base import (
+from jobtrail.simulator.vendors.shared import (
     VendorFaults,
     VendorJob,
     VendorState,

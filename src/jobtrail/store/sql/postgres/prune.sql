@@ -57,3 +57,32 @@ SELECT seq, hash FROM audit_head FOR UPDATE;
 -- Task handles past their time to live (migration 0013): the handle goes, its operation stays.
 -- name: expired_tasks
 DELETE FROM task_handles WHERE expires_at IS NOT NULL AND expires_at <= %(now)s;
+
+-- Packing (migration 0023, ledger/packing.py) runs the same protocol in batches, the rows
+-- of each packed operation replaced by one packed row in the same transaction.
+-- Prunable, and no notice to a person still due (its delivery reads the operation).
+-- name: packable
+SELECT {operation} FROM operations WHERE state IN ({states}) AND updated_at < %(cutoff)s
+    AND lease_owner IS NULL AND next_poll_at IS NULL
+    AND NOT EXISTS (SELECT 1 FROM notices n
+        WHERE n.operation_id = operations.operation_id AND n.due_at IS NOT NULL)
+ORDER BY operation_id LIMIT %(limit)s;
+
+-- name: insert_packed
+INSERT INTO packed_operations (operation_id, dictionary_id, data) VALUES (%s, %s, %s);
+
+-- name: insert_dictionary
+INSERT INTO pack_dictionaries (dictionary_id, digest, data, trained_at, samples)
+VALUES (%s, %s, %s, %s, %s);
+
+-- name: newest_dictionary
+SELECT dictionary_id, digest, data FROM pack_dictionaries ORDER BY dictionary_id DESC LIMIT 1;
+
+-- name: dictionaries
+SELECT dictionary_id, digest, data FROM pack_dictionaries ORDER BY dictionary_id;
+
+-- name: packed
+SELECT operation_id, dictionary_id, data FROM packed_operations WHERE operation_id = %s;
+
+-- name: all_packed
+SELECT operation_id, dictionary_id, data FROM packed_operations ORDER BY operation_id;

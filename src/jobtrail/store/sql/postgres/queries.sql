@@ -36,7 +36,7 @@ WHERE operation_id = %(operation_id)s AND version = %(version)s
     AND (%(fence)s::bigint IS NULL OR fence = %(fence)s::bigint)
 RETURNING {store_decided};
 
--- A batch of safe reads that move no state need not wait for the WAL flush (base.must_sync):
+-- A batch of safe reads that move no state need not wait for the WAL flush (changes.must_sync):
 -- a crash loses at most those reads, never an intent, a transition or a result.
 -- name: relax_commit
 SET LOCAL synchronous_commit TO off;
@@ -272,3 +272,25 @@ SELECT prev_hash, entry, hash FROM audit_log WHERE seq = (SELECT seq FROM audit_
 -- The server's clock, which every judgment of time is made on (store/ledger_clock.py).
 -- name: ledger_clock
 SELECT extract(epoch FROM clock_timestamp())::double precision AS now;
+
+-- A status read whose answer equals the last one its owner read (store/seen.py): the record
+-- moves as a folded unchanged read moves it (update time, poll count, poll time as a
+-- releasing owner's update decides it) and the lease is given back, only while the record
+-- is the one that owner's last write left (version, fence) and its status run is open.
+-- name: seen_again
+UPDATE operations SET updated_at = %(at)s, poll_count = %(poll_count)s,
+    next_poll_at = CASE WHEN poll_requested AND %(next_poll_at)s::timestamptz IS NOT NULL
+        THEN least(%(next_poll_at)s::timestamptz, %(at)s::timestamptz)
+        ELSE %(next_poll_at)s::timestamptz END,
+    poll_requested = false, version = version + 1,
+    lease_owner = NULL, lease_expires_at = NULL, lease_until = NULL
+WHERE operation_id = %(operation_id)s AND version = %(version)s AND fence = %(fence)s
+    AND EXISTS (SELECT 1 FROM observations WHERE operation_id = %(operation_id)s
+        AND closed_at IS NULL AND source = 'status')
+RETURNING version, next_poll_at;
+
+-- The open status run of an operation seen_again moved: one more read, at %(at)s.
+-- name: fold_seen_again
+UPDATE observations SET last_seen_at = %(at)s, seen_count = seen_count + 1,
+    last_request_id = %(request_id)s
+WHERE operation_id = %(operation_id)s AND closed_at IS NULL AND source = 'status';

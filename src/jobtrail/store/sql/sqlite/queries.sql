@@ -243,3 +243,24 @@ INSERT INTO audit_keying (one, keyed, key_check) VALUES (1, ?, ?) ON CONFLICT DO
 
 -- name: audit_head_entry
 SELECT prev_hash, entry, hash FROM audit_log ORDER BY seq DESC LIMIT 1;
+
+-- A status read whose answer equals the last one its owner read (store/seen.py): the record
+-- moves as a folded unchanged read moves it (update time, poll count, poll time as
+-- poll_on_release decides it) and the lease is given back, only while the record is the
+-- one that owner's last write left (version, fence) and its status run is still open.
+-- name: seen_again
+UPDATE operations SET updated_at = :at, poll_count = :poll_count,
+    next_poll_at = CASE WHEN poll_requested = 1 AND :next_poll_at IS NOT NULL
+        THEN min(:next_poll_at, :at) ELSE :next_poll_at END, poll_requested = 0,
+    version = version + 1,
+    lease_owner = NULL, lease_expires_at = NULL, lease_until = NULL, lease_clock = NULL
+WHERE operation_id = :operation_id AND version = :version AND fence = :fence
+    AND EXISTS (SELECT 1 FROM observations WHERE operation_id = :operation_id
+        AND closed_at IS NULL AND source = 'status')
+RETURNING version, next_poll_at;
+
+-- The open status run of an operation seen_again moved: one more read, at :at.
+-- name: fold_seen_again
+UPDATE observations SET last_seen_at = :at, seen_count = seen_count + 1,
+    last_request_id = :request_id
+WHERE operation_id = :operation_id AND closed_at IS NULL AND source = 'status';

@@ -14,7 +14,7 @@ import itertools
 import json
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -58,7 +58,6 @@ class VendorFaults:
     create_state: Literal["word", "none"] = "word"
 
 
-NO_VENDOR_FAULTS = VendorFaults()
 _CHOICES: dict[str, tuple[Any, ...]] = {
     "outcome": ("succeeded", "failed", "cancelled"),
     "headers": ("azure-async-operation", "location", "both", "none"),
@@ -192,7 +191,7 @@ class VendorCall:
     client_request_id: str | None = None  # Azure's x-ms-client-request-id, when sent
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return asdict(self)
 
 
 class VendorState:

@@ -28,10 +28,13 @@ from jobtrail.ledger.histories import (
 from jobtrail.ledger.policy import Action, ActionPolicy, kind_of
 from jobtrail.ledger.redaction import Redactors, redacted, redacted_entries
 from jobtrail.randomness import PooledSystemRandom
-from jobtrail.store.base import Change, CommitResult, Store
+from jobtrail.store.changes import Change, CommitResult
+from jobtrail.store.engine import Store
 from jobtrail.store.group import GroupCommitter
 from jobtrail.store.machine_clock import machine_now
 
+if TYPE_CHECKING:
+    from jobtrail.store.retention import PrunedOperation
 if TYPE_CHECKING:  # imported where used: reading the ledger (`status`) needs no provider,
     # nor the core's apply (its planner, schedules and evidence rules)
     from jobtrail.core.apply import Applied, Schedule
@@ -68,7 +71,7 @@ class LedgerBase:
         self.actions = actions or ActionPolicy.default()
         self.clock: Clock = clock or LedgerClock(store)
         self.rand = rand or PooledSystemRandom()
-        self._group = GroupCommitter(store) if group_commit else None
+        self._group = GroupCommitter(store.commit, store.prepare) if group_commit else None
         self._schedules: dict[tuple[tuple[str, str], ...], Schedule] = {}
         self._redactors = Redactors()
 
@@ -126,9 +129,25 @@ class LedgerBase:
         when neither. `find` answers the same question with None instead (one contract:
         `get` raises, `find` answers None; both take an id or a key)."""
         op = await self.store.get(ref) or await self.store.get_by_key(ref)
+        if op is None and (packed := await self.unpacked(ref)) is not None:
+            op = packed.operation
         if op is None:
             raise NotFound(f"no operation with the id or key {ref!r} in this ledger")
         return op
+
+    async def unpacked(self, operation_id: str) -> PrunedOperation | None:
+        """The packed operation `operation_id` with everything it owned (ledger/packing.py),
+        or None when it is not packed."""
+        found = await self.store.packed(operation_id)
+        if not found:
+            return None
+        from jobtrail.ledger.packing import unpack  # zstandard, only for packed ledgers
+
+        _, dictionary_id, data = found[0]
+        dictionary = None
+        if dictionary_id is not None:
+            dictionary = (await self.store.pack_dictionaries()).get(dictionary_id)
+        return unpack(data, dictionary)
 
     async def permit(
         self, action: Action, actor: str, op: Operation | None, *, subject: str | None = None

@@ -4,9 +4,12 @@ lookup (Athena, Bedrock), stated in one sentence the attempt records."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from jobtrail.core import outcomes as o
+from jobtrail.core.classify import classify
 from jobtrail.core.model import AttemptKind, Operation
-from jobtrail.providers.aws.calls import AwsCalls
+from jobtrail.providers.aws.calls import AwsCalls, Failure
 from jobtrail.providers.protocol import Reply
 
 
@@ -36,6 +39,14 @@ class AwsProvider:
 
     async def close(self) -> None:
         await self.calls.close()
+
+    async def _send_stop(self, action: str, params: dict[str, Any]) -> Reply:
+        """The cancel every AWS provider sends: `action` on the job `params` name."""
+        stopped = await self.calls.invoke(action, params)
+        if isinstance(stopped, Failure):
+            return Reply(outcome=classify(AttemptKind.CANCEL, stopped), detail=stopped.detail)
+        ack = o.CancelAcknowledged(http_status=stopped.http_status, request_id=stopped.request_id)
+        return Reply(outcome=ack, detail=stopped.detail)
 
     async def _start(self, op: Operation) -> Reply:
         raise NotImplementedError
