@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import tomllib
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,3 +105,39 @@ def until_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: f
             return False
 
     until_true(healthy, timeout, lambda: f"serve healthy: {log.read_text()}")
+
+
+@dataclass(frozen=True)
+class Served:
+    url: str
+    log: Path  # serve's stdout and stderr (JSON log lines)
+    proc: subprocess.Popen[bytes]
+
+
+@contextlib.contextmanager
+def serving(ws: Workspace, *args: str, **env: str) -> Iterator[Served]:
+    """`jobtrail serve --port P ARGS` in `ws` (this checkout's code), healthy, until the block
+    ends; then stopped with SIGTERM."""
+    import jobtrail
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    src = str(Path(jobtrail.__file__).resolve().parents[1])
+    code = "from jobtrail.cli.main import main; main()"
+    log = ws.root / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, "serve", "--port", str(port), *args],
+            stdout=out,
+            stderr=out,
+            env=ws.env(PYTHONPATH=src, **env),
+            cwd=ws.root,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        until_healthy(url, proc, log)
+        yield Served(url, log, proc)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,9 +17,7 @@ from pathlib import Path
 import pytest
 from standardwebhooks import Webhook
 
-import jobtrail
-
-from cliutil import Workspace, raw_bytes, until_healthy
+from cliutil import Workspace, raw_bytes, serving
 from waits import until_true
 
 RAW = b"notify-config-signing-key-0123"
@@ -174,29 +169,12 @@ def test_serve_told_only_by_the_file_delivers_a_signed_notice(
     secret_file = ws.root / "notify-secret"
     secret_file.write_text(KEY)
     file = policy(ws, f'endpoints = ["{url(pager)}"]\nsecret = {{ file = "{secret_file}" }}\n')
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    src = str(Path(jobtrail.__file__).resolve().parents[1])
-    code = "from jobtrail.cli.main import main; main()"
-    log = ws.root / "serve.log"
-    with open(log, "wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", code, "serve", "--port", str(port)],
-            stdout=stderr,
-            stderr=stderr,
-            env=ws.env(PYTHONPATH=src, JOBTRAIL_POLICY=file),
-            cwd=ws.root,
-        )
-    try:
-        until_healthy(f"http://127.0.0.1:{port}", proc, log)
+    with serving(ws, JOBTRAIL_POLICY=file) as served:
+        log = served.log
         op = needing_a_person(ws)
         until_true(lambda: bool(pager.raw), 60, lambda: f"a notice posted: {log.read_text()}")
         data = verified(pager)["data"]
         assert isinstance(data, dict) and data["operation_id"] == op
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     assert_no_secret(ws, log)
 
 

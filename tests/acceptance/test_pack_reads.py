@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import difflib
 import re
-import socket
 import sqlite3
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -19,11 +16,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-import jobtrail
 from jobtrail.dashboard.access import Access, operators_from_env
 from jobtrail.dashboard.web import Dashboard
 
-from cliutil import Workspace, until_healthy
+from cliutil import Workspace, serving
 from harness import Harness, harness
 from stores import fresh_ledger
 from waits import until_true
@@ -129,23 +125,9 @@ def test_serve_packs_on_schedule_when_asked(ws: Workspace) -> None:
     done = ws.json("submit", "simulator", "--body", '{"n": 1}')["operation_id"]
     assert ws.drive(done)["state"] == "succeeded"
     before = _outputs(ws, done)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    src = str(Path(jobtrail.__file__).resolve().parents[1])
-    code = "from jobtrail.cli.main import main; main()"
-    log = ws.root / "serve.log"
-    args = ["serve", "--port", str(port), "--pack-after", "1ms", "--pack-every", "1h"]
-    with open(log, "wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", code, *args], stderr=stderr, env=ws.env(PYTHONPATH=src)
-        )
-    try:
-        until_healthy(f"http://127.0.0.1:{port}", proc, log)
+    with serving(ws, "--pack-after", "1ms", "--pack-every", "1h") as served:
+        log = served.log
         until_true(lambda: "packed 1 finished" in log.read_text(), 30, "the packing logged")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     conn = sqlite3.connect(ws.db)
     try:
         assert conn.execute("SELECT operation_id FROM packed_operations").fetchall() == [(done,)]

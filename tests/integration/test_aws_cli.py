@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +22,7 @@ from jobtrail.cli.exits import RunExit
 from jobtrail.core.states import State
 from jobtrail.store import open_store
 
-from cliutil import Workspace, until_healthy
+from cliutil import Workspace, serving
 from harness import ROOT
 from waits import until_true
 
@@ -253,25 +252,8 @@ def test_serve_takes_a_census_of_a_step_functions_provider_file(
     sfn.start_execution(stateMachineArn=arn, name="idem_" + "Y" * 32, input='{"month": "x"}')
     ws = Workspace(root=tmp_path, base_url=aws_env)
     ws.json("submit", "nightly", "--body", '{"month": "2026-02"}')  # the ledger, one op
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    src = str(Path(jobtrail.__file__).resolve().parents[1])
-    log = tmp_path / "serve.log"
-    args = ["serve", "--port", str(port), "--census", "nightly"]
-    with open(log, "wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from jobtrail.cli.main import main; main()", *args],
-            stderr=stderr,
-            env=ws.env(PYTHONPATH=src),
-            cwd=tmp_path,
-        )
-    try:
-        until_healthy(f"http://127.0.0.1:{port}", proc, log)
+    with serving(ws, "--census", "nightly"):
         until_true(lambda: bool(census_entries(ws.db)), 30, "a census recorded by serve")
         (taken,) = census_entries(ws.db)
         assert taken["actor"] == "worker:census", taken
         assert isinstance(taken["data"], dict) and taken["data"]["counts"]["unknown_here"] == 1
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
