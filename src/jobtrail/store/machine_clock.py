@@ -41,16 +41,35 @@ def machine_now() -> tuple[str, float]:
     in. Resolution 10 ms, ample for leases of seconds."""
     name = clock_name()
     if name != "monotonic":
-        try:  # os.read, not Path.read_text: a claim and a release each read it
-            fd = os.open(_UPTIME, os.O_RDONLY)
-            try:
-                text = os.read(fd, 64)
-            finally:
-                os.close(fd)
-            return name, float(text.split()[0])
+        try:
+            return name, _uptime()
         except (OSError, ValueError, IndexError):
             pass
     return "monotonic", time.monotonic()
+
+
+_fd: list[int] = []  # /proc/uptime, opened once: a poll reads the clock several times
+_opening = threading.Lock()
+
+
+def _uptime() -> float:
+    """Seconds since boot, read afresh from /proc/uptime: the kernel writes its text anew
+    for every read at offset 0, so one descriptor kept open and read with pread (one system
+    call, no file position shared between threads) gives what opening the file each time
+    (three calls) did. A descriptor closed under us (a daemonizing parent closing them all),
+    or whose number now names another file, is found out by its text and opened again."""
+    for attempt in range(2):
+        if attempt or not _fd:
+            with _opening:
+                _fd[:] = [os.open(_UPTIME, os.O_RDONLY | os.O_CLOEXEC)]
+        fd = _fd[0]
+        try:
+            text = os.pread(fd, 64, 0)
+            if text.endswith(b"\n") and text.count(b" ") == 1:
+                return float(text.split()[0])
+        except (OSError, ValueError):
+            pass
+    raise OSError(f"cannot read {_UPTIME}")
 
 
 _STAT = "/proc/stat"

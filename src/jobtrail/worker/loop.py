@@ -105,8 +105,10 @@ class Worker:
                 only=only,
                 code=self.runner.providers.code_names(),
             )
+            # One reading for the batch: the steps start only once this loop yields.
+            claimed_at = self.clock.now() if claims and self.record_lateness else None
             for claim in claims:
-                self._start(claim)
+                self._start(claim, claimed_at)
         if claims and len(claims) == min(free, self.batch) and only is None:
             await asyncio.sleep(0)  # more may be due: claim again after a yield
             return False
@@ -137,10 +139,11 @@ class Worker:
             self._busy_since = now
         await self.clock.sleep(LOCK_RETRY)
 
-    def _start(self, claim: Claim) -> None:
+    def _start(self, claim: Claim, claimed_at: datetime | None) -> None:
+        """Drive `claim` in a task of its own; its lateness counted at `claimed_at` if given."""
         self.stats.claimed += 1
-        if self.record_lateness:
-            self.stats.lateness.append((self.clock.now() - claim.was_due).total_seconds())
+        if claimed_at is not None:
+            self.stats.lateness.append((claimed_at - claim.was_due).total_seconds())
         op = claim.operation
         log.info(
             "claimed (fence %d, due %s)",

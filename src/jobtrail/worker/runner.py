@@ -66,15 +66,21 @@ class Runner:
         if isinstance(action, Settle):
             log.info("settling: %s", action.outcome.word, extra=_fields(op))
             return await self.ledger.settle(op, action.outcome, self.actor)
-        return await self._call(op, action)
+        return await self._call(op, action, now)
 
-    async def _call(self, op: Operation, action: Call) -> Operation:
-        # Measured on the machine's boot clock (Ledger.stopwatch), which runs at the ledger
-        # clock's rate and which no step or faker of this process's clock moves.
-        asked, lease = self.ledger.stopwatch(), None  # a safe read's lease is not checked again
+    async def _call(self, op: Operation, action: Call, now: datetime) -> Operation:
+        """`action`, planned at `now` on the ledger's clock with nothing awaited since."""
+        asked, lease = 0.0, None  # a safe read's lease is not checked again
         if action.kind.safe:
-            op = await self._renew_if_short(op)
+            renewed = await self._renew_if_short(op, now)
+            # Unrenewed, nothing was awaited: `now` is still the time (one reading of the
+            # clock fewer per poll). A renewal waited on the ledger: the time is read anew.
+            started = now if renewed is op else None
+            op = renewed
         else:
+            # Measured on the machine's boot clock (Ledger.stopwatch), which runs at the
+            # ledger clock's rate and which no step or faker of this process's clock moves.
+            asked, started = self.ledger.stopwatch(), None
             lease = self._effect_lease(op)
             # A call with an effect gets a whole lease, counted on the ledger's clock from
             # now: however this worker's clock is off, or stepped since the claim, the lease
@@ -85,7 +91,7 @@ class Runner:
             op = await self.ledger.renew(op, lease)
         provider = self.providers.for_operation(op)
         if (seen := self.seen.previous(op, action.kind)) is not None:
-            return await self._read_again(op, action, provider, seen)
+            return await self._read_again(op, action, provider, seen, started)
         request = provider.describe(action.kind, op)
         local = action.kind is AttemptKind.RESULT and _collects_locally(op)
         if local:
@@ -150,13 +156,13 @@ class Runner:
         )
 
     async def _read_again(
-        self, op: Operation, action: Call, provider: Provider, seen: Seen
+        self, op: Operation, action: Call, provider: Provider, seen: Seen, now: datetime | None
     ) -> Operation:
         """A status read of an operation whose last answer is remembered (worker/seen.py).
         An answer equal to it is recorded as seen again, with no attempt of its own; any
         other, or one that cannot be recorded so, is judged in full and recorded as every
-        answer is, its attempt started when the call was."""
-        started = self.ledger.now()
+        answer is, its attempt started when the call was: `now`, if given (None: now)."""
+        started = self.ledger.now() if now is None else now
         reply = await self._send(op, action, provider, seen.answer, started)
         if reply.repeated is not None:
             again = await self.ledger.seen_again(op, seen.retry_after, reply.repeated.request_id)
@@ -197,9 +203,10 @@ class Runner:
             "it next reconciles"
         )
 
-    async def _renew_if_short(self, op: Operation) -> Operation:
-        """A call must finish inside the lease: renew first if less than its timeout is left."""
-        left = lease_left(op, self.ledger.now())
+    async def _renew_if_short(self, op: Operation, now: datetime) -> Operation:
+        """A call must finish inside the lease: renew first if less than its timeout is left
+        at `now` (the ledger's time: the caller read it with nothing awaited since)."""
+        left = lease_left(op, now)
         if left is None:
             return op
         timeout = self.providers.timeout(op).total_seconds()
