@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import aiohttp
 from aiohttp import web
 
-from wire import PROXIES, WireProxy
+from wire import WireProxy, behind
 
 _HOP = {"host", "content-length", "transfer-encoding", "connection"}
 
@@ -30,7 +30,7 @@ class Proxy:
 async def proxy(target: str) -> AsyncIterator[Proxy]:
     # The wire check's recording proxy (tests/wire.py) goes in front of this one, closest to
     # jobtrail (the answers made up here are on jobtrail's wire); behind it, Airflow itself.
-    target = next((w.upstream for w in PROXIES if w.base_url == target), target)
+    target = behind(target)
     state = Proxy(target=target)
     session = aiohttp.ClientSession(auto_decompress=False)
 

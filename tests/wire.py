@@ -30,6 +30,12 @@ from urllib.parse import urlsplit
 PROXIES: list[WireProxy] = []  # every proxy started in this process, stopped ones too
 
 
+def behind(url: str) -> str:
+    """The server behind the proxy now listening at `url` (`url` itself if none is): the
+    latest proxy started there, since a stopped proxy's port may be handed out again."""
+    return next((w.upstream for w in reversed(PROXIES) if w.base_url == url), url)
+
+
 @dataclass
 class WireRequest:
     """One request that crossed a proxy, in the order it arrived."""

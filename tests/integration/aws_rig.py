@@ -211,9 +211,9 @@ class DroppingProxy:
     def __init__(self, upstream: str) -> None:
         # The wire check's recording proxy goes in front of this one, closest to jobtrail
         # (the answers made up here are on jobtrail's wire); behind it, the server itself.
-        from wire import PROXIES  # here: this file also runs as a script
+        from wire import behind  # here: this file also runs as a script
 
-        self.upstream = next((w.upstream for w in PROXIES if w.base_url == upstream), upstream)
+        self.upstream = behind(upstream)
         self._wire: Any = None
         self.drop: dict[str, int] = {}  # action -> how many answers to drop
         self.swallow: dict[str, int] = {}  # action -> how many requests never to forward

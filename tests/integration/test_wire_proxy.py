@@ -15,7 +15,7 @@ import pytest
 
 import wirecheck
 from jobtrail.core.states import State
-from wire import WireProxy, _Parser
+from wire import PROXIES, WireProxy, _Parser, behind
 
 from harness import harness
 
@@ -96,3 +96,18 @@ async def test_a_dropped_answer_is_one_request_on_the_wire(
     assert problems == []
     assert received.count(dropped) == 1, received
     assert after.state is not State.CREATE_PENDING
+
+
+def test_behind_names_the_live_proxys_server_when_a_port_is_handed_out_again() -> None:
+    """A stopped proxy stays in PROXIES (the check reads what it recorded); when the system
+    hands its port to a new proxy, `behind` names the new proxy's server, not the stopped
+    one's (an AWS test once forwarded to a moto server stopped with an earlier module)."""
+    old, new = WireProxy("http://127.0.0.1:1"), WireProxy("http://127.0.0.1:2")
+    old.base_url = new.base_url = "http://127.0.0.1:9"  # the same port, one after the other
+    PROXIES.extend([old, new])
+    try:
+        assert behind("http://127.0.0.1:9") == "http://127.0.0.1:2"
+        assert behind("http://127.0.0.1:8") == "http://127.0.0.1:8"
+    finally:
+        PROXIES.remove(old)
+        PROXIES.remove(new)
