@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -17,6 +18,7 @@ from typing import Any
 
 from jobtrail.cli.exits import run_exit
 from jobtrail.core.states import State
+from jobtrail.store import open_store
 
 from harness import ROOT, SECRET
 from waits import until_true
@@ -141,3 +143,17 @@ def serving(ws: Workspace, *args: str, **env: str) -> Iterator[Served]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def census_entries(db: Path) -> list[dict[str, Any]]:
+    """The census.taken entries of the audit log of the ledger at `db`."""
+
+    async def read() -> list[dict[str, Any]]:
+        store = await open_store(str(db), create=False)
+        try:
+            rows = [json.loads(r.entry) for r in await store.audit_rows()]
+        finally:
+            await store.close()
+        return [r for r in rows if r["kind"] == "census.taken"]
+
+    return asyncio.run(read())

@@ -5,27 +5,11 @@ it found (a second job as an error)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from census_rig import plant_at
-from jobtrail.store import open_store
 
-from cliutil import Workspace, serving
+from cliutil import Workspace, census_entries, serving
 from waits import until_true
-
-
-def census_entries(db: Path) -> list[dict[str, object]]:
-    import asyncio
-
-    async def read() -> list[dict[str, object]]:
-        store = await open_store(str(db), create=False)
-        try:
-            rows = [json.loads(r.entry) for r in await store.audit_rows()]
-        finally:
-            await store.close()
-        return [r for r in rows if r["kind"] == "census.taken"]
-
-    return asyncio.run(read())
 
 
 def test_serve_takes_a_census_at_start_and_logs_a_second_job(ws: Workspace) -> None:

@@ -4,14 +4,12 @@ only `code = "aws-stepfunctions"` and its settings, `jobtrail submit` by that fi
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import boto3
 import pytest
@@ -20,9 +18,8 @@ from aws_rig import ENV, ROLE, aws_env, moto_endpoint
 import jobtrail
 from jobtrail.cli.exits import RunExit
 from jobtrail.core.states import State
-from jobtrail.store import open_store
 
-from cliutil import Workspace, serving
+from cliutil import Workspace, census_entries, serving
 from harness import ROOT
 from waits import until_true
 
@@ -191,12 +188,7 @@ def test_the_stock_cli_takes_a_census_of_a_step_functions_provider_file(
     arn = sfn.create_state_machine(name="cli-census", definition=json.dumps(ECHO), roleArn=ROLE)[
         "stateMachineArn"
     ]
-    (tmp_path / "providers").mkdir()
-    (tmp_path / "providers" / "nightly.toml").write_text(
-        f'code = "aws-stepfunctions"\n[settings]\nstate_machine_arn = "{arn}"\n'
-        f'endpoint_url = "{aws_env}"\n',
-        encoding="utf-8",
-    )
+    nightly_file(tmp_path, arn, aws_env)
     month = '{"month": "2026-02"}'
     unknown = sfn.start_execution(stateMachineArn=arn, name="idem_" + "Z" * 32, input=month)
     other = sfn.start_execution(stateMachineArn=arn, name="by-hand", input=month)
@@ -220,18 +212,14 @@ def test_the_stock_cli_takes_a_census_of_a_step_functions_provider_file(
     assert ENV["AWS_SECRET_ACCESS_KEY"].encode() not in ws.db.read_bytes()
 
 
-def census_entries(db: Path) -> list[dict[str, Any]]:
-    """The census.taken entries of the ledger's audit log."""
-
-    async def read() -> list[dict[str, Any]]:
-        store = await open_store(str(db), create=False)
-        try:
-            rows = [json.loads(r.entry) for r in await store.audit_rows()]
-        finally:
-            await store.close()
-        return [r for r in rows if r["kind"] == "census.taken"]
-
-    return asyncio.run(read())
+def nightly_file(folder: Path, arn: str, endpoint: str) -> None:
+    """providers/nightly.toml in `folder`: the Step Functions code provider's settings file."""
+    (folder / "providers").mkdir()
+    (folder / "providers" / "nightly.toml").write_text(
+        f'code = "aws-stepfunctions"\n[settings]\nstate_machine_arn = "{arn}"\n'
+        f'endpoint_url = "{endpoint}"\n',
+        encoding="utf-8",
+    )
 
 
 def test_serve_takes_a_census_of_a_step_functions_provider_file(
@@ -243,12 +231,7 @@ def test_serve_takes_a_census_of_a_step_functions_provider_file(
     arn = sfn.create_state_machine(name="serve-census", definition=json.dumps(ECHO), roleArn=ROLE)[
         "stateMachineArn"
     ]
-    (tmp_path / "providers").mkdir()
-    (tmp_path / "providers" / "nightly.toml").write_text(
-        f'code = "aws-stepfunctions"\n[settings]\nstate_machine_arn = "{arn}"\n'
-        f'endpoint_url = "{aws_env}"\n',
-        encoding="utf-8",
-    )
+    nightly_file(tmp_path, arn, aws_env)
     sfn.start_execution(stateMachineArn=arn, name="idem_" + "Y" * 32, input='{"month": "x"}')
     ws = Workspace(root=tmp_path, base_url=aws_env)
     ws.json("submit", "nightly", "--body", '{"month": "2026-02"}')  # the ledger, one op
