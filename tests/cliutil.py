@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import glob
 import json
 import os
 import socket
@@ -15,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from jobtrail.cli.exits import run_exit
 from jobtrail.core.states import State
@@ -157,3 +160,26 @@ def census_entries(db: Path) -> list[dict[str, Any]]:
         return [r for r in rows if r["kind"] == "census.taken"]
 
     return asyncio.run(read())
+
+
+def faketime_library() -> str:
+    """Debian's libfaketime, to LD_PRELOAD into a process whose clock a test fakes."""
+    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
+    if not found:  # CI installs it (.ci/run); a developer may not have it yet
+        pytest.fail("libfaketime is missing: apt-get install -y faketime", pytrace=False)
+    return found[0]
+
+
+def faked_clock(stamp: Path, offset: str, *, monotonic: bool = True) -> dict[str, str]:
+    """The environment that runs a process under libfaketime at `offset` ("+60s"), written
+    to `stamp`, which the faked clock re-reads every second (write another offset there to
+    step it). `monotonic=False`: the monotonic clock goes on, as when NTP steps a clock."""
+    stamp.write_text(offset)
+    env = {
+        "LD_PRELOAD": faketime_library(),
+        "FAKETIME_TIMESTAMP_FILE": str(stamp),
+        "FAKETIME_CACHE_DURATION": "1",
+    }
+    if not monotonic:
+        env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
+    return env

@@ -9,7 +9,6 @@ create again) nor a token provider (one job per token)."""
 from __future__ import annotations
 
 import asyncio
-import glob
 import itertools
 import subprocess
 import time
@@ -27,7 +26,7 @@ from jobtrail.providers.file.config import parse_provider
 from jobtrail.simulator import SimulatorThread
 from jobtrail.store import open_store
 
-from cliutil import JOBTRAIL
+from cliutil import JOBTRAIL, faked_clock
 from harness import ROOT, SECRET
 from stores import migrated_ledger
 
@@ -40,13 +39,6 @@ SKEWS = ["+60s", "-60s", "steps-back"]
 # a second owner's lookup to find nothing, short of the call's timeout (5 s), inside a lease
 # (8 s).
 SLOW_ACCEPT = {"delay_accept": 3, "duration_polls": 3}
-
-
-def _faketime_library() -> str:
-    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
-    if not found:  # CI installs it (.ci/run); a developer may not have it yet
-        pytest.fail("libfaketime is missing: apt-get install -y faketime", pytrace=False)
-    return found[0]
 
 
 @pytest.fixture(scope="module")
@@ -158,16 +150,10 @@ async def test_skewed_workers_never_share_a_lease_or_make_a_second_job(
     ahead, else the skewed one) starts first and sends the creates (the provider makes a job
     3 s after its create arrives); the other starts while they are in flight, when a lease
     judged by the wrong clock would be taken over and the create made again."""
-    library = _faketime_library()
     stamp = tmp_path / "faketime"
-    stamp.write_text("+0" if skew == "steps-back" else skew)
-    fake = {
-        "LD_PRELOAD": library,
-        "FAKETIME_TIMESTAMP_FILE": str(stamp),
-        "FAKETIME_CACHE_DURATION": "1",
-    }
-    if skew == "steps-back":  # as NTP steps a clock: the monotonic clock goes on
-        fake["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
+    # steps back as NTP steps a clock: from +0 to -60s later, the monotonic clock going on
+    stepping = skew == "steps-back"
+    fake = faked_clock(stamp, "+0" if stepping else skew, monotonic=not stepping)
     order: list[tuple[str, dict[str, str] | None]] = [("honest", None), ("skewed", fake)]
     if skew != "+60s":
         order.reverse()

@@ -22,7 +22,6 @@ too slow to reach that miss fails instead of passing without a miss to misjudge.
 from __future__ import annotations
 
 import asyncio
-import glob
 import itertools
 import signal
 import subprocess
@@ -43,7 +42,7 @@ from jobtrail.providers.file.config import parse_provider
 from jobtrail.simulator import SimulatorThread
 from jobtrail.store import open_store
 
-from cliutil import JOBTRAIL
+from cliutil import JOBTRAIL, faked_clock
 from harness import ROOT, SECRET
 from stores import fresh_ledger
 
@@ -51,13 +50,6 @@ OPERATIONS = 8
 LISTED_AFTER = 15  # seconds after the job is made; declared visible within WINDOW
 WINDOW = 17
 CASES = ["+60s", "-60s", "steps-forward"]
-
-
-def _faketime_library() -> str:
-    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
-    if not found:  # CI installs it (.ci/run); a developer may not have it yet
-        pytest.fail("libfaketime is missing: apt-get install -y faketime", pytrace=False)
-    return found[0]
 
 
 @pytest.fixture(scope="module")
@@ -117,15 +109,6 @@ async def _until(what: str, check: Any, seconds: float = 60) -> None:
         await asyncio.sleep(0.1)
 
 
-def _fake(library: str, stamp: Path, offset: str) -> dict[str, str]:
-    stamp.write_text(offset)
-    return {
-        "LD_PRELOAD": library,
-        "FAKETIME_TIMESTAMP_FILE": str(stamp),
-        "FAKETIME_CACHE_DURATION": "1",
-    }
-
-
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 async def test_a_skewed_or_stepped_clock_never_takes_a_miss_for_proof(
@@ -134,9 +117,9 @@ async def test_a_skewed_or_stepped_clock_never_takes_a_miss_for_proof(
     """Eight lost create answers, each looked up once (a miss) by the first worker; then a
     worker 60 s ahead takes over, or an honest one after a worker 60 s behind, or the first
     worker's clock steps 60 s forward: every operation ends succeeded with its one job."""
-    library, stamp = _faketime_library(), tmp_path / "faketime"
+    stamp = tmp_path / "faketime"
     first = {"+60s": None, "-60s": "-60s", "steps-forward": "+0"}[case]
-    first_fake = None if first is None else _fake(library, stamp, first)
+    first_fake = None if first is None else faked_clock(stamp, first)
     async with fresh_ledger(kind, tmp_path) as db:
         ids = await _submit(db.url, simulator.base_url)
         workers = [_worker(db.url, tmp_path, "first", first_fake)]
@@ -154,7 +137,7 @@ async def test_a_skewed_or_stepped_clock_never_takes_a_miss_for_proof(
                 skewed = ("second", datetime.now(UTC))
                 workers[0].send_signal(signal.SIGKILL)
                 workers[0].wait(timeout=20)
-                later = _fake(library, stamp, "+60s") if case == "+60s" else None
+                later = faked_clock(stamp, "+60s") if case == "+60s" else None
                 workers.append(_worker(db.url, tmp_path, "second", later))
 
             async def ended() -> bool:
@@ -235,7 +218,7 @@ async def test_a_worker_ahead_ends_no_deadline_early(
             ids = [(await ledger.submit(spec, {"n": n}, actor="t")).operation_id for n in range(4)]
         finally:
             await store.close()
-        fake = _fake(_faketime_library(), tmp_path / "faketime", "+60s")
+        fake = faked_clock(tmp_path / "faketime", "+60s")
         env = {"PATH": "/usr/bin:/bin", "REPORTS_API_TOKEN": SECRET} | fake
         args = ["--db", db.url, "--data-dir", str(tmp_path / "data"), "worker", "--until-idle"]
         done = subprocess.run([JOBTRAIL, *args], env=env, capture_output=True, timeout=120)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import glob
 import itertools
 import json
 import re
@@ -39,7 +38,7 @@ from jobtrail.store import Store, open_store
 from jobtrail.store.leases import Lease
 from netns import Forwarder, Host, Lab, lab_fixture  # noqa: F401 (the fixture partition_lab)
 
-from cliutil import JOBTRAIL
+from cliutil import JOBTRAIL, faked_clock, faketime_library
 from harness import ROOT, SECRET
 from stores import migrated_ledger
 from waits import until_true_async
@@ -78,13 +77,6 @@ def _provider(folder: Path, base_url: str, *, token: bool) -> Path:
     path = folder / f"{name}.toml"
     path.write_text(text)
     return path
-
-
-def _faketime_library() -> str:
-    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
-    if not found:  # CI installs it (.ci/run)
-        pytest.fail("libfaketime is missing: apt-get install -y faketime", pytrace=False)
-    return found[0]
 
 
 class Rig:
@@ -217,17 +209,11 @@ async def test_partitions_make_no_second_job_no_second_owner_and_lose_no_write(
     partition_lab: Lab, tmp_path: Path
 ) -> None:
     net = partition_lab
-    library = _faketime_library()
     a, b, client = net.host("a"), net.host("b"), net.host("client")
     stamp = tmp_path / "faketime-a"
-    stamp.write_text("+0")
-    steps_back = {  # as NTP steps a clock: the monotonic clock goes on
-        "LD_PRELOAD": library,
-        "FAKETIME_TIMESTAMP_FILE": str(stamp),
-        "FAKETIME_CACHE_DURATION": "1",
-        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-    }
-    ahead = {"LD_PRELOAD": library, "FAKETIME": "+60s"}
+    # as NTP steps a clock: the monotonic clock goes on
+    steps_back = faked_clock(stamp, "+0", monotonic=False)
+    ahead = {"LD_PRELOAD": faketime_library(), "FAKETIME": "+60s"}
     # B's own clock is a minute ahead (faketime takes effect in its namespace), though every
     # time it writes is the ledger's (checked in _check)
     faked = float(subprocess.check_output(b.run([*Rig.env_of(ahead), "/bin/date", "+%s"])))

@@ -5,7 +5,6 @@ faked (faketime, an hour ahead) reads the same time as an honest one."""
 
 from __future__ import annotations
 
-import glob
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -18,6 +17,7 @@ from jobtrail.ledger import Ledger
 from jobtrail.store import Store
 from jobtrail.store import ledger_clock as lc
 
+from cliutil import faketime_library
 from stores import fresh_ledger, pg_url
 
 
@@ -60,9 +60,6 @@ async def test_a_faked_process_clock_reads_the_ledger_s_time(
     """A process under faketime an hour off reads the ledger's time within a second or two
     of an honest process (the boot time's lost fraction on SQLite, a round trip on
     PostgreSQL), while its own clock is an hour off."""
-    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
-    if not found:
-        pytest.fail("libfaketime is missing: apt-get install -y faketime", pytrace=False)
     script = (
         "import asyncio, datetime, sys\n"
         "from jobtrail.store import open_store\n"
@@ -73,7 +70,7 @@ async def test_a_faked_process_clock_reads_the_ledger_s_time(
         "asyncio.run(main())\n"
     )
     async with fresh_ledger(store_kind, tmp_path) as db:
-        env = {"PATH": "/usr/bin:/bin", "LD_PRELOAD": found[0], "FAKETIME": offset}
+        env = {"PATH": "/usr/bin:/bin", "LD_PRELOAD": faketime_library(), "FAKETIME": offset}
         done = subprocess.run(
             [sys.executable, "-c", script, db.url], env=env, capture_output=True, timeout=60
         )
